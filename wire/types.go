@@ -1,0 +1,343 @@
+package wire
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// NodeID identifies a node on the LAN. Zero is never a valid node; as a
+// destination it means "everyone" (see Broadcast).
+type NodeID uint64
+
+// Broadcast as a destination asks the runtime to deliver a message to every
+// node it can reach (one multicast datagram, or one unicast per known peer
+// where multicast is unavailable).
+const Broadcast NodeID = 0
+
+// DefaultPriority matches keepalived's default VRRP priority.
+const DefaultPriority uint8 = 100
+
+// Rank orders nodes: by priority, then by ID. The higher rank wins every
+// election and every merge.
+type Rank struct {
+	Priority uint8
+	ID       NodeID
+}
+
+// Less reports whether r ranks below o.
+func (r Rank) Less(o Rank) bool {
+	if r.Priority != o.Priority {
+		return r.Priority < o.Priority
+	}
+	return r.ID < o.ID
+}
+
+func (r Rank) String() string { return fmt.Sprintf("%d/%d", r.ID, r.Priority) }
+
+// Member is one node of a group as the coordinator announces it: enough to
+// rank it in a later bully election.
+type Member struct {
+	ID       NodeID
+	Priority uint8
+}
+
+// Rank returns the member's rank.
+func (m Member) Rank() Rank { return Rank{Priority: m.Priority, ID: m.ID} }
+
+// GroupNumber names a group: a sequence number and the ID of the node that
+// created it, which is also the group's coordinator. Only node id ever
+// creates numbers ending in id, and it persists the sequence before use, so a
+// number is never created twice.
+type GroupNumber struct {
+	Seq uint64
+	ID  NodeID
+}
+
+// IsZero reports whether g is the zero value (no group yet).
+func (g GroupNumber) IsZero() bool { return g.Seq == 0 && g.ID == 0 }
+
+// Less orders group numbers by sequence, then by coordinator ID.
+func (g GroupNumber) Less(o GroupNumber) bool {
+	if g.Seq != o.Seq {
+		return g.Seq < o.Seq
+	}
+	return g.ID < o.ID
+}
+
+// String prints the number as "seq.id", e.g. "17.3".
+func (g GroupNumber) String() string {
+	return strconv.FormatUint(g.Seq, 10) + "." + strconv.FormatUint(uint64(g.ID), 10)
+}
+
+// ParseGroupNumber parses the "seq.id" form printed by String.
+func ParseGroupNumber(s string) (GroupNumber, error) {
+	a, b, ok := strings.Cut(s, ".")
+	if !ok {
+		return GroupNumber{}, fmt.Errorf("wire: group number %q: want seq.id", s)
+	}
+	seq, err := strconv.ParseUint(a, 10, 64)
+	if err != nil {
+		return GroupNumber{}, fmt.Errorf("wire: group number %q: bad seq: %w", s, err)
+	}
+	id, err := strconv.ParseUint(b, 10, 64)
+	if err != nil {
+		return GroupNumber{}, fmt.Errorf("wire: group number %q: bad id: %w", s, err)
+	}
+	return GroupNumber{Seq: seq, ID: NodeID(id)}, nil
+}
+
+// State is a node's state in Garcia-Molina's invitation algorithm.
+type State uint8
+
+const (
+	// StateNormal: the node works in its group.
+	StateNormal State = 1
+	// StateElection: the node is creating a group (merging as coordinator,
+	// or running bully after its coordinator failed).
+	StateElection State = 2
+	// StateReorganization: the node accepted an invitation and waits for
+	// the new coordinator's Ready.
+	StateReorganization State = 3
+)
+
+func (s State) String() string {
+	switch s {
+	case StateNormal:
+		return "normal"
+	case StateElection:
+		return "election"
+	case StateReorganization:
+		return "reorganization"
+	}
+	return "state(" + strconv.Itoa(int(s)) + ")"
+}
+
+// Valid reports whether s is one of the defined states.
+func (s State) Valid() bool { return s >= StateNormal && s <= StateReorganization }
+
+// Type identifies a message body. Only append to this list: values are on
+// the wire.
+type Type uint8
+
+const (
+	TypeBeacon            Type = 1  // multicast discovery
+	TypeAreYouCoordinator Type = 2  // coordinator → other nodes: are you a coordinator?
+	TypeYes               Type = 3  // positive reply to AreYouCoordinator or AreYouThere
+	TypeNo                Type = 4  // negative reply to AreYouThere
+	TypeAreYouThere       Type = 5  // participant → its coordinator
+	TypeInvitation        Type = 6  // coordinator → coordinators and members: join my new group
+	TypeAccept            Type = 7  // invitee → inviter
+	TypeReady             Type = 8  // coordinator → members: the group is formed (member list)
+	TypeReadyAck          Type = 9  // member → coordinator: Ready received
+	TypeElection          Type = 10 // bully: I want to be coordinator of the survivors of a group
+	TypeAnswer            Type = 11 // bully: a higher-ranked survivor is alive
+	TypeCoordinator       Type = 12 // bully, standalone mode: I won
+
+	typeMax = TypeCoordinator
+)
+
+var typeNames = [...]string{
+	TypeBeacon:            "Beacon",
+	TypeAreYouCoordinator: "AreYouCoordinator",
+	TypeYes:               "Yes",
+	TypeNo:                "No",
+	TypeAreYouThere:       "AreYouThere",
+	TypeInvitation:        "Invitation",
+	TypeAccept:            "Accept",
+	TypeReady:             "Ready",
+	TypeReadyAck:          "ReadyAck",
+	TypeElection:          "Election",
+	TypeAnswer:            "Answer",
+	TypeCoordinator:       "Coordinator",
+}
+
+func (t Type) String() string {
+	if t >= 1 && t <= typeMax {
+		return typeNames[t]
+	}
+	return "Type(" + strconv.Itoa(int(t)) + ")"
+}
+
+// Valid reports whether t is a known message type.
+func (t Type) Valid() bool { return t >= 1 && t <= typeMax }
+
+// Types lists every known message type in wire order.
+func Types() []Type {
+	ts := make([]Type, 0, typeMax)
+	for t := Type(1); t <= typeMax; t++ {
+		ts = append(ts, t)
+	}
+	return ts
+}
+
+// Version is the protocol version this package speaks.
+const Version uint8 = 1
+
+// Header is carried by every message. The algorithm fills From, Priority,
+// Group and State; the runtime fills Version, Incarnation and Counter when it
+// sends.
+type Header struct {
+	Version     uint8
+	Type        Type
+	From        NodeID
+	Priority    uint8
+	Incarnation uint64 // sender's boot incarnation, from its state file
+	Counter     uint64 // per-incarnation packet counter, for replay rejection
+	Group       GroupNumber
+	State       State
+}
+
+// Rank returns the sender's rank.
+func (h Header) Rank() Rank { return Rank{Priority: h.Priority, ID: h.From} }
+
+// IsCoordinator reports whether the sender coordinates the group it
+// announces: the coordinator of a group is the node that created its number.
+func (h Header) IsCoordinator() bool { return h.Group.ID == h.From && h.From != 0 }
+
+// Body is a message body. Each body type has a fixed Type.
+type Body interface {
+	Type() Type
+	String() string
+}
+
+// Message is a header and a body. Header.Type is set from the body by
+// Encode; algorithm code may leave it zero.
+type Message struct {
+	Header
+	Body Body
+}
+
+// String is a one-line description for logs and test traces.
+func (m Message) String() string {
+	body := "<nil>"
+	if m.Body != nil {
+		body = m.Body.String()
+	}
+	return fmt.Sprintf("%s from=%d/%d g=%s %s", body, m.From, m.Priority, m.Group, m.State)
+}
+
+// Envelope is a message with its destination, as the algorithms emit it.
+type Envelope struct {
+	To  NodeID // Broadcast for every reachable node
+	Msg Message
+}
+
+func (e Envelope) String() string {
+	to := "all"
+	if e.To != Broadcast {
+		to = strconv.FormatUint(uint64(e.To), 10)
+	}
+	return "→" + to + " " + e.Msg.String()
+}
+
+// Beacon announces a node on the multicast group. Its header says who the
+// sender is, its group and state; Addr is its memberlist (gossip) address so
+// that a receiver that does not know the sender can join it.
+type Beacon struct {
+	Addr string // host:port, at most MaxAddrLen bytes
+}
+
+// AreYouCoordinator asks the receiver whether it is Normal and coordinator.
+type AreYouCoordinator struct{}
+
+// Yes answers AreYouCoordinator (the sender is Normal and coordinator of
+// Header.Group) or AreYouThere (the receiver still belongs to the sender's
+// group; Version is the group's current member-list version).
+type Yes struct {
+	Query   Type
+	Version uint64
+}
+
+// No answers AreYouThere: the receiver is not (or no longer) a member of the
+// group it asked about.
+type No struct {
+	Query Type
+}
+
+// AreYouThere is a participant's liveness probe of its coordinator for
+// group Group.
+type AreYouThere struct {
+	Group GroupNumber
+}
+
+// Invitation asks the receiver to join group Group, whose coordinator is
+// Group.ID. An invited coordinator forwards it, unchanged, to its members.
+type Invitation struct {
+	Group GroupNumber
+}
+
+// Accept tells the coordinator of Group that the sender joined it.
+type Accept struct {
+	Group GroupNumber
+}
+
+// Ready carries (part of) the member list of version Version of group
+// Group. A list too long for one datagram is split: Total is the list's
+// length and Offset the index of Members[0] in it.
+type Ready struct {
+	Group   GroupNumber
+	Version uint64
+	Total   uint32
+	Offset  uint32
+	Members []Member
+}
+
+// ReadyAck acknowledges the whole member list Version of Group.
+type ReadyAck struct {
+	Group   GroupNumber
+	Version uint64
+}
+
+// Election is bully's "elect me" among the survivors of group Group.
+type Election struct {
+	Group GroupNumber
+}
+
+// Answer is bully's reply to Election from a higher-ranked survivor.
+type Answer struct {
+	Group GroupNumber
+}
+
+// Coordinator is bully's victory message, used when bully runs on its own.
+// Inside groupd the winner's Invitation plays this role.
+type Coordinator struct {
+	Group GroupNumber
+}
+
+func (Beacon) Type() Type            { return TypeBeacon }
+func (AreYouCoordinator) Type() Type { return TypeAreYouCoordinator }
+func (Yes) Type() Type               { return TypeYes }
+func (No) Type() Type                { return TypeNo }
+func (AreYouThere) Type() Type       { return TypeAreYouThere }
+func (Invitation) Type() Type        { return TypeInvitation }
+func (Accept) Type() Type            { return TypeAccept }
+func (Ready) Type() Type             { return TypeReady }
+func (ReadyAck) Type() Type          { return TypeReadyAck }
+func (Election) Type() Type          { return TypeElection }
+func (Answer) Type() Type            { return TypeAnswer }
+func (Coordinator) Type() Type       { return TypeCoordinator }
+
+func (b Beacon) String() string          { return "Beacon(" + b.Addr + ")" }
+func (AreYouCoordinator) String() string { return "AreYouCoordinator" }
+func (b Yes) String() string             { return fmt.Sprintf("Yes(%s v%d)", b.Query, b.Version) }
+func (b No) String() string              { return fmt.Sprintf("No(%s)", b.Query) }
+func (b AreYouThere) String() string     { return "AreYouThere(" + b.Group.String() + ")" }
+func (b Invitation) String() string      { return "Invitation(" + b.Group.String() + ")" }
+func (b Accept) String() string          { return "Accept(" + b.Group.String() + ")" }
+func (b ReadyAck) String() string        { return fmt.Sprintf("ReadyAck(%s v%d)", b.Group, b.Version) }
+func (b Election) String() string        { return "Election(" + b.Group.String() + ")" }
+func (b Answer) String() string          { return "Answer(" + b.Group.String() + ")" }
+func (b Coordinator) String() string     { return "Coordinator(" + b.Group.String() + ")" }
+
+func (b Ready) String() string {
+	ids := make([]string, len(b.Members))
+	for i, m := range b.Members {
+		ids[i] = strconv.FormatUint(uint64(m.ID), 10)
+	}
+	part := ""
+	if int(b.Total) != len(b.Members) {
+		part = fmt.Sprintf(" [%d+%d/%d]", b.Offset, len(b.Members), b.Total)
+	}
+	return fmt.Sprintf("Ready(%s v%d%s [%s])", b.Group, b.Version, part, strings.Join(ids, " "))
+}
