@@ -9,4 +9,55 @@
 // The algorithm packages (invitation, bully) only build and read the Go
 // values defined here; the runtime encodes them with Encode/Decode, optionally
 // seals them with a shared key, and rejects replays with a ReplayWindow.
+//
+// # Encoding
+//
+// All integers are big-endian and fixed-width, so the encoding is canonical
+// (Encode(Decode(b)) == b) and every field sits at a known offset. The
+// header is HeaderSize (44) bytes:
+//
+//	offset size field
+//	     0    1 Version (1; versions stay below 0x80, see Sealer)
+//	     1    1 Type
+//	     2    8 From
+//	    10    1 Priority
+//	    11    8 Incarnation
+//	    19    8 Counter
+//	    27    8 Group.Seq
+//	    35    8 Group.ID
+//	    43    1 State (1..3)
+//
+// The body follows at offset 44:
+//
+//	Beacon            len(Addr) uint8, Addr (at most MaxAddrLen bytes)
+//	AreYouCoordinator (empty)
+//	Yes               Query uint8, Version uint64
+//	No                Query uint8
+//	AreYouThere, Invitation, Accept, Election, Answer, Coordinator:
+//	                  Group.Seq uint64, Group.ID uint64
+//	Ready             Group.Seq uint64, Group.ID uint64, Version uint64,
+//	                  Total uint32, Offset uint32, count uint16,
+//	                  count × (ID uint64, Priority uint8)
+//	ReadyAck          Group.Seq uint64, Group.ID uint64, Version uint64
+//
+// An encoded message is at most MaxPacketSize (1400) bytes, so that a sealed
+// one still fits a 1500-byte MTU without IP fragmentation (the arithmetic is
+// next to MaxPacketSize). A Ready therefore carries up to MaxReadyMembers
+// (146) members; longer lists are split across several Ready datagrams with
+// SplitReady, each giving the list's Total length and the Offset of its first
+// member, and the receiver reassembles them by (Group, Version).
+//
+// Decode never panics, checks every length against the bytes present before
+// allocating, and rejects unknown versions and types, truncated or oversized
+// packets, trailing bytes and invalid fields. Each error wraps one sentinel
+// (ErrTruncated, ErrTooLarge, ErrVersion, ErrType, ErrMalformed, ErrAuth,
+// ErrReplay) and DropReason maps it to a metric label.
+//
+// # Sealing
+//
+// With a key, a Sealer wraps each encoded message in AES-256-GCM with a
+// random nonce, adding SealOverhead (29) bytes; a one-byte marker tells
+// sealed packets from plain ones, so a node with a key and a node without one
+// reject each other's packets with a clear error. A ReplayWindow then rejects
+// replayed sealed packets by their Incarnation and Counter.
 package wire
