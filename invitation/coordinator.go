@@ -1,0 +1,394 @@
+package invitation
+
+import (
+	"sort"
+	"time"
+
+	"github.com/groupd/groupd/wire"
+)
+
+// This file holds the coordinator's side: Check (looking for other
+// coordinators), Merge (inviting them), the accept window, Ready rounds and
+// member liveness.
+
+func (n *Node) tickCoordinator(now time.Time) Reason {
+	if m := n.merge; m != nil {
+		if !now.Before(m.deadline) {
+			n.closeAcceptWindow(now)
+			return ReasonReady
+		}
+		if !now.Before(m.resendAt) {
+			// Invitations are UDP: repeat them to whoever has not
+			// accepted yet.
+			for _, id := range sortedIDs(m.invited) {
+				if !m.invited[id] {
+					n.send(id, wire.Invitation{Group: n.group})
+				}
+			}
+			m.resendAt = now.Add(n.t.AnswerTimeout)
+		}
+		return ""
+	}
+	why := Reason("")
+	if r := n.ready; r != nil {
+		if !now.Before(r.deadline) {
+			n.finishReady(now)
+			why = ReasonReady
+		} else if !now.Before(r.resendAt) {
+			for _, id := range sortedIDs(r.pending) {
+				n.sendReady(id)
+			}
+			r.resendAt = now.Add(n.t.AnswerTimeout)
+		}
+	}
+	if n.state != wire.StateNormal {
+		return why
+	}
+	var lost []wire.NodeID
+	for _, id := range sortedIDs(n.up) {
+		if id != n.id && now.Sub(n.up[id].lastHeard) > n.t.MemberTimeout {
+			lost = append(lost, id)
+		}
+	}
+	if len(lost) > 0 {
+		n.dropMembers(now, lost)
+		why = ReasonMembers
+	}
+	if c := n.check; c != nil && !now.Before(c.deadline) {
+		if n.finishCheck(now) {
+			return ReasonMerge
+		}
+	}
+	if !n.mergeAt.IsZero() && !now.Before(n.mergeAt) {
+		// After the delay, invite only those still coordinating: a
+		// higher coordinator may have absorbed them meanwhile.
+		var targets []wire.NodeID
+		for _, id := range n.mergeWith {
+			if p := n.peers[id]; p != nil && p.isCoordinator(id) && p.group != n.group {
+				targets = append(targets, id)
+			}
+		}
+		n.mergeAt, n.mergeWith = time.Time{}, nil
+		if len(targets) > 0 {
+			n.startMerge(now, targets)
+			return ReasonMerge
+		}
+	}
+	if !now.Before(n.nextCheck) {
+		n.startCheck(now)
+	}
+	return why
+}
+
+// startCheck sends AreYouCoordinator to every peer that last said it
+// coordinates another group. Beacons keep that knowledge at most a
+// BeaconInterval old; asking only coordinators, not every node as in the
+// paper, keeps a check of a large LAN to a few messages.
+func (n *Node) startCheck(now time.Time) {
+	n.nextCheck = now.Add(n.jitter(n.t.CheckInterval))
+	if n.check != nil || n.merge != nil || !n.mergeAt.IsZero() {
+		return
+	}
+	var targets []wire.NodeID
+	for _, id := range sortedIDs(n.peers) {
+		p := n.peers[id]
+		if p.isCoordinator(id) && p.group != n.group {
+			targets = append(targets, id)
+		}
+	}
+	if len(targets) == 0 {
+		return
+	}
+	n.lastCheck = now
+	n.check = &checkRound{deadline: now.Add(n.t.AnswerTimeout), asked: map[wire.NodeID]bool{}, higher: map[wire.NodeID]bool{}}
+	for _, id := range targets {
+		n.ask(id)
+	}
+}
+
+func (n *Node) ask(id wire.NodeID) {
+	n.check.asked[id] = true
+	n.send(id, wire.AreYouCoordinator{})
+}
+
+// earlyCheck runs a Check now unless one ran recently: prompted by a beacon
+// or an AreYouCoordinator from a lower-ranked coordinator.
+func (n *Node) earlyCheck(now time.Time) {
+	if !n.isCoordinator() || n.state != wire.StateNormal || n.pending != nil {
+		return
+	}
+	if !n.lastCheck.IsZero() && now.Sub(n.lastCheck) < n.t.CheckInterval/4 {
+		return
+	}
+	n.startCheck(now)
+}
+
+// finishCheck acts on a Check's replies; it reports whether a merge started.
+func (n *Node) finishCheck(now time.Time) bool {
+	c := n.check
+	n.check = nil
+	if len(c.lower) == 0 {
+		return false
+	}
+	// Count every higher-ranked coordinator seen, by reply or by beacon: a
+	// reply can lose a race with the beacon that announced it.
+	for id, p := range n.peers {
+		if p.isCoordinator(id) && p.state == wire.StateNormal && p.group != n.group &&
+			n.rank().Less(p.rank) && !c.higher[id] {
+			c.higher[id] = true
+		}
+	}
+	if len(c.higher) == 0 {
+		n.startMerge(now, c.lower)
+		return true
+	}
+	// A higher-ranked coordinator exists and will invite us (and those
+	// below us) unless it is busy; give it the paper's
+	// priority-dependent head start.
+	n.mergeAt = now.Add(time.Duration(len(c.higher)) * n.t.MergeDelay)
+	n.mergeWith = c.lower
+	return false
+}
+
+func (n *Node) onBeacon(now time.Time, m wire.Message) {
+	if !m.IsCoordinator() || m.State != wire.StateNormal || m.Group == n.group {
+		return
+	}
+	if c := n.check; c != nil && !c.asked[m.From] && n.isCoordinator() && n.state == wire.StateNormal {
+		// A coordinator announced itself while a Check runs: include it.
+		n.ask(m.From)
+		return
+	}
+	if m.Rank().Less(n.rank()) {
+		n.earlyCheck(now)
+	}
+}
+
+func (n *Node) onAreYouCoordinator(now time.Time, m wire.Message) {
+	if n.state != wire.StateNormal || !n.isCoordinator() || n.pending != nil {
+		return
+	}
+	n.send(m.From, wire.Yes{Query: wire.TypeAreYouCoordinator, Version: n.version})
+	if m.IsCoordinator() && m.Rank().Less(n.rank()) {
+		n.earlyCheck(now)
+	}
+}
+
+func (n *Node) onYes(now time.Time, m wire.Message, b wire.Yes) {
+	switch b.Query {
+	case wire.TypeAreYouCoordinator:
+		c := n.check
+		if c == nil || !m.IsCoordinator() || m.State != wire.StateNormal || m.Group == n.group {
+			return
+		}
+		if m.Rank().Less(n.rank()) {
+			for _, id := range c.lower {
+				if id == m.From {
+					return
+				}
+			}
+			c.lower = append(c.lower, m.From)
+		} else {
+			c.higher[m.From] = true
+		}
+	case wire.TypeAreYouThere:
+		n.onAliveYes(now, m, b)
+	}
+}
+
+// startMerge is the paper's Merge: a new group number, then invitations to
+// the lower coordinators found and to my own members.
+func (n *Node) startMerge(now time.Time, targets []wire.NodeID) {
+	n.check = nil
+	var members []wire.NodeID
+	for id := range n.up {
+		if id != n.id {
+			members = append(members, id)
+		}
+	}
+	sort.Slice(members, func(i, j int) bool { return members[i] < members[j] })
+	n.newGroup(now, &pendingGroup{purpose: forMerge, targets: targets, members: members})
+}
+
+func (n *Node) onAccept(now time.Time, m wire.Message, b wire.Accept) {
+	if b.Group != n.group || !n.isCoordinator() {
+		return
+	}
+	if mg := n.merge; mg != nil {
+		if _, ok := n.up[m.From]; !ok {
+			n.up[m.From] = &member{m: wire.Member{ID: m.From, Priority: m.Priority}, lastHeard: now}
+		}
+		if _, ok := mg.invited[m.From]; ok {
+			mg.invited[m.From] = true
+		}
+		if mg.early && allTrue(mg.invited) {
+			n.closeAcceptWindow(now)
+		}
+		return
+	}
+	if mb := n.up[m.From]; mb != nil {
+		// A repeated Accept: the member has not seen Ready yet.
+		mb.lastHeard = now
+		if n.ready == nil || !n.ready.pending[m.From] {
+			n.sendReady(m.From)
+		}
+		return
+	}
+	// A late Accept, after the window closed: take the node in with a new
+	// member-list version rather than leave it stranded.
+	if len(n.up) >= MaxGroupSize {
+		return
+	}
+	n.up[m.From] = &member{m: wire.Member{ID: m.From, Priority: m.Priority}, lastHeard: now}
+	n.newVersion(now)
+}
+
+func allTrue(m map[wire.NodeID]bool) bool {
+	for _, v := range m {
+		if !v {
+			return false
+		}
+	}
+	return true
+}
+
+// closeAcceptWindow ends the accept window: the group is whoever accepted.
+func (n *Node) closeAcceptWindow(now time.Time) {
+	n.merge = nil
+	n.state = wire.StateReorganization
+	n.version = 0
+	n.newVersion(now)
+	n.report(now, ReasonReady)
+}
+
+// newVersion publishes the current Up set as the next member-list version
+// and starts delivering it.
+func (n *Node) newVersion(now time.Time) {
+	n.version++
+	n.members = n.members[:0:0]
+	for _, mb := range n.up {
+		n.members = append(n.members, mb.m)
+	}
+	sort.Slice(n.members, func(i, j int) bool { return n.members[i].ID < n.members[j].ID })
+	r := &readyRound{
+		version:  n.version,
+		pending:  make(map[wire.NodeID]bool),
+		deadline: now.Add(n.t.ReadyTimeout),
+		resendAt: now.Add(n.t.AnswerTimeout),
+	}
+	for _, m := range n.members {
+		if m.ID != n.id {
+			r.pending[m.ID] = true
+		}
+	}
+	n.ready = r
+	for _, id := range sortedIDs(r.pending) {
+		n.sendReady(id)
+	}
+	if len(r.pending) == 0 {
+		n.finishReady(now)
+	}
+}
+
+func (n *Node) sendReady(to wire.NodeID) {
+	full := wire.Ready{Group: n.group, Version: n.version, Total: uint32(len(n.members)), Members: n.members}
+	for _, part := range wire.SplitReady(full) {
+		n.send(to, part)
+	}
+}
+
+func (n *Node) onReadyAck(now time.Time, m wire.Message, b wire.ReadyAck) {
+	r := n.ready
+	if b.Group != n.group || !n.isCoordinator() || r == nil || b.Version != r.version {
+		return
+	}
+	if mb := n.up[m.From]; mb != nil {
+		mb.lastHeard = now
+	}
+	delete(r.pending, m.From)
+	if len(r.pending) == 0 {
+		n.finishReady(now)
+	}
+}
+
+// finishReady ends a Ready round: everyone acknowledged, or the timeout
+// passed and the silent ones are dropped with a new version.
+func (n *Node) finishReady(now time.Time) {
+	r := n.ready
+	n.ready = nil
+	wasReorg := n.state == wire.StateReorganization
+	n.state = wire.StateNormal
+	if wasReorg {
+		n.nextCheck = now.Add(n.jitter(n.t.CheckInterval))
+		n.nextBeacon = now
+		n.report(now, ReasonConfirmed)
+	}
+	if r != nil && len(r.pending) > 0 {
+		n.dropMembers(now, sortedIDs(r.pending))
+	}
+}
+
+// dropMembers removes members the coordinator believes failed.
+func (n *Node) dropMembers(now time.Time, ids []wire.NodeID) {
+	changed := false
+	for _, id := range ids {
+		if id == n.id {
+			continue
+		}
+		if _, ok := n.up[id]; ok {
+			delete(n.up, id)
+			changed = true
+		}
+	}
+	if changed {
+		n.newVersion(now)
+	}
+}
+
+// onAreYouThere answers a participant's liveness probe.
+func (n *Node) onAreYouThere(now time.Time, m wire.Message, b wire.AreYouThere) {
+	if !n.isCoordinator() {
+		if b.Group.ID == n.id {
+			// It thinks I coordinate a group I have left.
+			n.send(m.From, wire.No{Query: wire.TypeAreYouThere})
+		}
+		return
+	}
+	if b.Group == n.group {
+		if mb := n.up[m.From]; mb != nil {
+			mb.lastHeard = now
+			n.send(m.From, wire.Yes{Query: wire.TypeAreYouThere, Version: n.version})
+			return
+		}
+		n.send(m.From, wire.No{Query: wire.TypeAreYouThere})
+		return
+	}
+	if b.Group == n.prevGroup && n.prevMembers[m.From] {
+		// A member of my previous group that missed the invitation.
+		n.reinvite(now, m.From)
+		return
+	}
+	if b.Group.ID == n.id {
+		n.send(m.From, wire.No{Query: wire.TypeAreYouThere})
+	}
+}
+
+// reinvite invites a straggler of my previous group into my current one.
+func (n *Node) reinvite(now time.Time, id wire.NodeID) {
+	if _, ok := n.up[id]; ok {
+		return
+	}
+	if n.pending != nil {
+		return // nothing may carry the new number yet
+	}
+	if mg := n.merge; mg != nil {
+		if _, ok := mg.invited[id]; !ok {
+			mg.invited[id] = false
+		}
+	}
+	n.send(id, wire.Invitation{Group: n.group})
+}
+
+func sortMembers(ms []wire.Member) {
+	sort.Slice(ms, func(i, j int) bool { return ms[i].ID < ms[j].ID })
+}
