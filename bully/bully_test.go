@@ -78,7 +78,11 @@ func TestTransitions(t *testing.T) {
 		{"an Answer from a lower node is ignored", func(t *testing.T) *Machine { return machine(t, 2, nil, 1, 2, 3) },
 			func(m *Machine) { m.Start(ms(0)); m.Outbox(); m.Step(ms(10), 1, wire.Answer{Group: grp}) }, Waiting, "", 0},
 		{"an Answer for another election is ignored", func(t *testing.T) *Machine { return machine(t, 2, nil, 2, 3) },
-			func(m *Machine) { m.Start(ms(0)); m.Outbox(); m.Step(ms(10), 3, wire.Answer{Group: wire.GroupNumber{Seq: 1, ID: 9}}) }, Waiting, "", 0},
+			func(m *Machine) {
+				m.Start(ms(0))
+				m.Outbox()
+				m.Step(ms(10), 3, wire.Answer{Group: wire.GroupNumber{Seq: 1, ID: 9}})
+			}, Waiting, "", 0},
 		{"no winner after ElectionTimeout: a new round", func(t *testing.T) *Machine { return machine(t, 2, nil, 2, 3) },
 			func(m *Machine) {
 				m.Start(ms(0))
