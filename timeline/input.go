@@ -1,0 +1,136 @@
+package timeline
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// maxLine bounds one NDJSON line; longer lines are counted as malformed.
+const maxLine = 1 << 20
+
+// Status is the part of a node's status (the contract's Status JSON) that
+// the timeline uses. Unknown fields are ignored.
+type Status struct {
+	ID          uint64   `json:"id"`
+	State       string   `json:"state"`       // "normal" | "election" | "reorganization"
+	Role        string   `json:"role"`        // "coordinator" | "participant"
+	Group       string   `json:"group"`       // "seq.id", e.g. "17.3"
+	Coordinator uint64   `json:"coordinator"` // ID of the group's coordinator
+	Members     []uint64 `json:"members"`
+}
+
+// Event is one line of events.ndjson (the contract's Event JSON).
+type Event struct {
+	Time   time.Time `json:"time"`
+	Node   uint64    `json:"node"`
+	Reason string    `json:"reason"`
+	Old    *Status   `json:"old"`
+	New    *Status   `json:"new"`
+}
+
+// Fault is one line of faults.ndjson, written by the lab scripts.
+type Fault struct {
+	Time time.Time `json:"time"`
+	Kind string    `json:"kind"` // partition | oneway | loss | delay | heal | kill | restart
+	Spec string    `json:"spec"` // e.g. "1,2|3,4,5", "1>3", "20%", "3"
+}
+
+// Node returns the node a kill or restart fault is about, or 0.
+func (f Fault) Node() uint64 {
+	if f.Kind != "kill" && f.Kind != "restart" {
+		return 0
+	}
+	n, err := strconv.ParseUint(strings.TrimSpace(f.Spec), 10, 64)
+	if err != nil {
+		return 0
+	}
+	return n
+}
+
+// ReadEvents reads newline-delimited Event JSON. Blank lines are ignored;
+// lines that are not a JSON object with a time, a node (or new.id) and a
+// new status are skipped and counted in skipped. The events come back
+// sorted by time (stable for equal times). err is set only when the reader
+// fails; an input with no valid event is not an error here (Render decides).
+func ReadEvents(r io.Reader) (events []Event, skipped int, err error) {
+	err = readLines(r, func(line []byte) {
+		var e Event
+		if json.Unmarshal(line, &e) != nil || e.Time.IsZero() || e.New == nil {
+			skipped++
+			return
+		}
+		if e.Node == 0 {
+			e.Node = e.New.ID
+		}
+		if e.Node == 0 {
+			skipped++
+			return
+		}
+		events = append(events, e)
+	}, func() { skipped++ })
+	sort.SliceStable(events, func(i, j int) bool { return events[i].Time.Before(events[j].Time) })
+	return events, skipped, err
+}
+
+// ReadFaults reads newline-delimited Fault JSON, skipping and counting
+// lines without a time or a kind. The faults come back sorted by time.
+func ReadFaults(r io.Reader) (faults []Fault, skipped int, err error) {
+	err = readLines(r, func(line []byte) {
+		var f Fault
+		if json.Unmarshal(line, &f) != nil || f.Time.IsZero() || f.Kind == "" {
+			skipped++
+			return
+		}
+		faults = append(faults, f)
+	}, func() { skipped++ })
+	sort.SliceStable(faults, func(i, j int) bool { return faults[i].Time.Before(faults[j].Time) })
+	return faults, skipped, err
+}
+
+// readLines calls fn for every non-blank line and tooLong for every line
+// longer than maxLine (which is skipped).
+func readLines(r io.Reader, fn func([]byte), tooLong func()) error {
+	br := bufio.NewReaderSize(r, 64*1024)
+	var buf []byte
+	discarding := false
+	for {
+		chunk, isPrefix, err := br.ReadLine()
+		if len(chunk) > 0 || (err == nil && !isPrefix) {
+			if !discarding {
+				buf = append(buf, chunk...)
+				if len(buf) > maxLine {
+					discarding = true
+					buf = buf[:0]
+				}
+			}
+			if !isPrefix {
+				if discarding {
+					tooLong()
+				} else if line := bytes.TrimSpace(buf); len(line) > 0 {
+					fn(line)
+				}
+				buf = buf[:0]
+				discarding = false
+			}
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				if discarding {
+					tooLong()
+				} else if line := bytes.TrimSpace(buf); len(line) > 0 {
+					fn(line)
+				}
+				return nil
+			}
+			return fmt.Errorf("timeline: read: %w", err)
+		}
+	}
+}
