@@ -26,7 +26,15 @@ func (n *Node) tickParticipant(now time.Time) Reason {
 	}
 	if !now.Before(n.nextAYT) {
 		n.send(c, wire.AreYouThere{Group: n.group})
-		n.nextAYT = now.Add(n.t.AliveInterval)
+		// Once a reply is overdue, ask again every round trip instead
+		// of every AliveInterval: on a lossy link that doubles the
+		// attempts before AliveTimeout without delaying detection of a
+		// real failure.
+		next := n.t.AliveInterval
+		if now.Sub(n.lastYes) >= n.t.AliveInterval {
+			next = min(next, n.t.AnswerTimeout)
+		}
+		n.nextAYT = now.Add(next)
 	}
 	return ""
 }
