@@ -42,12 +42,14 @@ const (
 )
 
 const (
-	groupSize      = 8 + 8                     // Seq, ID
-	memberSize     = 8 + 1                     // ID, Priority
-	readyFixedSize = groupSize + 8 + 4 + 4 + 2 // Group, Version, Total, Offset, count
-	readyAckSize   = groupSize + 8             // Group, Version
-	yesSize        = 1 + 8                     // Query, Version
-	noSize         = 1                         // Query
+	groupSize      = 8 + 8                      // Seq, ID
+	memberSize     = 8 + 1                      // ID, Priority
+	readyFixedSize = groupSize + 8 + 4 + 4 + 2  // Group, Version, Total, Offset, count
+	readyAckSize   = groupSize + 8              // Group, Version
+	yesSize        = 1 + 8                      // Query, Version
+	noSize         = 1                          // Query
+	ringSize       = groupSize + 4 + memberSize // Group, Round, Candidate or Leader
+	ringAckSize    = 1 + ringSize               // Of, then as ringSize
 )
 
 // Sentinel errors: every error returned by Decode, Encode, Sealer and
@@ -144,8 +146,9 @@ func Encode(m Message) ([]byte, error) {
 // reject, so that a bug shows up at the sender rather than as silent drops at
 // every receiver: a nil or unknown body, a version other than Version, a zero
 // sender ID, an invalid State, a Yes or No whose Query is not a message type,
-// a Beacon.Addr over MaxAddrLen, a Ready with Offset+len(Members) > Total, or
-// an encoding over MaxPacketSize (split long member lists with SplitReady).
+// a Beacon.Addr over MaxAddrLen, a Ready with Offset+len(Members) > Total, a
+// RingAck whose Of is not RingElection or RingElected, or an encoding over
+// MaxPacketSize (split long member lists with SplitReady).
 func AppendEncode(dst []byte, m Message) ([]byte, error) {
 	if m.Body == nil {
 		return dst, errorf(ErrType, "wire: cannot encode a message without a body")
@@ -197,6 +200,13 @@ func AppendEncode(dst []byte, m Message) ([]byte, error) {
 		size = readyFixedSize + memberSize*len(b.Members)
 	case ReadyAck:
 		size = readyAckSize
+	case RingElection, RingElected:
+		size = ringSize
+	case RingAck:
+		if !isRingHop(b.Of) {
+			return dst, errorf(ErrMalformed, "wire: malformed RingAck: %s is not a ring hop", b.Of)
+		}
+		size = ringAckSize
 	default:
 		return dst, errorf(ErrType, "wire: cannot encode body of Go type %T (%s)", m.Body, h.Type)
 	}
@@ -243,9 +253,35 @@ func AppendEncode(dst []byte, m Message) ([]byte, error) {
 	case ReadyAck:
 		out = appendGroup(out, b.Group)
 		out = binary.BigEndian.AppendUint64(out, b.Version)
+	case RingElection:
+		out = appendRing(out, b.Group, b.Round, b.Candidate)
+	case RingElected:
+		out = appendRing(out, b.Group, b.Round, b.Leader)
+	case RingAck:
+		out = append(out, byte(b.Of))
+		out = appendRing(out, b.Group, b.Round, b.Candidate)
 	}
 	return out, nil
 }
+
+// appendRing appends the fields the ring messages share: Group, Round and a
+// member (ID, Priority).
+func appendRing(b []byte, g GroupNumber, round uint32, m Member) []byte {
+	b = appendGroup(b, g)
+	b = binary.BigEndian.AppendUint32(b, round)
+	b = binary.BigEndian.AppendUint64(b, uint64(m.ID))
+	return append(b, m.Priority)
+}
+
+func readRing(b []byte) (GroupNumber, uint32, Member) {
+	return readGroup(b), binary.BigEndian.Uint32(b[groupSize:]), Member{
+		ID:       NodeID(binary.BigEndian.Uint64(b[groupSize+4:])),
+		Priority: b[groupSize+12],
+	}
+}
+
+// isRingHop reports whether t is a ring message that RingAck acknowledges.
+func isRingHop(t Type) bool { return t == TypeRingElection || t == TypeRingElected }
 
 func appendHeader(b []byte, h Header) []byte {
 	b = append(b, h.Version, byte(h.Type))
@@ -458,6 +494,25 @@ func decodeBody(t Type, b []byte) (Body, int, error) {
 			Group:   readGroup(b[off:]),
 			Version: binary.BigEndian.Uint64(b[off+16:]),
 		}, off + readyAckSize, nil
+	case TypeRingElection, TypeRingElected:
+		if err := need(ringSize); err != nil {
+			return nil, 0, err
+		}
+		g, round, m := readRing(b[off:])
+		if t == TypeRingElection {
+			return RingElection{Group: g, Round: round, Candidate: m}, off + ringSize, nil
+		}
+		return RingElected{Group: g, Round: round, Leader: m}, off + ringSize, nil
+	case TypeRingAck:
+		if err := need(ringAckSize); err != nil {
+			return nil, 0, err
+		}
+		of := Type(b[off])
+		if !isRingHop(of) {
+			return nil, 0, errorf(ErrMalformed, "wire: malformed RingAck: %s is not a ring hop", of)
+		}
+		g, round, m := readRing(b[off+1:])
+		return RingAck{Group: g, Of: of, Round: round, Candidate: m}, off + ringAckSize, nil
 	}
 	// DecodeHeader accepted t, so a missing case is a bug in this file.
 	return nil, 0, errorf(ErrType, "wire: no decoder for message type %s", t)

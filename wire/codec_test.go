@@ -49,10 +49,13 @@ func sampleBodies() map[Type]Body {
 		TypeReady: Ready{Group: g, Version: 5, Total: 5, Offset: 2, Members: []Member{
 			{ID: 9, Priority: 100}, {ID: 2, Priority: 200}, {ID: 0xffffffffffffffff, Priority: 0},
 		}},
-		TypeReadyAck:    ReadyAck{Group: g, Version: 5},
-		TypeElection:    Election{Group: g},
-		TypeAnswer:      Answer{Group: g},
-		TypeCoordinator: Coordinator{Group: g},
+		TypeReadyAck:     ReadyAck{Group: g, Version: 5},
+		TypeElection:     Election{Group: g},
+		TypeAnswer:       Answer{Group: g},
+		TypeCoordinator:  Coordinator{Group: g},
+		TypeRingElection: RingElection{Group: g, Round: 0x0a0b0c0d, Candidate: Member{ID: 0x1112131415161718, Priority: 200}},
+		TypeRingElected:  RingElected{Group: g, Round: 2, Leader: Member{ID: 9, Priority: 100}},
+		TypeRingAck:      RingAck{Group: g, Of: TypeRingElected, Round: 3, Candidate: Member{ID: 0xffffffffffffffff, Priority: 0}},
 	}
 }
 
@@ -267,6 +270,13 @@ func randomMessage(r *rand.Rand) Message {
 		body = Answer{Group: grp()}
 	case TypeCoordinator:
 		body = Coordinator{Group: grp()}
+	case TypeRingElection:
+		body = RingElection{Group: grp(), Round: uint32(u64()), Candidate: Member{ID: NodeID(u64()), Priority: uint8(r.Uint32())}}
+	case TypeRingElected:
+		body = RingElected{Group: grp(), Round: uint32(u64()), Leader: Member{ID: NodeID(u64()), Priority: uint8(r.Uint32())}}
+	case TypeRingAck:
+		of := []Type{TypeRingElection, TypeRingElected}[r.IntN(2)]
+		body = RingAck{Group: grp(), Of: of, Round: uint32(u64()), Candidate: Member{ID: NodeID(u64()), Priority: uint8(r.Uint32())}}
 	default:
 		panic("randomMessage: no case for " + typ.String())
 	}
@@ -360,6 +370,10 @@ func TestDecodeErrors(t *testing.T) {
 		{"Ready offset overflow", packet(t, TypeReady, func(b []byte) []byte { copy(b[72:76], []byte{0xff, 0xff, 0xff, 0xff}); return b }), ErrMalformed, ""},
 		{"Ready huge count", packet(t, TypeReady, func(b []byte) []byte { b[76], b[77] = 0xff, 0xff; return b }), ErrTruncated, "wire: truncated Ready: want 589893 bytes, have 105"},
 		{"Ready count too small", packet(t, TypeReady, func(b []byte) []byte { b[77] = 2; return b }), ErrMalformed, ""},
+		// RingAck body: Of 44, Group 45..60, Round 61..64, Candidate 65..73.
+		{"RingAck of Election", packet(t, TypeRingAck, func(b []byte) []byte { b[HeaderSize] = byte(TypeElection); return b }), ErrMalformed, "wire: malformed RingAck: Election is not a ring hop"},
+		{"RingAck of 0", packet(t, TypeRingAck, func(b []byte) []byte { b[HeaderSize] = 0; return b }), ErrMalformed, "wire: malformed RingAck: Type(0) is not a ring hop"},
+		{"RingElection trailing byte", packet(t, TypeRingElection, func(b []byte) []byte { return append(b, 0) }), ErrMalformed, "wire: malformed RingElection: 1 trailing bytes after the 73-byte message"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -417,7 +431,9 @@ func TestEncodeErrors(t *testing.T) {
 		{"sender 0", with(func(m *Message) { m.From = 0 }), ErrMalformed},
 		{"state 0", with(func(m *Message) { m.State = 0 }), ErrMalformed},
 		{"Yes query 0", with(func(m *Message) { m.Body = Yes{} }), ErrMalformed},
-		{"No query 13", with(func(m *Message) { m.Body = No{Query: 13} }), ErrMalformed},
+		{"No query past the last type", with(func(m *Message) { m.Body = No{Query: typeMax + 1} }), ErrMalformed},
+		{"RingAck of a non-ring type", with(func(m *Message) { m.Body = RingAck{Of: TypeElection} }), ErrMalformed},
+		{"RingAck of nothing", with(func(m *Message) { m.Body = RingAck{} }), ErrMalformed},
 		{"addr too long", with(func(m *Message) { m.Body = Beacon{Addr: strings.Repeat("a", MaxAddrLen+1)} }), ErrTooLarge},
 		{"Ready without Total", with(func(m *Message) { m.Body = Ready{Members: make([]Member, 2)} }), ErrMalformed},
 		{"Ready offset overflow", with(func(m *Message) {

@@ -6,7 +6,7 @@
 // group number and state) followed by a type-specific body. The type enum is
 // append-only: a value, once released, keeps its meaning forever.
 //
-// The algorithm packages (invitation, bully) only build and read the Go
+// The algorithm packages (invitation, bully, ring) only build and read the Go
 // values defined here; the runtime encodes them with Encode/Decode, optionally
 // seals them with a shared key, and rejects replays with a ReplayWindow.
 //
@@ -39,6 +39,11 @@
 //	                  Total uint32, Offset uint32, count uint16,
 //	                  count × (ID uint64, Priority uint8)
 //	ReadyAck          Group.Seq uint64, Group.ID uint64, Version uint64
+//	RingElection, RingElected:
+//	                  Group.Seq uint64, Group.ID uint64, Round uint32,
+//	                  Candidate (or Leader) ID uint64, Priority uint8
+//	RingAck           Of uint8 (RingElection or RingElected), then the
+//	                  acknowledged message's body as above
 //
 // An encoded message is at most MaxPacketSize (1400) bytes, so that a sealed
 // one still fits a 1500-byte MTU without IP fragmentation (the arithmetic is

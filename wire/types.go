@@ -133,8 +133,11 @@ const (
 	TypeElection          Type = 10 // bully: I want to be coordinator of the survivors of a group
 	TypeAnswer            Type = 11 // bully: a higher-ranked survivor is alive
 	TypeCoordinator       Type = 12 // bully, standalone mode: I won
+	TypeRingElection      Type = 13 // ring: a candidate circulating among the survivors of a group
+	TypeRingElected       Type = 14 // ring, standalone mode: the winner circulating
+	TypeRingAck           Type = 15 // ring: the successor received one hop
 
-	typeMax = TypeCoordinator
+	typeMax = TypeRingAck
 )
 
 var typeNames = [...]string{
@@ -150,6 +153,9 @@ var typeNames = [...]string{
 	TypeElection:          "Election",
 	TypeAnswer:            "Answer",
 	TypeCoordinator:       "Coordinator",
+	TypeRingElection:      "RingElection",
+	TypeRingElected:       "RingElected",
+	TypeRingAck:           "RingAck",
 }
 
 func (t Type) String() string {
@@ -305,6 +311,34 @@ type Coordinator struct {
 	Group GroupNumber
 }
 
+// RingElection is the Chang-Roberts ring election's "elect me": it carries
+// the highest candidate seen so far around the ring of the survivors of
+// group Group, in election round Round (see package ring).
+type RingElection struct {
+	Group     GroupNumber
+	Round     uint32
+	Candidate Member
+}
+
+// RingElected is the ring election's victory message, circulated by the
+// winner once around the ring when the election runs on its own. Inside
+// groupd the winner's Invitation plays this role.
+type RingElected struct {
+	Group  GroupNumber
+	Round  uint32
+	Leader Member
+}
+
+// RingAck tells a ring predecessor that its RingElection or RingElected
+// (Of) for Group, Round and Candidate arrived, so it need not skip the
+// sender as dead. Of is TypeRingElection or TypeRingElected.
+type RingAck struct {
+	Group     GroupNumber
+	Of        Type
+	Round     uint32
+	Candidate Member
+}
+
 func (Beacon) Type() Type            { return TypeBeacon }
 func (AreYouCoordinator) Type() Type { return TypeAreYouCoordinator }
 func (Yes) Type() Type               { return TypeYes }
@@ -317,6 +351,9 @@ func (ReadyAck) Type() Type          { return TypeReadyAck }
 func (Election) Type() Type          { return TypeElection }
 func (Answer) Type() Type            { return TypeAnswer }
 func (Coordinator) Type() Type       { return TypeCoordinator }
+func (RingElection) Type() Type      { return TypeRingElection }
+func (RingElected) Type() Type       { return TypeRingElected }
+func (RingAck) Type() Type           { return TypeRingAck }
 
 func (b Beacon) String() string          { return "Beacon(" + b.Addr + ")" }
 func (AreYouCoordinator) String() string { return "AreYouCoordinator" }
@@ -329,6 +366,15 @@ func (b ReadyAck) String() string        { return fmt.Sprintf("ReadyAck(%s v%d)"
 func (b Election) String() string        { return "Election(" + b.Group.String() + ")" }
 func (b Answer) String() string          { return "Answer(" + b.Group.String() + ")" }
 func (b Coordinator) String() string     { return "Coordinator(" + b.Group.String() + ")" }
+func (b RingElection) String() string {
+	return fmt.Sprintf("RingElection(%s r%d %s)", b.Group, b.Round, b.Candidate.Rank())
+}
+func (b RingElected) String() string {
+	return fmt.Sprintf("RingElected(%s r%d %s)", b.Group, b.Round, b.Leader.Rank())
+}
+func (b RingAck) String() string {
+	return fmt.Sprintf("RingAck(%s %s r%d %s)", b.Group, b.Of, b.Round, b.Candidate.Rank())
+}
 
 func (b Ready) String() string {
 	ids := make([]string, len(b.Members))
