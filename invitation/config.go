@@ -146,6 +146,13 @@ func (t Timing) FailoverBound() time.Duration {
 	return t.AliveInterval + t.AliveTimeout + t.AnswerTimeout + t.mergeTime()
 }
 
+// FailoverBoundRing is T_failover for the ring election among n
+// survivors: the ring's hops are sequential, so a round takes up to
+// ringRound(n) instead of one AnswerTimeout.
+func (t Timing) FailoverBoundRing(n int) time.Duration {
+	return t.FailoverBound() - t.AnswerTimeout + t.ringRound(n)
+}
+
 // HealBound is T_heal (invariant L1): once the network has been connected
 // and quiet this long, every live node is Normal in one group coordinated by
 // the highest-ranked live node. Any in-flight merge or failed-coordinator
@@ -173,6 +180,9 @@ type Config struct {
 	// persisted (from its state file). New numbers are larger.
 	Counter uint64
 	Timing  Timing
+	// Election is the algorithm the survivors of a failed coordinator
+	// run; empty means ElectionBully.
+	Election Election
 	// Rand spreads periodic checks; nil means no jitter.
 	Rand Rand
 }
@@ -183,9 +193,14 @@ const MaxGroupSize = 4096
 
 var errNoID = errors.New("invitation: node ID must not be 0")
 
-func (c Config) validate() error {
+func (c *Config) validate() error {
 	if c.ID == 0 {
 		return errNoID
 	}
+	alg, err := ParseElection(string(c.Election))
+	if err != nil {
+		return err
+	}
+	c.Election = alg
 	return c.Timing.Validate()
 }

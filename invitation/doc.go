@@ -61,6 +61,12 @@
 // invites the old members into a new group. When bully fails twice the node
 // runs Recovery (a singleton group) and merging takes over.
 //
+// Config.Election selects the algorithm the survivors run: ElectionBully
+// (the default) or ElectionRing (package ring, Chang-Roberts). Both are
+// embedded the same way: the winner invites instead of announcing, a member
+// that still hears the coordinator stops the election and probes, and two
+// failed rounds lead to Recovery.
+//
 // Timing.FailoverBound and Timing.HealBound give T_failover and T_heal, the
 // bounds of invariants L2 and L1 in DESIGN.md §4.
 package invitation

@@ -29,6 +29,7 @@ type net struct {
 	trace   []string
 	created map[wire.GroupNumber]bool
 	timing  Timing
+	alg     Election
 }
 
 type ev struct {
@@ -61,7 +62,7 @@ func newNet(t testing.TB, timing Timing) *net {
 }
 
 func (nt *net) add(id wire.NodeID, prio uint8) *Node {
-	n, err := New(Config{ID: id, Priority: prio, Counter: nt.durable[id], Timing: nt.timing, Rand: rand.New(rand.NewSource(int64(id)))}, nt.now)
+	n, err := New(Config{ID: id, Priority: prio, Counter: nt.durable[id], Timing: nt.timing, Election: nt.alg, Rand: rand.New(rand.NewSource(int64(id)))}, nt.now)
 	if err != nil {
 		nt.t.Fatal(err)
 	}

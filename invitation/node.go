@@ -5,7 +5,6 @@ import (
 	"sort"
 	"time"
 
-	"github.com/groupd/groupd/bully"
 	"github.com/groupd/groupd/wire"
 )
 
@@ -88,6 +87,7 @@ type Node struct {
 	prio uint8
 	t    Timing
 	rnd  Rand
+	alg  Election
 
 	counter    uint64 // highest persisted sequence
 	maxSeen    uint64 // highest sequence seen in any message
@@ -124,7 +124,7 @@ type Node struct {
 	reorgUntil time.Time
 	resendAcc  time.Time
 	asm        *assembly
-	election   *bully.Machine
+	election   election
 
 	out  Output
 	last Status // last reported view, to emit change events
@@ -143,6 +143,7 @@ func New(cfg Config, now time.Time) (*Node, error) {
 		prio:    prio,
 		t:       cfg.Timing,
 		rnd:     cfg.Rand,
+		alg:     cfg.Election,
 		counter: cfg.Counter,
 		maxSeen: cfg.Counter,
 		peers:   make(map[wire.NodeID]*peer),
@@ -436,10 +437,8 @@ func (n *Node) Step(now time.Time, m wire.Message) {
 		why = n.onReady(now, m, b)
 	case wire.ReadyAck:
 		n.onReadyAck(now, m, b)
-	case wire.Election:
-		why = n.onElection(now, m, b)
-	case wire.Answer:
-		n.onAnswer(now, m, b)
+	case wire.Election, wire.Answer, wire.RingElection, wire.RingElected, wire.RingAck:
+		why = n.onElectionMessage(now, m)
 	}
 	if why == "" {
 		why = ReasonMembers

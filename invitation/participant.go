@@ -3,7 +3,6 @@ package invitation
 import (
 	"time"
 
-	"github.com/groupd/groupd/bully"
 	"github.com/groupd/groupd/wire"
 )
 
@@ -78,8 +77,8 @@ func (n *Node) onNo(now time.Time, m wire.Message, b wire.No) Reason {
 	return ReasonElection
 }
 
-// startElection runs bully among the survivors of my group, without the
-// coordinator I lost.
+// startElection runs the configured election (bully by default) among the
+// survivors of my group, without the coordinator I lost.
 func (n *Node) startElection(now time.Time) {
 	old := n.group.ID
 	var cands []wire.Member
@@ -88,16 +87,9 @@ func (n *Node) startElection(now time.Time) {
 			cands = append(cands, m)
 		}
 	}
-	e, err := bully.New(bully.Config{
-		Self:            n.self(),
-		Group:           n.group,
-		Candidates:      cands,
-		AnswerTimeout:   n.t.AnswerTimeout,
-		ElectionTimeout: n.t.ElectionTimeout,
-		MaxRounds:       2,
-	})
+	e, err := n.newElection(n.group, cands)
 	if err != nil {
-		// Only invalid timing makes bully refuse, and Config was
+		// Only invalid timing makes an election refuse, and Config was
 		// validated; fall back to the paper's Recovery regardless.
 		n.recover(now)
 		return
@@ -114,14 +106,12 @@ func (n *Node) tickElection(now time.Time) Reason {
 	return n.afterElection(now)
 }
 
-// afterElection sends what bully queued and acts on its result.
+// afterElection sends what the election queued and acts on its result.
 func (n *Node) afterElection(now time.Time) Reason {
 	e := n.election
-	for _, s := range e.Outbox() {
-		n.send(s.To, s.Body)
-	}
-	switch e.Phase() {
-	case bully.Won:
+	e.drain(n.send)
+	switch e.outcome() {
+	case won:
 		n.election = nil
 		var invite []wire.NodeID
 		for _, m := range n.members {
@@ -131,22 +121,29 @@ func (n *Node) afterElection(now time.Time) Reason {
 		}
 		n.newGroup(now, &pendingGroup{purpose: forFailover, members: invite})
 		return ReasonElection
-	case bully.Failed:
+	case failed:
 		n.recover(now)
 		return ReasonRecovery
 	}
 	return ""
 }
 
-func (n *Node) onElection(now time.Time, m wire.Message, b wire.Election) Reason {
-	if e := n.election; e != nil && e.Group() == b.Group {
-		e.Step(now, m.From, b)
-		return n.afterElection(now)
-	}
-	if !m.Rank().Less(n.rank()) {
+// onElectionMessage routes bully's Election/Answer and the ring's messages.
+func (n *Node) onElectionMessage(now time.Time, m wire.Message) Reason {
+	g, ours := n.electionGroup(m.Body)
+	if !ours {
 		return ""
 	}
-	if b.Group == n.group {
+	if e := n.election; e != nil && e.Group() == g {
+		e.Step(now, m.From, m.Body)
+		return n.afterElection(now)
+	}
+	switch m.Body.(type) {
+	case wire.Election, wire.RingElection:
+	default:
+		return "" // answers and acks for an election I no longer run
+	}
+	if g == n.group {
 		switch {
 		case n.isCoordinator():
 			// A member thinks I failed. If it still belongs, tell it I
@@ -155,9 +152,18 @@ func (n *Node) onElection(now time.Time, m wire.Message, b wire.Election) Reason
 				n.send(m.From, wire.Yes{Query: wire.TypeAreYouThere, Version: n.version})
 			}
 		case n.state == wire.StateNormal:
-			// I still hear my coordinator. Stop the lower survivor, and
+			// I still hear my coordinator. Stop the survivor (bully's
+			// Answer; the ring's ack keeps it from skipping me), and
 			// check at once whether it is right.
-			n.send(m.From, wire.Answer{Group: b.Group})
+			switch b := m.Body.(type) {
+			case wire.Election:
+				if !m.Rank().Less(n.rank()) {
+					return ""
+				}
+				n.send(m.From, wire.Answer{Group: b.Group})
+			case wire.RingElection:
+				n.send(m.From, wire.RingAck{Group: b.Group, Of: wire.TypeRingElection, Round: b.Round, Candidate: b.Candidate})
+			}
 			if n.probeUntil.IsZero() {
 				n.probeSince = now
 				n.probeUntil = now.Add(n.t.AnswerTimeout)
@@ -166,18 +172,11 @@ func (n *Node) onElection(now time.Time, m wire.Message, b wire.Election) Reason
 		}
 		return ""
 	}
-	if n.isCoordinator() && b.Group == n.prevGroup && n.prevMembers[m.From] {
+	if n.isCoordinator() && g == n.prevGroup && n.prevMembers[m.From] {
 		// A survivor of my previous group, unaware I won: invite it.
 		n.reinvite(now, m.From)
 	}
 	return ""
-}
-
-func (n *Node) onAnswer(now time.Time, m wire.Message, b wire.Answer) {
-	if e := n.election; e != nil && e.Group() == b.Group {
-		e.Step(now, m.From, b)
-		n.afterElection(now)
-	}
 }
 
 // onInvitation is the paper's Invitation handler, with the rules that keep

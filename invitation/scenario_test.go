@@ -152,3 +152,57 @@ func TestSplitAndHeal(t *testing.T) {
 	nt.mustConverge(tm.HealBound())
 	t.Logf("healed in %v (bound %v)", nt.now.Sub(start), tm.HealBound())
 }
+
+func TestRingFailover(t *testing.T) {
+	tm := DefaultTiming()
+	for _, crashAt := range []time.Duration{0, 37 * time.Millisecond, 211 * time.Millisecond} {
+		nt := newNet(t, tm)
+		nt.alg = ElectionRing
+		for id := wire.NodeID(1); id <= 6; id++ {
+			nt.add(id, 100)
+		}
+		nt.mustConverge(tm.HealBound())
+		nt.run(crashAt)
+		nt.crash(6)
+		start := nt.now
+		bound := tm.FailoverBoundRing(5)
+		for nt.converged() != nil {
+			if nt.now.Sub(start) > bound {
+				t.Fatalf("ring: no failover within %v: %v\n%s", bound, nt.converged(), nt.dump())
+			}
+			nt.run(5 * time.Millisecond)
+		}
+		t.Logf("ring failover took %v (bound %v)", nt.now.Sub(start), bound)
+	}
+}
+
+func TestRingMessagesRouted(t *testing.T) {
+	// A ring-mode participant that still hears its coordinator acks a
+	// RingElection and probes, like bully's Answer; bully-mode nodes
+	// ignore ring messages.
+	n := participant(t, 4, g(5, 7), 2, 4, 7)
+	n.alg = ElectionRing
+	n.Step(at(10), from(2, g(5, 7), wire.StateElection, wire.RingElection{Group: g(5, 7), Round: 1, Candidate: wire.Member{ID: 2, Priority: 100}}))
+	if got := sends(n.Output()); len(got) != 2 || got[0] != "2:RingAck" || got[1] != "7:AreYouThere" {
+		t.Fatalf("ring participant sent %v, want [2:RingAck 7:AreYouThere]", got)
+	}
+	b := participant(t, 4, g(5, 7), 2, 4, 7)
+	b.Step(at(10), from(2, g(5, 7), wire.StateElection, wire.RingElection{Group: g(5, 7), Round: 1, Candidate: wire.Member{ID: 2, Priority: 100}}))
+	if got := sends(b.Output()); len(got) != 0 {
+		t.Fatalf("bully participant answered a ring message: %v", got)
+	}
+}
+
+func TestParseElection(t *testing.T) {
+	for in, want := range map[string]Election{"": ElectionBully, "bully": ElectionBully, "ring": ElectionRing} {
+		if got, err := ParseElection(in); err != nil || got != want {
+			t.Errorf("ParseElection(%q) = %q, %v", in, got, err)
+		}
+	}
+	if _, err := ParseElection("raft"); err == nil {
+		t.Error("ParseElection(raft) accepted")
+	}
+	if _, err := New(Config{ID: 1, Timing: DefaultTiming(), Election: "raft"}, epoch); err == nil {
+		t.Error("New accepted an unknown election")
+	}
+}
