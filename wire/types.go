@@ -138,6 +138,10 @@ const (
 	TypeRingAck           Type = 15 // ring: the successor received one hop
 
 	typeMax = TypeRingAck
+
+	// NumTypes bounds the type enum: every valid Type is below it, so
+	// arrays indexed by Type can be sized [NumTypes].
+	NumTypes = typeMax + 1
 )
 
 var typeNames = [...]string{

@@ -1,0 +1,43 @@
+// Package invariant checks the safety and liveness properties of DESIGN §4
+// on a history of node views: the simulator feeds it after every event, and
+// end-to-end tests can feed it the recorded history of a real run.
+//
+// A history is a stream of records, in time order:
+//
+//	Observe(Observation)   a node's view (invitation.Status) changed, or it died
+//	Created(Creation)      a node adopted a group number it created itself
+//	Persisted(t, id, c)    a node's counter c became durable (optional)
+//	Sent(t, msg)           a node sent msg (optional)
+//	Crash(t, id)           a node stopped and lost its memory
+//	Restart(t, id)         a crashed node started again
+//
+// The Checker keeps the latest view of every live node and checks, on every
+// record:
+//
+//	S1  no group number is created twice, across crashes and restarts; and,
+//	    when Persisted and Sent records are given, a node creates and sends
+//	    a number of its own only once its sequence is durable
+//	S2  at any instant at most one live node is Normal and coordinator of a
+//	    given group number
+//	S3  live nodes in Reorganization or Normal with the same group number
+//	    have the same coordinator. A group number names its coordinator
+//	    (Group.ID), so this holds by construction; what is checked is that
+//	    every Normal view's member list contains the node itself and the
+//	    coordinator, and that a node calling itself coordinator has the ID
+//	    in the number
+//	S4  live Normal nodes with the same group number and the same member
+//	    list version have identical member lists (versions count per group)
+//
+// and, when asked at a check point:
+//
+//	L1  CheckConverged: after the network was connected and quiet for
+//	    T_heal, every live node is Normal in one group, coordinated by the
+//	    highest-ranked live node (rank = (priority, ID)), at one version,
+//	    and the member list is exactly the set of live nodes
+//	L2  CheckFailover: T_failover after the coordinator of a connected,
+//	    quiet group crashed, its survivors are Normal in one group whose
+//	    member list contains them all
+//
+// The package depends only on wire and invitation (for the Status type), so
+// it can check histories that did not come from the simulator.
+package invariant

@@ -1,0 +1,533 @@
+package invariant
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/groupd/groupd/invitation"
+	"github.com/groupd/groupd/wire"
+)
+
+// Observation is one node's view at one instant. Alive false means the node
+// is down (the same as a Crash record). The Checker keeps Status.Members as
+// given: callers must not modify the slice afterwards (invitation.Status and
+// the Old/New views of invitation.Event are fresh copies).
+type Observation struct {
+	Time   time.Time
+	Node   wire.NodeID
+	Status invitation.Status
+	Alive  bool
+}
+
+// Creation records that Node adopted Group, a number it created itself (in
+// the simulator: its Status().Group changed to a number ending in its ID).
+type Creation struct {
+	Time  time.Time
+	Node  wire.NodeID
+	Group wire.GroupNumber
+}
+
+// Violation is one broken invariant.
+type Violation struct {
+	Invariant string // "S1" … "S4", "L1", "L2"
+	Time      time.Time
+	Group     wire.GroupNumber // the group concerned, if any
+	Nodes     []wire.NodeID    // the nodes concerned
+	Detail    string
+}
+
+// String is one readable line: invariant, time, group, nodes, detail.
+func (v Violation) String() string {
+	var b strings.Builder
+	b.WriteString(v.Invariant)
+	b.WriteString(" violated at ")
+	b.WriteString(FormatTime(v.Time))
+	if !v.Group.IsZero() {
+		b.WriteString(" group ")
+		b.WriteString(v.Group.String())
+	}
+	if len(v.Nodes) > 0 {
+		b.WriteString(" nodes ")
+		b.WriteString(formatIDs(v.Nodes))
+	}
+	b.WriteString(": ")
+	b.WriteString(v.Detail)
+	return b.String()
+}
+
+// Error makes a Violation usable as an error.
+func (v Violation) Error() string { return v.String() }
+
+// FormatTime prints t as a clock time with microseconds, which reads well
+// for both the simulator's virtual clock (which starts at midnight) and a
+// real run.
+func FormatTime(t time.Time) string { return t.UTC().Format("15:04:05.000000") }
+
+func formatIDs(ids []wire.NodeID) string {
+	s := make([]string, len(ids))
+	for i, id := range ids {
+		s[i] = strconv.FormatUint(uint64(id), 10)
+	}
+	return "[" + strings.Join(s, " ") + "]"
+}
+
+// view is the checker's knowledge of one node.
+type view struct {
+	alive bool
+	has   bool // st is a real observation (not a fresh restart)
+	st    invitation.Status
+}
+
+type groupVersion struct {
+	g wire.GroupNumber
+	v uint64
+}
+
+// list is the member list that the live Normal holders of one
+// (group, version) agree on.
+type list struct {
+	members []wire.Member
+	holders []wire.NodeID
+}
+
+// Checker checks S1–S4 on a stream of records and L1, L2 on demand. It is
+// not safe for concurrent use. The zero value is not usable; call New.
+type Checker struct {
+	views   map[wire.NodeID]*view
+	created map[wire.GroupNumber]Creation
+	durable map[wire.NodeID]uint64
+	coords  map[wire.GroupNumber][]wire.NodeID // live Normal coordinators
+	lists   map[groupVersion]*list
+}
+
+// New returns a checker with an empty history.
+func New() *Checker {
+	return &Checker{
+		views:   make(map[wire.NodeID]*view),
+		created: make(map[wire.GroupNumber]Creation),
+		durable: make(map[wire.NodeID]uint64),
+		coords:  make(map[wire.GroupNumber][]wire.NodeID),
+		lists:   make(map[groupVersion]*list),
+	}
+}
+
+// Observe records a node's new view and checks S2, S3 and S4 against the
+// views of the other live nodes.
+func (c *Checker) Observe(o Observation) []Violation {
+	v := c.views[o.Node]
+	if v == nil {
+		v = &view{}
+		c.views[o.Node] = v
+	}
+	if v.alive && v.has {
+		c.withdraw(o.Node, &v.st)
+	}
+	if !o.Alive {
+		v.alive, v.has = false, false
+		return nil
+	}
+	v.alive, v.has, v.st = true, true, o.Status
+	return c.contribute(o.Time, o.Node, &v.st)
+}
+
+// Created records that a node adopted a number it created, and checks S1:
+// the number is new, ends in the node's ID, and (if the node's persisted
+// counter is tracked) its sequence was persisted first.
+func (c *Checker) Created(r Creation) []Violation {
+	var out []Violation
+	if r.Group.ID != r.Node {
+		out = append(out, Violation{Invariant: "S1", Time: r.Time, Group: r.Group, Nodes: []wire.NodeID{r.Node},
+			Detail: fmt.Sprintf("node %d created a number ending in another node's ID", r.Node)})
+	}
+	if prev, ok := c.created[r.Group]; ok {
+		out = append(out, Violation{Invariant: "S1", Time: r.Time, Group: r.Group, Nodes: []wire.NodeID{prev.Node, r.Node},
+			Detail: fmt.Sprintf("group number created twice: first by node %d at %s, again by node %d", prev.Node, FormatTime(prev.Time), r.Node)})
+	} else {
+		c.created[r.Group] = r
+	}
+	if d, ok := c.durable[r.Node]; ok && r.Group.Seq > d {
+		out = append(out, Violation{Invariant: "S1", Time: r.Time, Group: r.Group, Nodes: []wire.NodeID{r.Node},
+			Detail: fmt.Sprintf("node %d adopted sequence %d but its durable counter is only %d", r.Node, r.Group.Seq, d)})
+	}
+	return out
+}
+
+// Persisted records that a node's counter is durably saved as counter. From
+// the first such record for a node on, Created and Sent check that the node
+// uses only sequences it has persisted. Call it once at the start of a
+// history with the counter each node starts from.
+func (c *Checker) Persisted(t time.Time, node wire.NodeID, counter uint64) {
+	c.durable[node] = counter
+}
+
+// Sent checks a message about to leave (or having left) its sender: every
+// group number it carries that ends in the sender's ID must have a durable
+// sequence (part of S1: the counter is persisted before any message carries
+// the number). It checks nothing for a sender whose counter is not tracked.
+func (c *Checker) Sent(t time.Time, m wire.Message) []Violation {
+	d, ok := c.durable[m.From]
+	if !ok {
+		return nil
+	}
+	var out []Violation
+	check := func(g wire.GroupNumber, where string) {
+		if g.ID == m.From && g.Seq > d {
+			out = append(out, Violation{Invariant: "S1", Time: t, Group: g, Nodes: []wire.NodeID{m.From},
+				Detail: fmt.Sprintf("node %d sent %s carrying its number in the %s before persisting it (durable counter %d)", m.From, m, where, d)})
+		}
+	}
+	check(m.Group, "header")
+	if g, ok := BodyGroup(m.Body); ok {
+		check(g, "body")
+	}
+	return out
+}
+
+// BodyGroup returns the group number a message body carries, if any.
+func BodyGroup(b wire.Body) (wire.GroupNumber, bool) {
+	switch b := b.(type) {
+	case wire.AreYouThere:
+		return b.Group, true
+	case wire.Invitation:
+		return b.Group, true
+	case wire.Accept:
+		return b.Group, true
+	case wire.Ready:
+		return b.Group, true
+	case wire.ReadyAck:
+		return b.Group, true
+	case wire.Election:
+		return b.Group, true
+	case wire.Answer:
+		return b.Group, true
+	case wire.Coordinator:
+		return b.Group, true
+	}
+	return wire.GroupNumber{}, false
+}
+
+// Crash records that a node stopped and lost its memory.
+func (c *Checker) Crash(t time.Time, node wire.NodeID) {
+	v := c.views[node]
+	if v == nil {
+		c.views[node] = &view{}
+		return
+	}
+	if v.alive && v.has {
+		c.withdraw(node, &v.st)
+	}
+	v.alive, v.has = false, false
+}
+
+// Restart records that a crashed node started again. Its view is unknown
+// until the next Observe.
+func (c *Checker) Restart(t time.Time, node wire.NodeID) {
+	v := c.views[node]
+	if v == nil {
+		v = &view{}
+		c.views[node] = v
+	}
+	if v.alive && v.has {
+		c.withdraw(node, &v.st)
+	}
+	v.alive, v.has = true, false
+}
+
+// Alive reports whether the checker believes node is up.
+func (c *Checker) Alive(node wire.NodeID) bool {
+	v := c.views[node]
+	return v != nil && v.alive
+}
+
+// Live returns the latest view of every live node that has one, by ID.
+func (c *Checker) Live() []invitation.Status {
+	var out []invitation.Status
+	for _, v := range c.views {
+		if v.alive && v.has {
+			out = append(out, v.st)
+		}
+	}
+	slices.SortFunc(out, func(a, b invitation.Status) int { return cmpID(a.ID, b.ID) })
+	return out
+}
+
+// LiveIDs returns the IDs of every node the checker believes is up, sorted.
+func (c *Checker) LiveIDs() []wire.NodeID {
+	var out []wire.NodeID
+	for id, v := range c.views {
+		if v.alive {
+			out = append(out, id)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// CheckConverged checks L1 on the latest views: every live node is Normal in
+// one group coordinated by the highest-ranked live node, and so on (see
+// Converged). A live node with no view yet counts as not converged.
+func (c *Checker) CheckConverged(now time.Time) []Violation {
+	var out []Violation
+	for _, id := range c.LiveIDs() {
+		if !c.views[id].has {
+			out = append(out, Violation{Invariant: "L1", Time: now, Nodes: []wire.NodeID{id}, Detail: "live node has reported no view"})
+		}
+	}
+	return append(out, Converged(now, c.Live())...)
+}
+
+// CheckFailover checks L2 for the given survivors on the latest views (see
+// FailedOver).
+func (c *Checker) CheckFailover(now time.Time, survivors []wire.NodeID) []Violation {
+	var sts []invitation.Status
+	var out []Violation
+	for _, id := range survivors {
+		v := c.views[id]
+		if v == nil || !v.alive || !v.has {
+			out = append(out, Violation{Invariant: "L2", Time: now, Nodes: []wire.NodeID{id}, Detail: "survivor is down or has reported no view"})
+			continue
+		}
+		sts = append(sts, v.st)
+	}
+	return append(out, FailedOver(now, sts)...)
+}
+
+// withdraw removes a live view's contribution to the S2 and S4 indexes.
+func (c *Checker) withdraw(node wire.NodeID, st *invitation.Status) {
+	if st.State != wire.StateNormal {
+		return
+	}
+	if st.Role() == invitation.Coordinator {
+		hs := removeID(c.coords[st.Group], node)
+		if len(hs) == 0 {
+			delete(c.coords, st.Group)
+		} else {
+			c.coords[st.Group] = hs
+		}
+	}
+	k := groupVersion{st.Group, st.Version}
+	if l := c.lists[k]; l != nil {
+		l.holders = removeID(l.holders, node)
+		if len(l.holders) == 0 {
+			delete(c.lists, k)
+		}
+	}
+}
+
+// contribute adds a live view to the indexes, checking S2–S4.
+func (c *Checker) contribute(t time.Time, node wire.NodeID, st *invitation.Status) []Violation {
+	var out []Violation
+	if st.ID != 0 && st.ID != node {
+		out = append(out, Violation{Invariant: "S3", Time: t, Nodes: []wire.NodeID{node},
+			Detail: fmt.Sprintf("observation of node %d carries the view of node %d", node, st.ID)})
+	}
+	if st.State != wire.StateNormal && st.State != wire.StateReorganization {
+		return out
+	}
+	if st.Group.IsZero() {
+		return append(out, Violation{Invariant: "S3", Time: t, Nodes: []wire.NodeID{node},
+			Detail: fmt.Sprintf("node %d is %s without a group number", node, st.State)})
+	}
+	if st.State != wire.StateNormal {
+		return out
+	}
+	// S3: a Normal view lists the node itself and its coordinator.
+	if !hasMember(st.Members, node) || !hasMember(st.Members, st.Group.ID) {
+		out = append(out, Violation{Invariant: "S3", Time: t, Group: st.Group, Nodes: []wire.NodeID{node},
+			Detail: fmt.Sprintf("normal member list v%d %s lacks the node itself or its coordinator %d", st.Version, memberIDs(st.Members), st.Group.ID)})
+	}
+	// S2: one Normal coordinator per group number.
+	if st.Role() == invitation.Coordinator {
+		hs := c.coords[st.Group]
+		if len(hs) > 0 {
+			out = append(out, Violation{Invariant: "S2", Time: t, Group: st.Group, Nodes: append(slices.Clone(hs), node),
+				Detail: "more than one live node is Normal and coordinator of the group"})
+		}
+		c.coords[st.Group] = append(hs, node)
+	}
+	// S4: one member list per (group, version) among live Normal nodes.
+	k := groupVersion{st.Group, st.Version}
+	l := c.lists[k]
+	if l == nil {
+		c.lists[k] = &list{members: st.Members, holders: []wire.NodeID{node}}
+		return out
+	}
+	if !sameMembers(l.members, st.Members) {
+		out = append(out, Violation{Invariant: "S4", Time: t, Group: st.Group, Nodes: []wire.NodeID{l.holders[0], node},
+			Detail: fmt.Sprintf("version %d has two member lists: node %d has %s, node %d has %s",
+				st.Version, l.holders[0], memberIDs(l.members), node, memberIDs(st.Members))})
+	}
+	l.holders = append(l.holders, node)
+	return out
+}
+
+// Converged checks L1 on the views of the live nodes: all Normal, in one
+// group coordinated by the highest-ranked of them, at one version, each
+// member list exactly the set of live nodes (with their priorities). It
+// returns nil when they are, and for no nodes.
+func Converged(now time.Time, live []invitation.Status) []Violation {
+	if len(live) == 0 {
+		return nil
+	}
+	best := live[0]
+	for _, s := range live[1:] {
+		if rankOf(best).Less(rankOf(s)) {
+			best = s
+		}
+	}
+	want := make([]wire.Member, len(live))
+	for i, s := range live {
+		want[i] = wire.Member{ID: s.ID, Priority: s.Priority}
+	}
+	slices.SortFunc(want, func(a, b wire.Member) int { return cmpID(a.ID, b.ID) })
+	ref := best // the highest node's view is the reference
+	var out []Violation
+	add := func(s invitation.Status, format string, args ...any) {
+		out = append(out, Violation{Invariant: "L1", Time: now, Group: s.Group, Nodes: []wire.NodeID{s.ID}, Detail: fmt.Sprintf(format, args...)})
+	}
+	for _, s := range live {
+		switch {
+		case s.State != wire.StateNormal:
+			add(s, "node %d is %s, not normal (view %s)", s.ID, s.State, s)
+		case s.Group.ID != best.ID:
+			add(s, "node %d's coordinator is %d, not the highest-ranked live node %d (view %s)", s.ID, s.Group.ID, best.ID, s)
+		case s.Group != ref.Group:
+			add(s, "node %d is in group %s, the highest-ranked node %d in %s", s.ID, s.Group, best.ID, ref.Group)
+		case s.Version != ref.Version:
+			add(s, "node %d has version %d of group %s, the coordinator %d", s.ID, s.Version, s.Group, ref.Version)
+		case !sameMembers(s.Members, want):
+			add(s, "node %d's member list %s is not the live set %s", s.ID, memberIDs(s.Members), memberIDs(want))
+		}
+	}
+	return out
+}
+
+// IsConverged is Converged(…) == nil without building the report: it
+// allocates nothing and stops at the first node that is not converged.
+func IsConverged(live []invitation.Status) bool {
+	if len(live) == 0 {
+		return true
+	}
+	best := live[0]
+	for _, s := range live[1:] {
+		if rankOf(best).Less(rankOf(s)) {
+			best = s
+		}
+	}
+	for _, s := range live {
+		if s.State != wire.StateNormal || s.Group.ID != best.ID || s.Group != best.Group ||
+			s.Version != best.Version || len(s.Members) != len(live) {
+			return false
+		}
+	}
+	// Every list has len(live) entries; each must be exactly the live
+	// set, in ID order, with the right priorities.
+	for i, s := range live {
+		if i > 0 && live[i-1].ID >= s.ID {
+			return len(Converged(time.Time{}, live)) == 0 // not sorted by ID: take the slow path
+		}
+	}
+	for _, s := range live {
+		for i, m := range s.Members {
+			if m.ID != live[i].ID || m.Priority != live[i].Priority {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// FailedOver checks L2 on the survivors' views: all Normal, in one group
+// coordinated by one of them (not the crashed coordinator's old group),
+// whose member list (in each view) contains every survivor. It does not ask
+// which survivor coordinates.
+func FailedOver(now time.Time, survivors []invitation.Status) []Violation {
+	if len(survivors) == 0 {
+		return nil
+	}
+	var out []Violation
+	add := func(s invitation.Status, format string, args ...any) {
+		out = append(out, Violation{Invariant: "L2", Time: now, Group: s.Group, Nodes: []wire.NodeID{s.ID}, Detail: fmt.Sprintf(format, args...)})
+	}
+	g := survivors[0].Group
+	isSurvivor := func(id wire.NodeID) bool {
+		for _, s := range survivors {
+			if s.ID == id {
+				return true
+			}
+		}
+		return false
+	}
+	for _, s := range survivors {
+		switch {
+		case s.State != wire.StateNormal:
+			add(s, "survivor %d is %s, not normal (view %s)", s.ID, s.State, s)
+		case !isSurvivor(s.Group.ID):
+			add(s, "survivor %d is still in group %s, whose coordinator is not a survivor", s.ID, s.Group)
+		case s.Group != g:
+			add(s, "survivor %d is in group %s, survivor %d in %s", s.ID, s.Group, survivors[0].ID, g)
+		default:
+			for _, o := range survivors {
+				if !hasMember(s.Members, o.ID) {
+					add(s, "survivor %d's member list %s lacks survivor %d", s.ID, memberIDs(s.Members), o.ID)
+					break
+				}
+			}
+		}
+	}
+	return out
+}
+
+// Highest returns the highest-ranked of the given views' nodes, or 0.
+func Highest(live []invitation.Status) wire.NodeID {
+	var best wire.Rank
+	for _, s := range live {
+		if r := rankOf(s); best.ID == 0 || best.Less(r) {
+			best = r
+		}
+	}
+	return best.ID
+}
+
+func rankOf(s invitation.Status) wire.Rank { return wire.Rank{Priority: s.Priority, ID: s.ID} }
+
+func cmpID(a, b wire.NodeID) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func removeID(ids []wire.NodeID, id wire.NodeID) []wire.NodeID {
+	for i, x := range ids {
+		if x == id {
+			return append(ids[:i], ids[i+1:]...)
+		}
+	}
+	return ids
+}
+
+func hasMember(ms []wire.Member, id wire.NodeID) bool {
+	for _, m := range ms {
+		if m.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
+func sameMembers(a, b []wire.Member) bool { return slices.Equal(a, b) }
+
+func memberIDs(ms []wire.Member) string {
+	ids := make([]wire.NodeID, len(ms))
+	for i, m := range ms {
+		ids[i] = m.ID
+	}
+	return formatIDs(ids)
+}

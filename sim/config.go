@@ -1,0 +1,154 @@
+package sim
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/groupd/groupd/invitation"
+	"github.com/groupd/groupd/wire"
+)
+
+// Epoch is the virtual clock's time zero. Traces print times as clock
+// times from it (00:00:01.250000 is 1.25 s into a run).
+var Epoch = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// Config describes one simulation. The zero value of every field but N
+// means its default.
+type Config struct {
+	// N is the number of nodes. They get IDs 1..N.
+	N int
+	// Seed seeds the simulator's one random source, from which the
+	// network model and every node's jitter source are derived.
+	Seed int64
+	// Timing is every node's protocol timing; zero means
+	// invitation.DefaultTiming().
+	Timing invitation.Timing
+	// Priorities[i] is the priority of node i+1; missing entries (or a
+	// nil slice) mean wire.DefaultPriority.
+	Priorities []uint8
+	// StartSpread staggers start-up: each node starts at a uniform random
+	// time in [0, StartSpread]. Zero starts every node at once.
+	StartSpread time.Duration
+	// Net is the initial network model; Sim's methods change it while
+	// running.
+	Net Net
+	// SaveLatency is how long a save of the counter takes: uniform in
+	// [Min, Max]. Zero means 1–5 ms.
+	SaveLatency [2]time.Duration
+	// SaveFailure is the probability that a save fails (PersistFailed).
+	SaveFailure float64
+	// LoseSaves breaks the store on purpose: a crash rolls the counter
+	// back to the value before the last save, as a store that does not
+	// fsync might. Only for testing that the checker catches a reused
+	// group number.
+	LoseSaves bool
+	// Detect models memberlist's failure detector (see Detect).
+	Detect Detect
+	// Codec sends every message through wire.Encode and wire.Decode, so a
+	// field the codec drops shows up as a protocol failure. Bytes are
+	// counted in any case.
+	Codec bool
+	// VerifyStatus compares each node's Status() with the view its Events
+	// reported after every input, so a change reported by no Event is
+	// caught. Costs a copy of the member list per input; the default
+	// (nil) enables it for N ≤ 64.
+	VerifyStatus *bool
+	// LazyDeadlines skips NextDeadline after an input to a participant
+	// that produced no output (a beacon or a Yes received, typically),
+	// keeping the tick already scheduled. NextDeadline costs O(peers), so
+	// this makes large runs several times faster. It assumes such an
+	// input never brings the deadline forward (a coordinator's can: a
+	// beacon re-jitters its next Check, so coordinators are always
+	// asked); when it is off, the simulator checks that assumption and
+	// counts the exceptions in Counts.LazyMisses. The default (nil)
+	// enables it for N > 64.
+	LazyDeadlines *bool
+	// TraceLines is the size of the trace ring printed with a violation;
+	// zero means 300.
+	TraceLines int
+	// TraceAll records every input in the trace. By default an input whose
+	// only effect is beacons (a beacon received, a timer that sent a
+	// beacon) is left out: on a quiet LAN they are most of the traffic.
+	TraceAll bool
+	// Trace, if set, receives every trace line as it happens.
+	Trace io.Writer
+	// Repro is printed with a violation as the command that reproduces
+	// it, e.g. "go test ./sim -run TestRandomSchedules -seed=12345 -v".
+	Repro string
+}
+
+// Net is the network model. Delivery delay is Base + uniform[0, Jitter],
+// plus uniform[0, ReorderDelay] with probability Reorder. Each delivery is
+// independently lost with probability Loss (and with the per-link loss set
+// by Sim.SetLinkLoss), and duplicated with probability Dup (the copy gets
+// its own delay).
+type Net struct {
+	Base         time.Duration
+	Jitter       time.Duration
+	Loss         float64
+	Dup          float64
+	Reorder      float64
+	ReorderDelay time.Duration
+}
+
+// LAN is the quiet network of a switched LAN: 100–600 µs, no loss.
+func LAN() Net { return Net{Base: 100 * time.Microsecond, Jitter: 500 * time.Microsecond} }
+
+// Detect models memberlist's failure detector: Delay after a node crashes,
+// every live node that can reach it gets PeerDown for it (each after a
+// further uniform[0, Jitter], as gossip spreads). With Partitions, the same
+// happens Delay after a partition or cut to every pair of live nodes that
+// can no longer talk both ways.
+type Detect struct {
+	Off        bool          // no failure detector at all
+	Delay      time.Duration // zero means 1.5 s
+	Jitter     time.Duration // zero means 200 ms
+	Partitions bool
+}
+
+func (c *Config) fill() error {
+	if c.N < 1 {
+		return fmt.Errorf("sim: N must be ≥ 1, got %d", c.N)
+	}
+	if c.Timing == (invitation.Timing{}) {
+		c.Timing = invitation.DefaultTiming()
+	}
+	if err := c.Timing.Validate(); err != nil {
+		return err
+	}
+	if c.Net == (Net{}) {
+		c.Net = LAN()
+	}
+	if c.SaveLatency == [2]time.Duration{} {
+		c.SaveLatency = [2]time.Duration{time.Millisecond, 5 * time.Millisecond}
+	}
+	if c.SaveLatency[1] < c.SaveLatency[0] {
+		c.SaveLatency[1] = c.SaveLatency[0]
+	}
+	if c.Detect.Delay == 0 {
+		c.Detect.Delay = 1500 * time.Millisecond
+	}
+	if c.Detect.Jitter == 0 {
+		c.Detect.Jitter = 200 * time.Millisecond
+	}
+	if c.TraceLines == 0 {
+		c.TraceLines = 300
+	}
+	if c.VerifyStatus == nil {
+		v := c.N <= 64
+		c.VerifyStatus = &v
+	}
+	if c.LazyDeadlines == nil {
+		v := c.N > 64
+		c.LazyDeadlines = &v
+	}
+	return nil
+}
+
+func (c *Config) priority(id wire.NodeID) uint8 {
+	if i := int(id) - 1; i < len(c.Priorities) && c.Priorities[i] != 0 {
+		return c.Priorities[i]
+	}
+	return wire.DefaultPriority
+}

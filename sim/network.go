@@ -1,0 +1,292 @@
+package sim
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/groupd/groupd/wire"
+)
+
+// DropReason says why a delivery did not happen.
+type DropReason uint8
+
+const (
+	DropLoss      DropReason = iota // random loss (global or per link)
+	DropPartition                   // sender and receiver on different sides, or cut
+	DropDown                        // receiver down when the message arrived
+	numDrops
+)
+
+func (r DropReason) String() string {
+	return [...]string{"loss", "partition", "down"}[r]
+}
+
+// Counts is the message accounting of a run.
+type Counts struct {
+	// Sent counts datagrams by type: a broadcast (a multicast beacon) is
+	// one, whatever the number of receivers.
+	Sent [wire.NumTypes]uint64
+	// Bytes is the encoded size of what Sent counts (wire.Encode).
+	Bytes [wire.NumTypes]uint64
+	// Delivered counts receptions by type (a broadcast counts once per
+	// receiver; a duplicate twice).
+	Delivered [wire.NumTypes]uint64
+	// Dropped counts deliveries that did not happen, by reason.
+	Dropped [numDrops]uint64
+	// Duplicated counts extra copies the network made.
+	Duplicated uint64
+	// EncodeErrors counts messages wire.Encode refused. It must stay 0.
+	EncodeErrors uint64
+	// FirstEncodeError describes the first of them.
+	FirstEncodeError string
+	// LazyMisses counts inputs that produced no output yet brought the
+	// node's deadline forward (see Config.LazyDeadlines). Counted only
+	// when LazyDeadlines is off.
+	LazyMisses uint64
+	// FirstLazyMiss describes the first of them.
+	FirstLazyMiss string
+}
+
+// TotalSent is the number of datagrams sent, all types.
+func (c Counts) TotalSent() uint64 { return sum(c.Sent[:]) }
+
+// TotalBytes is the number of bytes sent, all types.
+func (c Counts) TotalBytes() uint64 { return sum(c.Bytes[:]) }
+
+// TotalDelivered is the number of receptions, all types.
+func (c Counts) TotalDelivered() uint64 { return sum(c.Delivered[:]) }
+
+// Sub returns c - o, field by field: the traffic between two snapshots.
+func (c Counts) Sub(o Counts) Counts {
+	for i := range c.Sent {
+		c.Sent[i] -= o.Sent[i]
+		c.Bytes[i] -= o.Bytes[i]
+		c.Delivered[i] -= o.Delivered[i]
+	}
+	for i := range c.Dropped {
+		c.Dropped[i] -= o.Dropped[i]
+	}
+	c.Duplicated -= o.Duplicated
+	c.EncodeErrors -= o.EncodeErrors
+	return c
+}
+
+func sum(xs []uint64) uint64 {
+	var t uint64
+	for _, x := range xs {
+		t += x
+	}
+	return t
+}
+
+// String is a table of the counts by type.
+func (c Counts) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%-18s %10s %12s %10s\n", "type", "sent", "bytes", "delivered")
+	for _, t := range wire.Types() {
+		if c.Sent[t] == 0 && c.Delivered[t] == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "%-18s %10d %12d %10d\n", t, c.Sent[t], c.Bytes[t], c.Delivered[t])
+	}
+	fmt.Fprintf(&b, "%-18s %10d %12d %10d\n", "total", c.TotalSent(), c.TotalBytes(), c.TotalDelivered())
+	fmt.Fprintf(&b, "dropped: loss %d, partition %d, down %d; duplicated %d",
+		c.Dropped[DropLoss], c.Dropped[DropPartition], c.Dropped[DropDown], c.Duplicated)
+	if c.EncodeErrors > 0 {
+		fmt.Fprintf(&b, "; ENCODE ERRORS %d (first: %s)", c.EncodeErrors, c.FirstEncodeError)
+	}
+	return b.String()
+}
+
+// Counts returns the message accounting so far.
+func (s *Sim) Counts() Counts { return s.counts }
+
+// send puts one of n's outgoing envelopes on the network.
+func (s *Sim) send(n *node, env *wire.Envelope) {
+	m := env.Msg
+	n.pkt++
+	m.Incarnation = uint64(n.inc)
+	m.Counter = n.pkt
+	for _, v := range s.chk.Sent(s.Now(), m) {
+		s.fail(v)
+	}
+	t := m.Body.Type()
+	s.counts.Sent[t]++
+	b, err := wire.AppendEncode(s.buf[:0], m)
+	if err != nil {
+		s.counts.EncodeErrors++
+		if s.counts.FirstEncodeError == "" {
+			s.counts.FirstEncodeError = fmt.Sprintf("%s: %v", m, err)
+		}
+	} else {
+		s.counts.Bytes[t] += uint64(len(b))
+		s.buf = b
+		if s.cfg.Codec {
+			d, err := wire.Decode(b)
+			if err != nil {
+				s.counts.EncodeErrors++
+				if s.counts.FirstEncodeError == "" {
+					s.counts.FirstEncodeError = fmt.Sprintf("decode %s: %v", m, err)
+				}
+			} else {
+				m = d
+			}
+		}
+	}
+	from := int32(n.id - 1)
+	if env.To == wire.Broadcast {
+		for i, o := range s.nodes {
+			if int32(i) != from && o.alive {
+				s.deliver(from, int32(i), m)
+			}
+		}
+		return
+	}
+	if env.To < 1 || int(env.To) > len(s.nodes) {
+		s.counts.Dropped[DropDown]++ // no such node on this LAN
+		return
+	}
+	s.deliver(from, int32(env.To-1), m)
+}
+
+// deliver schedules the arrival of m at node to, or drops it.
+func (s *Sim) deliver(from, to int32, m wire.Message) {
+	if !s.reachable(from, to) {
+		s.counts.Dropped[DropPartition]++
+		return
+	}
+	if s.lost(from, to) {
+		s.counts.Dropped[DropLoss]++
+		return
+	}
+	s.push(event{at: s.now + s.delay(), kind: evDeliver, node: to, msg: m})
+	if s.net.Dup > 0 && s.rnd.Float64() < s.net.Dup {
+		s.counts.Duplicated++
+		s.push(event{at: s.now + s.delay(), kind: evDeliver, node: to, msg: m})
+	}
+}
+
+func (s *Sim) lost(from, to int32) bool {
+	p := s.net.Loss
+	if len(s.links) > 0 {
+		if l, ok := s.links[[2]int32{from, to}]; ok {
+			p = 1 - (1-p)*(1-l)
+		}
+	}
+	return p > 0 && s.rnd.Float64() < p
+}
+
+func (s *Sim) delay() int64 {
+	d := int64(s.net.Base) + s.jitter(s.net.Jitter)
+	if s.net.Reorder > 0 && s.rnd.Float64() < s.net.Reorder {
+		d += s.jitter(s.net.ReorderDelay)
+	}
+	return d
+}
+
+// reachable reports whether a datagram from node index a reaches b.
+func (s *Sim) reachable(a, b int32) bool {
+	if s.side[a] != s.side[b] {
+		return false
+	}
+	return len(s.cuts) == 0 || !s.cuts[[2]int32{a, b}]
+}
+
+// Net returns the current network model.
+func (s *Sim) Net() Net { return s.net }
+
+// SetNet replaces the network model (delays, loss, duplication,
+// reordering); partitions and cuts are unchanged.
+func (s *Sim) SetNet(n Net) {
+	s.net = n
+	s.Note("net base=%v jitter=%v loss=%.2f dup=%.2f reorder=%.2f/%v", n.Base, n.Jitter, n.Loss, n.Dup, n.Reorder, n.ReorderDelay)
+}
+
+// SetLoss sets the global loss probability.
+func (s *Sim) SetLoss(p float64) {
+	s.net.Loss = p
+	s.Note("loss %.2f", p)
+}
+
+// SetLinkLoss sets the loss probability of the directed link from → to,
+// on top of the global loss. Zero removes it.
+func (s *Sim) SetLinkLoss(from, to wire.NodeID, p float64) {
+	k := [2]int32{s.index(from), s.index(to)}
+	if p <= 0 {
+		delete(s.links, k)
+	} else {
+		s.links[k] = p
+	}
+	s.Note("link loss %d→%d %.2f", from, to, p)
+}
+
+// Partition splits the network into the given sides: nodes on different
+// sides cannot talk. Nodes not listed form one more side together.
+// Messages in flight between sides are lost.
+func (s *Sim) Partition(sides ...[]wire.NodeID) {
+	for i := range s.side {
+		s.side[i] = int32(len(sides) + 1)
+	}
+	for k, ids := range sides {
+		for _, id := range ids {
+			s.side[s.index(id)] = int32(k + 1)
+		}
+	}
+	var parts []string
+	for _, ids := range sides {
+		parts = append(parts, fmt.Sprint(ids))
+	}
+	s.Note("partition %s", strings.Join(parts, " "))
+	s.networkChanged()
+}
+
+// Isolate cuts node id off from every other node, both ways.
+func (s *Sim) Isolate(id wire.NodeID) {
+	s.Partition([]wire.NodeID{id})
+}
+
+// Cut drops every datagram from → to (one way).
+func (s *Sim) Cut(from, to wire.NodeID) {
+	s.cuts[[2]int32{s.index(from), s.index(to)}] = true
+	s.Note("cut %d→%d", from, to)
+	s.networkChanged()
+}
+
+// Heal removes every partition, cut and per-link loss.
+func (s *Sim) Heal() {
+	clear(s.side)
+	clear(s.cuts)
+	clear(s.links)
+	s.Note("heal")
+	s.networkChanged()
+}
+
+// Quiet heals the network and makes it a quiet LAN: no loss, duplication
+// or reordering, and the LAN() delays.
+func (s *Sim) Quiet() {
+	clear(s.side)
+	clear(s.cuts)
+	clear(s.links)
+	s.net = LAN()
+	s.Note("quiet (heal, LAN delays, no loss)")
+	s.networkChanged()
+}
+
+func (s *Sim) networkChanged() {
+	s.epoch++
+	if s.detect.Partitions && !s.detect.Off {
+		s.push(event{at: s.now + int64(s.detect.Delay), kind: evDetectNetwork, epoch: s.epoch})
+	}
+}
+
+// SetDetect replaces the failure detector model.
+func (s *Sim) SetDetect(d Detect) {
+	if d.Delay == 0 {
+		d.Delay = 1500 * time.Millisecond
+	}
+	if d.Jitter == 0 {
+		d.Jitter = 200 * time.Millisecond
+	}
+	s.detect = d
+}

@@ -1,0 +1,346 @@
+package sim
+
+import (
+	"fmt"
+	"io"
+	"math/rand"
+	"strings"
+	"time"
+
+	"github.com/groupd/groupd/invitation"
+	"github.com/groupd/groupd/wire"
+)
+
+// StepKind is what one step of a Schedule does.
+type StepKind uint8
+
+const (
+	StepRun           StepKind = iota + 1 // run for D
+	StepNet                               // set the network model to Net
+	StepPartition                         // split into Sides
+	StepCut                               // cut From → To
+	StepHeal                              // remove partitions and cuts
+	StepCrash                             // crash Node
+	StepCrashCoord                        // crash the Node-th live coordinator (mod their number)
+	StepRestart                           // restart Node
+	StepRestartSome                       // restart each crashed node with probability P
+	StepSaveFailure                       // set the save failure probability to P
+	StepQuietCheck                        // quiet network, restart crashed nodes with probability P, run T_heal, check L1
+	StepFailoverCheck                     // (after StepQuietCheck) crash the coordinator, run T_failover, check L2
+)
+
+// Step is one step of a Schedule.
+type Step struct {
+	Kind     StepKind
+	D        time.Duration
+	Net      Net
+	Sides    [][]wire.NodeID
+	From, To wire.NodeID
+	Node     wire.NodeID
+	// P is the save failure probability (StepSaveFailure), or the
+	// probability that each crashed node is restarted (StepQuietCheck).
+	P float64
+}
+
+func (st Step) String() string {
+	switch st.Kind {
+	case StepRun:
+		return "run " + st.D.String()
+	case StepNet:
+		n := st.Net
+		return fmt.Sprintf("net base=%v jitter=%v loss=%.2f dup=%.2f reorder=%.2f/%v", n.Base, n.Jitter, n.Loss, n.Dup, n.Reorder, n.ReorderDelay)
+	case StepPartition:
+		return fmt.Sprint("partition ", st.Sides)
+	case StepCut:
+		return fmt.Sprintf("cut %d→%d", st.From, st.To)
+	case StepHeal:
+		return "heal"
+	case StepCrash:
+		return fmt.Sprintf("crash %d", st.Node)
+	case StepCrashCoord:
+		return fmt.Sprintf("crash coordinator #%d", st.Node)
+	case StepRestart:
+		return fmt.Sprintf("restart %d", st.Node)
+	case StepRestartSome:
+		return fmt.Sprintf("restart each crashed node with p=%.2f", st.P)
+	case StepSaveFailure:
+		return fmt.Sprintf("save-failure %.2f", st.P)
+	case StepQuietCheck:
+		return fmt.Sprintf("quiet, restart each crashed node with p=%.1f, run T_heal, check L1", st.P)
+	case StepFailoverCheck:
+		return "crash the coordinator, run T_failover, check L2"
+	}
+	return fmt.Sprintf("step(%d)", st.Kind)
+}
+
+// Schedule is a scenario: a simulation config and the steps to run on it.
+type Schedule struct {
+	Config Config
+	Steps  []Step
+}
+
+func (sc Schedule) String() string {
+	var b strings.Builder
+	c := sc.Config
+	fmt.Fprintf(&b, "seed %d: N=%d priorities=%v start-spread=%v detect-partitions=%v codec=%v timing(check=%v alive=%v) T_heal=%v T_failover=%v\n",
+		c.Seed, c.N, c.Priorities, c.StartSpread, c.Detect.Partitions, c.Codec, c.Timing.CheckInterval, c.Timing.AliveInterval,
+		c.Timing.HealBound(), c.Timing.FailoverBound())
+	for i, st := range sc.Steps {
+		fmt.Fprintf(&b, "  %2d %s\n", i, st)
+	}
+	return b.String()
+}
+
+// RandomSchedule generates a schedule from a seed: N in [2, 20], random
+// priorities, then phases of faults — partitions into 2 or 3 sides, one-way
+// cuts, 0–30 % loss, duplication, jitter and reordering, crashes and
+// restarts of random nodes and of coordinators, failing saves — with quiet
+// periods (and sometimes a coordinator crash) checked in between, and a
+// final quiet period after which L1 must hold.
+func RandomSchedule(seed int64) Schedule {
+	r := rand.New(rand.NewSource(seed))
+	n := 2 + r.Intn(19)
+	cfg := Config{
+		N:           n,
+		Seed:        seed,
+		Timing:      invitation.DefaultTiming(),
+		StartSpread: time.Duration(r.Int63n(int64(2 * time.Second))),
+		Repro:       fmt.Sprintf("go test ./sim -run TestRandomSchedules -seed=%d -v", seed),
+	}
+	if r.Intn(4) == 0 {
+		cfg.Timing = invitation.FastTiming()
+	}
+	if r.Intn(2) == 0 {
+		cfg.Priorities = make([]uint8, n)
+		for i := range cfg.Priorities {
+			cfg.Priorities[i] = []uint8{50, 100, 150, 200}[r.Intn(4)]
+		}
+	}
+	cfg.Detect.Partitions = r.Intn(2) == 0
+	cfg.Codec = seed%2 == 0 // every other seed sends each message through wire.Encode and Decode
+	if r.Intn(8) == 0 {
+		cfg.Detect.Off = true
+	}
+	t := cfg.Timing
+	ids := func(k int) []wire.NodeID { // k distinct random nodes
+		p := r.Perm(n)[:k]
+		out := make([]wire.NodeID, k)
+		for i, x := range p {
+			out[i] = wire.NodeID(x + 1)
+		}
+		return out
+	}
+	node := func() wire.NodeID { return wire.NodeID(1 + r.Intn(n)) }
+	var steps []Step
+	quiet := func() {
+		p := 0.7
+		if r.Intn(3) == 0 {
+			p = 1
+		}
+		steps = append(steps, Step{Kind: StepQuietCheck, P: p})
+		if r.Intn(3) == 0 {
+			steps = append(steps, Step{Kind: StepFailoverCheck})
+		}
+	}
+	steps = append(steps, Step{Kind: StepRun, D: time.Duration(r.Int63n(int64(3 * time.Second)))})
+	phases := 3 + r.Intn(6)
+	for p := 0; p < phases; p++ {
+		for k := 1 + r.Intn(3); k > 0; k-- {
+			switch r.Intn(10) {
+			case 0, 1:
+				nt := LAN()
+				nt.Loss = 0.3 * r.Float64()
+				if r.Intn(2) == 0 {
+					nt.Dup = 0.1 * r.Float64()
+				}
+				nt.Jitter = time.Duration(r.Int63n(int64(t.AnswerTimeout / 5)))
+				if r.Intn(6) == 0 {
+					// Slower than the round-trip bound the timers
+					// assume: only safety is expected to hold.
+					nt.Jitter = time.Duration(r.Int63n(int64(3 * t.AnswerTimeout)))
+				}
+				if r.Intn(2) == 0 {
+					nt.Reorder = 0.2 * r.Float64()
+					nt.ReorderDelay = time.Duration(r.Int63n(int64(t.AnswerTimeout / 3)))
+				}
+				steps = append(steps, Step{Kind: StepNet, Net: nt})
+			case 2, 3:
+				sides := 2 + r.Intn(2)
+				perm := ids(n)
+				var ss [][]wire.NodeID
+				cuts := make([]int, 0, sides-1)
+				for i := 1; i < sides; i++ {
+					cuts = append(cuts, 1+r.Intn(max(n-1, 1)))
+				}
+				prev := 0
+				for _, c := range sortInts(cuts) {
+					if c > prev {
+						ss = append(ss, perm[prev:c])
+						prev = c
+					}
+				}
+				ss = append(ss, perm[prev:])
+				steps = append(steps, Step{Kind: StepPartition, Sides: ss})
+			case 4:
+				if a, b := node(), node(); a != b {
+					steps = append(steps, Step{Kind: StepCut, From: a, To: b})
+				}
+			case 5:
+				id := node()
+				steps = append(steps, Step{Kind: StepCrash, Node: id})
+			case 6:
+				steps = append(steps, Step{Kind: StepCrashCoord, Node: wire.NodeID(r.Intn(4))})
+			case 7:
+				steps = append(steps, Step{Kind: StepRestartSome, P: 0.3 + 0.7*r.Float64()})
+			case 9:
+				// A one-way partition: nothing from one set reaches
+				// the other.
+				perm := ids(n)
+				k := 1 + r.Intn(max(n-1, 1))
+				for _, a := range perm[:k] {
+					for _, b := range perm[k:] {
+						steps = append(steps, Step{Kind: StepCut, From: a, To: b})
+					}
+				}
+			case 8:
+				if r.Intn(2) == 0 {
+					steps = append(steps, Step{Kind: StepHeal})
+				} else {
+					steps = append(steps, Step{Kind: StepSaveFailure, P: 0.3 * r.Float64()})
+				}
+			}
+		}
+		d := 200*time.Millisecond + time.Duration(r.Int63n(int64(5*time.Second)))
+		if r.Intn(3) == 0 {
+			d = 10*time.Millisecond + time.Duration(r.Int63n(int64(300*time.Millisecond)))
+		}
+		steps = append(steps, Step{Kind: StepRun, D: d})
+		if r.Intn(4) == 0 {
+			quiet()
+		}
+	}
+	quiet()
+	return Schedule{Config: cfg, Steps: steps}
+}
+
+func sortInts(xs []int) []int {
+	for i := 1; i < len(xs); i++ {
+		for j := i; j > 0 && xs[j] < xs[j-1]; j-- {
+			xs[j], xs[j-1] = xs[j-1], xs[j]
+		}
+	}
+	return xs
+}
+
+// Run executes the schedule on a new simulation. trace, if not nil,
+// receives the live trace. The error is a *Failure (with the seed, the
+// violations and the trace) or a configuration error.
+func (sc Schedule) Run(trace io.Writer) (*Sim, error) {
+	cfg := sc.Config
+	cfg.Trace = trace
+	s, err := New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return s, s.Play(sc.Steps)
+}
+
+// Play runs steps on s.
+func (s *Sim) Play(steps []Step) error {
+	for i, st := range steps {
+		switch st.Kind {
+		case StepNet, StepPartition, StepCut, StepHeal:
+			// They note themselves.
+		default:
+			s.Note("step %d: %s", i, st)
+		}
+		if err := s.step(st); err != nil {
+			return err
+		}
+	}
+	return s.Err()
+}
+
+func (s *Sim) step(st Step) error {
+	switch st.Kind {
+	case StepRun:
+		return s.RunFor(st.D)
+	case StepNet:
+		s.SetNet(st.Net)
+	case StepPartition:
+		s.Partition(st.Sides...)
+	case StepCut:
+		s.Cut(st.From, st.To)
+	case StepHeal:
+		s.Heal()
+	case StepCrash:
+		s.Crash(st.Node)
+	case StepCrashCoord:
+		var cs []wire.NodeID
+		for _, n := range s.nodes {
+			if n.alive && n.last.Role() == invitation.Coordinator {
+				cs = append(cs, n.id)
+			}
+		}
+		if len(cs) > 0 {
+			s.Crash(cs[int(st.Node)%len(cs)])
+		}
+	case StepRestart:
+		s.Restart(st.Node)
+	case StepRestartSome:
+		s.restartSome(st.P)
+	case StepSaveFailure:
+		s.cfg.SaveFailure = st.P
+	case StepQuietCheck:
+		// A node booting is a change too: quiet starts once all have.
+		if s.now < s.lastStart {
+			if err := s.runTo(s.lastStart); err != nil {
+				return err
+			}
+		}
+		s.Quiet()
+		s.cfg.SaveFailure = 0
+		s.restartSome(st.P)
+		if len(s.LiveIDs()) == 0 {
+			s.Restart(1)
+		}
+		if err := s.RunFor(s.HealBound()); err != nil {
+			return err
+		}
+		return s.CheckConverged()
+	case StepFailoverCheck:
+		return s.Failover()
+	}
+	return nil
+}
+
+// restartSome restarts each crashed node with probability p.
+func (s *Sim) restartSome(p float64) {
+	for _, n := range s.nodes {
+		if !n.alive && n.inc > 0 && s.rnd.Float64() < p {
+			s.Restart(n.id)
+		}
+	}
+}
+
+// Failover crashes the coordinator of a converged group, runs
+// T_failover and checks L2 on the survivors. It is a no-op unless L1 holds
+// now with at least two live nodes.
+func (s *Sim) Failover() error {
+	sts := s.Statuses()
+	if len(sts) < 2 || !s.Converged() {
+		return nil
+	}
+	c := sts[0].Group.ID
+	var survivors []wire.NodeID
+	for _, st := range sts {
+		if st.ID != c {
+			survivors = append(survivors, st.ID)
+		}
+	}
+	s.Crash(c)
+	if err := s.RunFor(s.FailoverBound()); err != nil {
+		return err
+	}
+	return s.CheckFailover(survivors)
+}
