@@ -1,0 +1,229 @@
+package group
+
+import (
+	"encoding/json"
+	"errors"
+	"net"
+	"net/http"
+	"os"
+	"sort"
+	"time"
+
+	"github.com/hashicorp/memberlist"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/groupd/groupd/wire"
+)
+
+// The local HTTP API (read-only):
+//
+//	GET /v1/status   Status as JSON
+//	GET /v1/members  []Member as JSON
+//	GET /v1/events   newline-delimited JSON Events, flushed per line; the
+//	                 first is a "snapshot"; ends when the client goes away
+//	                 or the agent stops
+//	GET /metrics     Prometheus metrics (the agent's own registry)
+//	GET /healthz     200 "ok" while the event loop runs, else 503 "not running"
+//
+// It listens on Config.API: "host:port" (TCP; loopback by default, and a
+// non-loopback address is logged as a warning since anyone reaching it can
+// read the group's state) or "unix:/path" (a unix socket with mode 0600; a
+// stale socket file left by a crash is removed, a live one is an error).
+
+// openAPI binds the API's listener.
+func (a *Agent) openAPI() error {
+	network, addr, err := parseAPI(a.cfg.API)
+	if err != nil {
+		return err
+	}
+	var ln net.Listener
+	switch network {
+	case "unix":
+		if ln, err = listenUnix(addr); err != nil {
+			return err
+		}
+		a.apiAddr = "unix:" + addr
+	default:
+		if ln, err = net.Listen("tcp", addr); err != nil {
+			return configErrorf("group: --api %s: %w", addr, err)
+		}
+		a.apiAddr = ln.Addr().String()
+		if tcp, ok := ln.Addr().(*net.TCPAddr); ok && !tcp.IP.IsLoopback() {
+			a.log.Warn().Str("api", a.apiAddr).Msg("the local API listens on a non-loopback address: anyone who reaches it can read this node's status")
+		}
+	}
+	a.apiLn = ln
+	a.apiSrv = &http.Server{
+		Handler:           a.Handler(),
+		ReadHeaderTimeout: 5 * time.Second,
+		ErrorLog:          newStdLogger(a.log.With().Str("component", "api").Logger()),
+	}
+	return nil
+}
+
+// listenUnix listens on a unix socket at path, replacing a stale socket
+// file (one nobody answers on) and refusing to touch anything else.
+func listenUnix(path string) (net.Listener, error) {
+	if fi, err := os.Lstat(path); err == nil {
+		if fi.Mode()&os.ModeSocket == 0 {
+			return nil, configErrorf("group: --api unix:%s exists and is not a socket", path)
+		}
+		if c, err := net.DialTimeout("unix", path, 200*time.Millisecond); err == nil {
+			c.Close()
+			return nil, configErrorf("group: --api unix:%s is in use by another process", path)
+		}
+		if err := os.Remove(path); err != nil {
+			return nil, configErrorf("group: --api unix:%s: remove stale socket: %w", path, err)
+		}
+	}
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, configErrorf("group: --api unix:%s: %w", path, err)
+	}
+	// The API shows the group's state: owner only. (Listen creates the
+	// socket with the umask; tighten it before anyone can use it.)
+	if err := os.Chmod(path, 0o600); err != nil {
+		ln.Close()
+		return nil, configErrorf("group: --api unix:%s: chmod: %w", path, err)
+	}
+	return ln, nil
+}
+
+// serveAPI serves the API until the agent releases it.
+func (a *Agent) serveAPI() {
+	if err := a.apiSrv.Serve(a.apiLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		a.log.Error().Err(err).Msg("API server stopped")
+	}
+}
+
+// Handler returns the API's handler, so that an embedder can mount it on
+// its own server (Config.API "" then avoids a second listener).
+func (a *Agent) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/status", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, a.Status())
+	})
+	mux.HandleFunc("GET /v1/members", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, a.Members())
+	})
+	mux.HandleFunc("GET /v1/events", a.serveEvents)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(a.metrics.reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		if !a.running.Load() {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			w.Write([]byte("not running"))
+			return
+		}
+		w.Write([]byte("ok"))
+	})
+	return mux
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(append(b, '\n'))
+}
+
+// serveEvents streams events as NDJSON, one flushed line per event.
+func (a *Agent) serveEvents(w http.ResponseWriter, r *http.Request) {
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		http.Error(w, "streaming unsupported", http.StatusInternalServerError)
+		return
+	}
+	events, cancel := a.Subscribe()
+	defer cancel()
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	flusher.Flush()
+	enc := json.NewEncoder(w) // Encode ends each value with a newline
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case e, ok := <-events:
+			if !ok {
+				return // the agent stopped
+			}
+			if err := enc.Encode(e); err != nil {
+				return // the client went away
+			}
+			flusher.Flush()
+		}
+	}
+}
+
+// Members returns the nodes this agent knows of, sorted by ID: every node
+// memberlist knows (alive, suspect, or recently dead or left), every
+// member of the current group, and the agent itself.
+func (a *Agent) Members() []Member {
+	a.mu.Lock()
+	st, prios := a.status, a.prios
+	a.mu.Unlock()
+	inGroup := make(map[wire.NodeID]bool, len(st.Members))
+	for _, id := range st.Members {
+		inGroup[id] = true
+	}
+	// Memberlist's live view has suspicion, which its events do not
+	// report.
+	live := make(map[wire.NodeID]string)
+	if ml := a.ml.Load(); ml != nil && !a.stopping.Load() {
+		for _, n := range ml.Members() {
+			if id, ok := parseNodeName(n.Name); ok {
+				if n.State == memberlist.StateSuspect {
+					live[id] = GossipSuspect
+				} else {
+					live[id] = GossipAlive
+				}
+			}
+		}
+	}
+	book := a.peers.snapshot()
+	out := []Member{{
+		ID: a.id, Priority: a.cfg.Priority, Addr: a.Addrs().Wire,
+		Gossip: GossipAlive, InGroup: inGroup[a.id],
+	}}
+	seen := map[wire.NodeID]bool{a.id: true}
+	add := func(id wire.NodeID) {
+		if seen[id] {
+			return
+		}
+		seen[id] = true
+		p := book[id]
+		m := Member{ID: id, Priority: p.priority, Addr: p.addr, InGroup: inGroup[id], Gossip: p.gossip}
+		if g, ok := live[id]; ok {
+			m.Gossip = g
+		} else if m.Gossip == GossipAlive {
+			m.Gossip = GossipDead // gone from memberlist since its last event
+		}
+		if m.Gossip == "" {
+			// A group member memberlist does not know (yet):
+			// nothing vouches for it.
+			m.Gossip = GossipSuspect
+		}
+		if prio, ok := prios[id]; ok && !p.hasPrio {
+			m.Priority = prio
+		}
+		out = append(out, m)
+	}
+	for id := range live {
+		add(id)
+	}
+	for id, p := range book {
+		if p.gossip != "" {
+			add(id)
+		}
+	}
+	for _, id := range st.Members {
+		add(id)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}

@@ -1,0 +1,377 @@
+package group
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/groupd/groupd/invitation"
+	"github.com/groupd/groupd/wire"
+)
+
+// startAgent runs one agent with cfg until the test ends.
+func startAgent(t *testing.T, cfg Config) *Agent {
+	t.Helper()
+	a, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			t.Error("Run did not return")
+		}
+	})
+	waitFor(t, 10*time.Second, "the agent to coordinate its group", func() bool { return a.Status().IsCoordinator() })
+	return a
+}
+
+func get(t *testing.T, c *http.Client, url string) (int, string, http.Header) {
+	t.Helper()
+	resp, err := c.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), resp.Header
+}
+
+func keys(m map[string]any) []string {
+	var ks []string
+	for k := range m {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return ks
+}
+
+var statusKeys = []string{"coordinator", "counter", "group", "id", "incarnation", "members", "persist_error",
+	"priority", "role", "since", "state", "time", "version"}
+
+func TestAPIHandlers(t *testing.T) {
+	cfg := newTestConfig(t)
+	cfg.ID = 42
+	a := startAgent(t, cfg)
+	srv := httptest.NewServer(a.Handler())
+	defer srv.Close()
+	c := srv.Client()
+
+	t.Run("status", func(t *testing.T) {
+		code, body, h := get(t, c, srv.URL+"/v1/status")
+		if code != 200 || h.Get("Content-Type") != "application/json" {
+			t.Fatalf("status %d %q", code, h.Get("Content-Type"))
+		}
+		var m map[string]any
+		if err := json.Unmarshal([]byte(body), &m); err != nil {
+			t.Fatal(err)
+		}
+		if got := keys(m); !slices.Equal(got, statusKeys) {
+			t.Errorf("keys %v, want %v", got, statusKeys)
+		}
+		if m["id"] != 42.0 || m["state"] != "normal" || m["role"] != "coordinator" || m["coordinator"] != 42.0 {
+			t.Errorf("status %s", body)
+		}
+		if g, _ := m["group"].(string); !strings.HasSuffix(g, ".42") {
+			t.Errorf("group %q", g)
+		}
+		if ms, _ := m["members"].([]any); len(ms) != 1 || ms[0] != 42.0 {
+			t.Errorf("members %v", m["members"])
+		}
+		for _, k := range []string{"since", "time"} {
+			if _, err := time.Parse(time.RFC3339Nano, m[k].(string)); err != nil {
+				t.Errorf("%s: %v", k, err)
+			}
+		}
+		var s Status
+		if err := json.Unmarshal([]byte(body), &s); err != nil || !s.IsCoordinator() || s.ID != 42 {
+			t.Errorf("Status round trip: %+v, %v", s, err)
+		}
+	})
+	t.Run("members", func(t *testing.T) {
+		code, body, _ := get(t, c, srv.URL+"/v1/members")
+		var ms []map[string]any
+		if err := json.Unmarshal([]byte(body), &ms); code != 200 || err != nil || len(ms) != 1 {
+			t.Fatalf("members %d %s %v", code, body, err)
+		}
+		want := []string{"addr", "gossip", "id", "in_group", "priority"}
+		if got := keys(ms[0]); !slices.Equal(got, want) {
+			t.Errorf("keys %v, want %v", got, want)
+		}
+		if ms[0]["id"] != 42.0 || ms[0]["gossip"] != "alive" || ms[0]["in_group"] != true || ms[0]["addr"] != a.Addrs().Wire {
+			t.Errorf("member %v", ms[0])
+		}
+	})
+	t.Run("healthz", func(t *testing.T) {
+		if code, body, _ := get(t, c, srv.URL+"/healthz"); code != 200 || strings.TrimSpace(body) != "ok" {
+			t.Errorf("healthz %d %q", code, body)
+		}
+	})
+	t.Run("metrics", func(t *testing.T) {
+		code, body, _ := get(t, c, srv.URL+"/metrics")
+		if code != 200 {
+			t.Fatalf("metrics %d", code)
+		}
+		for _, want := range []string{
+			"groupd_is_coordinator 1", `groupd_state{state="normal"} 1`, "groupd_recoveries_total 1",
+			`groupd_messages_sent_total{type="Beacon"}`, `groupd_dropped_packets_total{reason="auth"} 0`,
+			"groupd_seconds_since_last_change", "groupd_members 1", "go_goroutines",
+		} {
+			if !strings.Contains(body, want) {
+				t.Errorf("metrics lack %q", want)
+			}
+		}
+	})
+	t.Run("method", func(t *testing.T) {
+		resp, err := c.Post(srv.URL+"/v1/status", "text/plain", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusMethodNotAllowed {
+			t.Errorf("POST: %d", resp.StatusCode)
+		}
+	})
+	t.Run("events", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL+"/v1/events", nil)
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if ct := resp.Header.Get("Content-Type"); ct != "application/x-ndjson" {
+			t.Errorf("content type %q", ct)
+		}
+		line, err := bufio.NewReader(resp.Body).ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := keys(m), []string{"new", "node", "old", "reason", "time"}; !slices.Equal(got, want) {
+			t.Errorf("event keys %v, want %v", got, want)
+		}
+		if m["reason"] != "snapshot" || m["old"] != nil || m["node"] != 42.0 {
+			t.Errorf("first event %s", line)
+		}
+		if got := keys(m["new"].(map[string]any)); !slices.Equal(got, statusKeys) {
+			t.Errorf("event status keys %v", got)
+		}
+	})
+}
+
+// TestEventsStreamEndsWhenAgentStops: /v1/events carries changes, and ends
+// when the agent stops.
+func TestEventsStreamEndsWhenAgentStops(t *testing.T) {
+	cfg := newTestConfig(t)
+	a, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(a.Handler())
+	defer srv.Close()
+	resp, err := srv.Client().Get(srv.URL + "/v1/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	r := bufio.NewReader(resp.Body)
+	var reasons []string
+	for {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			t.Fatalf("stream ended early: %v (%v)", err, reasons)
+		}
+		var e Event
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			t.Fatalf("%q: %v", line, err)
+		}
+		reasons = append(reasons, e.Reason)
+		if e.New.IsCoordinator() {
+			break
+		}
+	}
+	if reasons[0] != "snapshot" || reasons[len(reasons)-1] != "recovery" {
+		t.Errorf("reasons %v", reasons)
+	}
+	cancel()
+	<-done
+	readDone := make(chan error, 1)
+	go func() { _, err := io.Copy(io.Discard, r); readDone <- err }()
+	select {
+	case <-readDone:
+	case <-time.After(3 * time.Second):
+		t.Fatal("event stream still open after the agent stopped")
+	}
+}
+
+func TestHealthzBeforeRun(t *testing.T) {
+	a, err := New(newTestConfig(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	rec := httptest.NewRecorder()
+	a.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/healthz", nil))
+	if rec.Code != http.StatusServiceUnavailable {
+		t.Errorf("healthz before Run: %d", rec.Code)
+	}
+	rec = httptest.NewRecorder()
+	a.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/v1/status", nil))
+	var s Status
+	if err := json.Unmarshal(rec.Body.Bytes(), &s); err != nil || s.State != wire.StateElection || s.Group != (wire.GroupNumber{}) {
+		t.Errorf("status before Run: %s (%v)", rec.Body, err)
+	}
+}
+
+func TestAPIListeners(t *testing.T) {
+	t.Run("tcp", func(t *testing.T) {
+		cfg := newTestConfig(t)
+		cfg.API = "127.0.0.1:0"
+		a := startAgent(t, cfg)
+		code, body, _ := get(t, http.DefaultClient, "http://"+a.Addrs().API+"/healthz")
+		if code != 200 || strings.TrimSpace(body) != "ok" {
+			t.Errorf("healthz %d %q", code, body)
+		}
+	})
+	t.Run("unix", func(t *testing.T) {
+		cfg := newTestConfig(t)
+		sock := filepath.Join(t.TempDir(), "api.sock")
+		// A stale socket file, as a crash leaves it: replaced.
+		ln, err := net.Listen("unix", sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ln.(*net.UnixListener).SetUnlinkOnClose(false)
+		ln.Close()
+		cfg.API = "unix:" + sock
+		a := startAgent(t, cfg)
+		if a.Addrs().API != "unix:"+sock {
+			t.Errorf("API addr %q", a.Addrs().API)
+		}
+		fi, err := os.Stat(sock)
+		if err != nil || fi.Mode().Perm() != 0o600 {
+			t.Errorf("socket mode %v, %v", fi.Mode(), err)
+		}
+		c := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+		}}}
+		var s Status
+		_, body, _ := get(t, c, "http://groupd/v1/status")
+		if err := json.Unmarshal([]byte(body), &s); err != nil || s.ID != a.ID() {
+			t.Errorf("status over unix socket: %s, %v", body, err)
+		}
+		// A live socket is not taken over.
+		cfg2 := newTestConfig(t)
+		cfg2.API = "unix:" + sock
+		if _, err := New(cfg2); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "in use") {
+			t.Errorf("New on a live socket: %v", err)
+		}
+	})
+	t.Run("unix path is a file", func(t *testing.T) {
+		cfg := newTestConfig(t)
+		f := filepath.Join(t.TempDir(), "file")
+		os.WriteFile(f, []byte("x"), 0o600)
+		cfg.API = "unix:" + f
+		if _, err := New(cfg); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "not a socket") {
+			t.Errorf("New on a regular file: %v", err)
+		}
+	})
+	t.Run("tcp port in use", func(t *testing.T) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		cfg := newTestConfig(t)
+		cfg.API = ln.Addr().String()
+		if _, err := New(cfg); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "--api") {
+			t.Errorf("New on a used API port: %v", err)
+		}
+	})
+}
+
+func TestStatusJSONRoundTrip(t *testing.T) {
+	s := Status{
+		ID: 3, Priority: 100, State: wire.StateReorganization, Role: invitation.Participant,
+		Group: wire.GroupNumber{Seq: 17, ID: 5}, Coordinator: 5, Members: []wire.NodeID{1, 2, 3}, Version: 2,
+		Since: time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC), Counter: 16, Incarnation: 5,
+		PersistError: "disk full", Time: time.Date(2026, 11, 21, 10, 0, 1, 5, time.UTC),
+	}
+	b, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"id":3,"priority":100,"state":"reorganization","role":"participant","group":"17.5","coordinator":5,` +
+		`"members":[1,2,3],"version":2,"since":"2026-11-21T10:00:00Z","counter":16,"incarnation":5,` +
+		`"persist_error":"disk full","time":"2026-11-21T10:00:01.000000005Z"}`
+	if string(b) != want {
+		t.Errorf("got  %s\nwant %s", b, want)
+	}
+	var back Status
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if back.String() != s.String() || !back.Since.Equal(s.Since) || back.PersistError != s.PersistError {
+		t.Errorf("round trip: %+v", back)
+	}
+	empty, _ := json.Marshal(Status{State: wire.StateElection})
+	if !strings.Contains(string(empty), `"members":[]`) {
+		t.Errorf("empty members must be [], got %s", empty)
+	}
+	for _, bad := range []string{`{"state":"x"}`, `{"state":"normal","role":"boss"}`, `{"state":"normal","group":"x"}`} {
+		if err := json.Unmarshal([]byte(bad), &back); err == nil {
+			t.Errorf("%s: no error", bad)
+		}
+	}
+}
+
+// FuzzStatusJSON: Status.UnmarshalJSON never panics, and what it accepts
+// marshals back to JSON that decodes to the same status.
+func FuzzStatusJSON(f *testing.F) {
+	f.Add(`{"id":3,"priority":100,"state":"normal","role":"coordinator","group":"17.3","coordinator":3,"members":[1,2,3],"version":2,"since":"2026-11-21T10:00:00Z","counter":17,"incarnation":5,"persist_error":"","time":"2026-11-21T10:00:00Z"}`)
+	f.Add(`{"state":"election","group":"0.0"}`)
+	f.Add(`{"state":"normal","group":"1.x"}`)
+	f.Add(`null`)
+	f.Fuzz(func(t *testing.T, in string) {
+		var s Status
+		if err := json.Unmarshal([]byte(in), &s); err != nil || !s.State.Valid() {
+			return // rejected, or null (which leaves the zero Status)
+		}
+		b, err := json.Marshal(s)
+		if err != nil {
+			t.Fatalf("marshal %+v: %v", s, err)
+		}
+		var back Status
+		if err := json.Unmarshal(b, &back); err != nil {
+			t.Fatalf("%s: %v", b, err)
+		}
+		b2, _ := json.Marshal(back)
+		if string(b) != string(b2) {
+			t.Fatalf("round trip:\n%s\n%s", b, b2)
+		}
+	})
+}

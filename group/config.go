@@ -1,0 +1,402 @@
+package group
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/memberlist"
+	"github.com/rs/zerolog"
+
+	"github.com/groupd/groupd/invitation"
+	"github.com/groupd/groupd/wire"
+)
+
+// Default ports (contract: never 7946 or 8300-8302, which serf and consul
+// use).
+const (
+	// DefaultPort is the UDP port of the wire protocol.
+	DefaultPort = 7950
+	// DefaultMulticast is the multicast group and port of the beacons: an
+	// address in the IPv4 organisation-local scope (239.192.0.0/14, RFC
+	// 2365), which routers at a site boundary do not forward.
+	DefaultMulticast = "239.192.79.50:7952"
+	// DefaultAPI is the local HTTP API's address: loopback only.
+	DefaultAPI = "127.0.0.1:7953"
+	// DefaultHookTimeout bounds one run of the --on-change hook.
+	DefaultHookTimeout = 10 * time.Second
+)
+
+// Profile names accepted by Config.Profile and ConfigForProfile.
+const (
+	ProfileLAN  = "lan"
+	ProfileFast = "fast"
+)
+
+// ErrConfig is wrapped by every error that is the operator's to fix: a bad
+// value, an address that cannot be bound, a data dir that cannot be used or
+// holds another node's or corrupt state. The CLI exits with status 2 on
+// these (errors.Is(err, ErrConfig)); the error's text is the one line to
+// print.
+var ErrConfig = errors.New("group: configuration error")
+
+// configError carries the operator-facing message and, where there is one,
+// the underlying error, while matching ErrConfig.
+type configError struct {
+	msg   string
+	cause error
+}
+
+func (e *configError) Error() string { return e.msg }
+
+func (e *configError) Unwrap() []error {
+	if e.cause != nil {
+		return []error{ErrConfig, e.cause}
+	}
+	return []error{ErrConfig}
+}
+
+// configErrorf returns an error wrapping ErrConfig. A %w verb in format
+// also makes the wrapped error reachable through errors.Is/As.
+func configErrorf(format string, args ...any) error {
+	err := fmt.Errorf(format, args...)
+	return &configError{msg: err.Error(), cause: errors.Unwrap(err)}
+}
+
+// Config configures an Agent. Start from DefaultLANConfig or
+// DefaultFastConfig and override fields; the zero Config is not valid.
+type Config struct {
+	// ID is the node ID. Zero takes the ID from the data dir's state
+	// file, or generates a random one on the first start. A non-zero ID
+	// must match the state file's, if there is one: a data dir belongs
+	// to one node, so that its group-number counter does too.
+	ID wire.NodeID
+	// Priority is the first part of the node's rank (priority, ID):
+	// the highest-ranked live node coordinates the group.
+	Priority uint8
+	// Bind is the IPv4 address the wire and gossip sockets bind to.
+	// "0.0.0.0" binds every address.
+	Bind string
+	// Advertise is the IPv4 address other nodes reach this one at (its
+	// memberlist address). Empty: the first IPv4 address of Interface,
+	// else Bind if it is a specific address, else the first address of
+	// an up, multicast-capable, non-loopback interface, else 127.0.0.1.
+	Advertise string
+	// Interface names the network interface for multicast. Empty: the
+	// interface holding Bind, or, when Bind is 0.0.0.0, every up,
+	// multicast-capable, non-loopback interface with an IPv4 address
+	// (loopback if there is none). Beacons go out on each of them.
+	Interface string
+	// Port is the UDP port of the wire protocol. Zero picks a free port
+	// (for tests and examples; see Agent.Addrs).
+	Port int
+	// GossipPort is memberlist's UDP and TCP port. Zero means Port+1,
+	// or a free port when Port is zero too.
+	GossipPort int
+	// Multicast is the beacons' IPv4 multicast group as "addr:port".
+	// Empty or "off" disables multicast: discovery then relies on Join.
+	Multicast string
+	// Join lists memberlist seeds ("host:port"). Without multicast they
+	// are the only way to find the other nodes, and a reconnect loop
+	// retries them (and failed members) while they are not alive.
+	Join []string
+	// DataDir holds the node's durable state (see package store).
+	DataDir string
+	// MinCounter raises the stored group-number counter to at least this
+	// value at start (store.InitOptions.MinCounter; the --min-counter
+	// that the store's corruption message tells operators to use after
+	// moving corrupt state files away). Zero leaves it alone.
+	MinCounter uint64
+	// API is the local HTTP API's address: "host:port" (TCP), or
+	// "unix:/path" (a unix socket, mode 0600), or "" (no API). The API is
+	// read-only; a non-loopback host is accepted with a warning in the
+	// log, because anyone who reaches it can read the group's state.
+	API string
+	// Profile names the timing profile Timing came from ("lan" or
+	// "fast"); it is informational once Timing is set.
+	Profile string
+	// Timing holds the protocol's intervals (DESIGN §5). It also tunes
+	// memberlist's failure detector (see DefaultLANConfig).
+	Timing invitation.Timing
+	// Key, when set, is the 32-byte shared key: it seals every wire
+	// packet (AES-256-GCM) and is memberlist's encryption key. Nil sends
+	// everything in the clear (the agent warns at start).
+	Key []byte
+	// OnChange is a shell command (run with /bin/sh -c) run on every role
+	// or group change; see hooks.go for its environment.
+	OnChange string
+	// HookTimeout bounds one run of OnChange; its process group is killed
+	// after it. Zero means DefaultHookTimeout.
+	HookTimeout time.Duration
+	// TickInterval is the event loop's timer resolution: the loop sleeps
+	// until the protocol's next deadline, but never less than this, so a
+	// burst of deadlines is handled in one pass. Zero means 10ms.
+	TickInterval time.Duration
+	// Logger receives the agent's logs; each component adds a
+	// "component" field. The zero Logger discards everything.
+	Logger zerolog.Logger
+}
+
+// DefaultLANConfig returns the lan profile (DESIGN §5): every value below
+// is the default of the matching groupd flag.
+//
+// Memberlist, groupd's failure detector and membership list, is tuned from
+// Timing (see memberlistConfig) so that it declares a dead node in about
+// the time the invitation algorithm's own AreYouThere probes would
+// (AliveInterval + AliveTimeout, one second in this profile), instead of
+// memberlist's LAN default of several seconds.
+func DefaultLANConfig() Config {
+	return Config{
+		Priority: wire.DefaultPriority, // keepalived's default, so operators can reason the same way
+		Bind:     "0.0.0.0",            // every address; Advertise and Interface are derived
+		Port:     DefaultPort,
+		// GossipPort 0: Port+1, so moving --port moves both.
+		Multicast:    DefaultMulticast,
+		DataDir:      DefaultDataDir(),
+		API:          DefaultAPI,
+		Profile:      ProfileLAN,
+		Timing:       invitation.DefaultTiming(),
+		HookTimeout:  DefaultHookTimeout,    // long enough for a VIP move or a service reload
+		TickInterval: 10 * time.Millisecond, // 1/10 of the shortest lan interval (AnswerTimeout)
+	}
+}
+
+// DefaultFastConfig returns the fast profile: DefaultLANConfig with every
+// protocol interval divided by five (invitation.FastTiming), for
+// experiments on a quiet lab network and for tests.
+func DefaultFastConfig() Config {
+	c := DefaultLANConfig()
+	c.Profile = ProfileFast
+	c.Timing = invitation.FastTiming()
+	c.TickInterval = 5 * time.Millisecond
+	return c
+}
+
+// ConfigForProfile returns DefaultLANConfig or DefaultFastConfig by name.
+// An unknown name is an error wrapping ErrConfig.
+func ConfigForProfile(name string) (Config, error) {
+	switch name {
+	case ProfileLAN, "":
+		return DefaultLANConfig(), nil
+	case ProfileFast:
+		return DefaultFastConfig(), nil
+	}
+	return Config{}, configErrorf("group: unknown --profile %q (want lan or fast)", name)
+}
+
+// DefaultDataDir is the contract's default data dir: /var/lib/groupd when
+// running as root, else $XDG_STATE_HOME/groupd, else
+// ~/.local/state/groupd.
+func DefaultDataDir() string {
+	if os.Geteuid() == 0 {
+		return "/var/lib/groupd"
+	}
+	if d := os.Getenv("XDG_STATE_HOME"); d != "" && filepath.IsAbs(d) {
+		return filepath.Join(d, "groupd")
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(home, ".local", "state", "groupd")
+	}
+	return "groupd-state" // no home: the current directory, as a last resort
+}
+
+// MulticastEnabled reports whether c uses multicast beacons.
+func (c Config) MulticastEnabled() bool {
+	return c.Multicast != "" && c.Multicast != "off"
+}
+
+// gossipPort returns the effective gossip port: GossipPort, else Port+1,
+// else 0 (a free port).
+func (c Config) gossipPort() int {
+	if c.GossipPort != 0 || c.Port == 0 {
+		return c.GossipPort
+	}
+	return c.Port + 1
+}
+
+// Validate checks every field that can be checked without touching the
+// system and returns the first problem, as one line naming the flag, in
+// an error wrapping ErrConfig. New calls it; it also checks what needs
+// the system (interfaces, ports, the data dir).
+func (c Config) Validate() error {
+	for _, p := range []struct {
+		flag string
+		v    int
+	}{{"--port", c.Port}, {"--gossip-port", c.GossipPort}} {
+		if p.v < 0 || p.v > 65535 {
+			return configErrorf("group: %s %d out of range (0-65535)", p.flag, p.v)
+		}
+	}
+	if gp := c.gossipPort(); gp > 65535 {
+		return configErrorf("group: --gossip-port defaults to --port+1 = %d, out of range; set --gossip-port", gp)
+	} else if gp != 0 && gp == c.Port {
+		return configErrorf("group: --gossip-port %d is the same as --port", gp)
+	}
+	if _, err := parseIPv4("--bind", c.Bind, true); err != nil {
+		return err
+	}
+	if c.Advertise != "" {
+		if _, err := parseIPv4("--advertise", c.Advertise, false); err != nil {
+			return err
+		}
+	}
+	if c.MulticastEnabled() {
+		if _, err := parseMulticast(c.Multicast); err != nil {
+			return err
+		}
+	}
+	for _, j := range c.Join {
+		if err := checkSeed(j); err != nil {
+			return err
+		}
+	}
+	if strings.TrimSpace(c.DataDir) == "" {
+		return configErrorf("group: --data-dir is empty")
+	}
+	if c.API != "" {
+		if _, _, err := parseAPI(c.API); err != nil {
+			return err
+		}
+	}
+	switch c.Profile {
+	case "", ProfileLAN, ProfileFast:
+	default:
+		return configErrorf("group: unknown --profile %q (want lan or fast)", c.Profile)
+	}
+	if err := c.Timing.Validate(); err != nil {
+		// invitation's message names the flag; drop its package prefix.
+		return configErrorf("group: %s", strings.TrimPrefix(err.Error(), "invitation: "))
+	}
+	if c.Key != nil && len(c.Key) != wire.KeySize {
+		return configErrorf("group: --key-file must hold %d bytes (base64), got %d", wire.KeySize, len(c.Key))
+	}
+	if c.HookTimeout < 0 {
+		return configErrorf("group: --hook-timeout must be > 0, got %v", c.HookTimeout)
+	}
+	if c.TickInterval < 0 {
+		return configErrorf("group: tick interval must be > 0, got %v", c.TickInterval)
+	}
+	return nil
+}
+
+// parseIPv4 parses an IPv4 literal for flag; unspecified (0.0.0.0) is
+// accepted only if allowAny.
+func parseIPv4(flag, s string, allowAny bool) (net.IP, error) {
+	ip := net.ParseIP(s)
+	if ip == nil || ip.To4() == nil {
+		return nil, configErrorf("group: %s %q is not an IPv4 address", flag, s)
+	}
+	if ip.IsUnspecified() && !allowAny {
+		return nil, configErrorf("group: %s %q must be a specific address, not 0.0.0.0", flag, s)
+	}
+	return ip.To4(), nil
+}
+
+// parseMulticast parses the --multicast "addr:port" value.
+func parseMulticast(s string) (*net.UDPAddr, error) {
+	host, port, err := net.SplitHostPort(s)
+	if err != nil {
+		return nil, configErrorf("group: --multicast %q: want addr:port (or off): %v", s, err)
+	}
+	ip := net.ParseIP(host)
+	if ip == nil || ip.To4() == nil || !ip.IsMulticast() {
+		return nil, configErrorf("group: --multicast %q: %q is not an IPv4 multicast address (224.0.0.0/4)", s, host)
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil || p < 1 || p > 65535 {
+		return nil, configErrorf("group: --multicast %q: port %q out of range (1-65535)", s, port)
+	}
+	return &net.UDPAddr{IP: ip.To4(), Port: p}, nil
+}
+
+// checkSeed validates one --join entry: "host:port" or "host" (memberlist
+// then uses this node's gossip port).
+func checkSeed(s string) error {
+	host, port := s, ""
+	if strings.Contains(s, ":") {
+		var err error
+		if host, port, err = net.SplitHostPort(s); err != nil {
+			return configErrorf("group: --join %q: want host:port: %v", s, err)
+		}
+		if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
+			return configErrorf("group: --join %q: port %q out of range (1-65535)", s, port)
+		}
+	}
+	if host == "" {
+		return configErrorf("group: --join %q: empty host", s)
+	}
+	return nil
+}
+
+// parseAPI splits the --api value into a network ("tcp" or "unix") and an
+// address.
+func parseAPI(s string) (network, addr string, err error) {
+	if path, ok := strings.CutPrefix(s, "unix:"); ok {
+		if path == "" {
+			return "", "", configErrorf("group: --api %q: empty socket path", s)
+		}
+		return "unix", path, nil
+	}
+	host, port, err := net.SplitHostPort(s)
+	if err != nil {
+		return "", "", configErrorf("group: --api %q: want host:port or unix:/path: %v", s, err)
+	}
+	if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
+		return "", "", configErrorf("group: --api %q: port %q out of range (0-65535)", s, port)
+	}
+	if host != "" && host != "localhost" && net.ParseIP(host) == nil {
+		return "", "", configErrorf("group: --api %q: host must be an IP address or localhost", s)
+	}
+	return "tcp", s, nil
+}
+
+// memberlistConfig returns memberlist's configuration for this node:
+// DefaultLANConfig with the failure detector scaled to t, so that
+// memberlist and the invitation algorithm agree on how fast a node dies.
+//
+// Memberlist's detection time is roughly: the dead node's turn to be
+// probed (≤ ProbeInterval on average with several probers), ProbeTimeout
+// for the direct probe, the rest of the ProbeInterval for indirect probes,
+// then the suspicion timeout, SuspicionMult × ProbeInterval × max(1,
+// log10(n)), which confirmations from other nodes shorten from up to
+// SuspicionMaxTimeoutMult times that. With
+//
+//	ProbeInterval  = AliveInterval          (lan 250ms; memberlist: 1s)
+//	ProbeTimeout   = AliveInterval/2        (lan 125ms; memberlist: 500ms; a LAN RTT is < 1ms)
+//	SuspicionMult  = 3                      (lan 750ms = AliveTimeout below 10 nodes; memberlist: 4)
+//	SuspicionMaxTimeoutMult = 2             (memberlist: 6)
+//
+// a lan node is declared dead about 1 to 1.5 s after it stops, close to
+// the invitation algorithm's AliveInterval+AliveTimeout (1 s). Suspicion
+// still lets a slow node refute before it is declared dead, and Lifeguard
+// (AwarenessMaxMultiplier, kept at 8) still stretches the timeouts of a
+// node that notices it is itself slow. The probe interval and timeout have
+// floors (100ms and 50ms) so that the fast profile stays robust on a
+// loaded machine (tests under -race).
+//
+// GossipInterval = AliveInterval/2 (lan 125ms; memberlist: 200ms) spreads
+// a death or a meta change in a few hundred milliseconds; gossip costs
+// nothing while there is nothing to spread. TCPTimeout (10s) is cut to
+// 2×BeaconInterval, at least 1s: it bounds a push/pull and each Join
+// attempt, and a LAN answers in milliseconds. DeadNodeReclaimTime =
+// PeerTimeout lets a node that crashed and came back on another address
+// (DHCP, a new port) reclaim its name once it has been dead that long;
+// memberlist's default (never) would lock it out until the dead entry is
+// reaped (GossipToTheDeadTime, 30s). PushPullInterval stays 30s: beacons,
+// not anti-entropy, heal partitions here.
+func memberlistConfig(t invitation.Timing) *memberlist.Config {
+	mc := memberlist.DefaultLANConfig()
+	mc.ProbeInterval = max(t.AliveInterval, 100*time.Millisecond)
+	mc.ProbeTimeout = max(t.AliveInterval/2, 50*time.Millisecond)
+	mc.SuspicionMult = 3
+	mc.SuspicionMaxTimeoutMult = 2
+	mc.GossipInterval = max(t.AliveInterval/2, 20*time.Millisecond)
+	mc.TCPTimeout = max(2*t.BeaconInterval, time.Second)
+	mc.DeadNodeReclaimTime = t.PeerTimeout
+	return mc
+}

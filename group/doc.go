@@ -1,0 +1,55 @@
+// Package group is groupd's runtime and its embedding API: it runs the
+// invitation algorithm (package invitation) on a real network.
+//
+//	a, err := group.New(cfg)   // validate, lock the data dir, bind sockets
+//	go a.Run(ctx)              // run until ctx is done; Leave on the way out
+//	a.Status()                 // this node's view: state, role, group, members
+//	a.Subscribe()              // a channel of view changes
+//	a.Handler()                // the HTTP API, to mount elsewhere
+//
+// # Architecture
+//
+// One goroutine, the event loop, owns the invitation.Node. Its inputs
+// arrive on bounded channels: wire packets (already size-checked, unsealed
+// with the shared key if there is one, decoded and replay-checked by the
+// socket readers), multicast beacons, memberlist's "node dead or left",
+// and a timer set to the node's next deadline (at TickInterval
+// resolution). Its outputs are done by the loop or handed to goroutines
+// that cannot block it:
+//
+//   - sends: encoded (package wire), sealed, and sent to the address the
+//     address book has for the destination (the source of its last
+//     authenticated packet, else its memberlist meta); a Broadcast is one
+//     multicast datagram plus a unicast copy to memberlist members not
+//     heard over multicast;
+//   - counter saves: a new group number leaves the node only after the
+//     store's Save returned nil (an fsync, done on the loop);
+//   - events: to the log (one line per change with the old and new group
+//     numbers), the metrics, subscribers (buffered, dropping when slow),
+//     the --on-change hook (its own goroutine, serialised, time-limited)
+//     and memberlist's meta (its own goroutine).
+//
+// # Discovery and membership
+//
+// Memberlist keeps the membership list and is a second failure detector,
+// tuned to the protocol's timing (see DefaultLANConfig). Nodes find each
+// other by multicast beacons (see multicast.go for sockets and interface
+// selection) or by --join seeds. A beacon from a node memberlist does not
+// list as alive makes this node join it, so the two sides of a partition
+// re-merge however long it lasted; without multicast, a reconnect loop
+// retries the seeds and failed members.
+//
+// # Identity and durability
+//
+// The node ID comes from Config.ID, else the data dir's state file, else
+// is generated and saved. Every start bumps and saves the incarnation
+// before anything is sent, and the group-number counter read back makes
+// every new group number larger than any this node created before, across
+// crashes (DESIGN §1, invariant S1).
+//
+// # Local API
+//
+// See api.go for the routes and JSON shapes, which follow the contract
+// shared with cmd/groupd: Status, Member and Event marshal to exactly
+// those shapes.
+package group

@@ -1,0 +1,260 @@
+package group
+
+import (
+	"context"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/memberlist"
+
+	"github.com/groupd/groupd/wire"
+)
+
+// memberlist integration.
+//
+// Memberlist is groupd's membership list and second failure detector. Its
+// node name is the decimal node ID and its meta (nodeMeta) carries the
+// node's priority, wire port, group and state. Its callbacks run on
+// memberlist's goroutines, often with its locks held, so they only update
+// the address book (short, no I/O) and enqueue "peer down" for the event
+// loop on a bounded channel, dropping (and counting) when it is full:
+// they never block.
+
+// gossipEvent tells the loop memberlist declared a node dead or gone.
+type gossipEvent struct {
+	id   wire.NodeID
+	addr string // the dead node's gossip address
+}
+
+// gossipDelegate is memberlist's Delegate and EventDelegate.
+type gossipDelegate struct{ a *Agent }
+
+// NodeMeta returns this node's current meta. It must not block: it reads
+// an atomically published copy.
+func (d gossipDelegate) NodeMeta(limit int) []byte {
+	b := d.a.meta.Load()
+	if b == nil || len(*b) > limit {
+		return nil
+	}
+	return *b
+}
+
+// NotifyMsg ignores memberlist user messages: groupd's protocol has its own
+// socket.
+func (gossipDelegate) NotifyMsg([]byte) {}
+
+// GetBroadcasts has nothing to piggyback.
+func (gossipDelegate) GetBroadcasts(int, int) [][]byte { return nil }
+
+// LocalState has no extra state for push/pull.
+func (gossipDelegate) LocalState(bool) []byte { return nil }
+
+// MergeRemoteState ignores the (empty) remote state.
+func (gossipDelegate) MergeRemoteState([]byte, bool) {}
+
+// NotifyJoin records a node memberlist now lists as alive.
+func (d gossipDelegate) NotifyJoin(n *memberlist.Node) { d.a.onGossip(n, GossipAlive) }
+
+// NotifyUpdate records a node's new meta.
+func (d gossipDelegate) NotifyUpdate(n *memberlist.Node) { d.a.onGossip(n, GossipAlive) }
+
+// NotifyLeave records a node that left or was declared dead.
+func (d gossipDelegate) NotifyLeave(n *memberlist.Node) {
+	state := GossipDead
+	if n.State == memberlist.StateLeft {
+		state = GossipLeft
+	}
+	d.a.onGossip(n, state)
+}
+
+// parseNodeName returns the node ID a memberlist node name stands for.
+func parseNodeName(name string) (wire.NodeID, bool) {
+	id, err := strconv.ParseUint(name, 10, 64)
+	if err != nil || id == 0 {
+		return 0, false
+	}
+	return wire.NodeID(id), true
+}
+
+// onGossip handles a memberlist event; it runs on memberlist's goroutine.
+func (a *Agent) onGossip(n *memberlist.Node, state string) {
+	id, ok := parseNodeName(n.Name)
+	if !ok {
+		a.glog.Debug().Str("name", n.Name).Msg("ignoring memberlist node whose name is not a node ID")
+		return
+	}
+	if id == a.id {
+		return
+	}
+	var meta *nodeMeta
+	if len(n.Meta) > 0 {
+		if m, err := decodeMeta(n.Meta); err == nil {
+			meta = &m
+		} else {
+			a.glog.Debug().Err(err).Uint64("peer", uint64(id)).Msg("ignoring bad node meta")
+		}
+	}
+	a.peers.noteGossip(id, state, n.Address(), n.Addr, meta, time.Now())
+	a.glog.Debug().Uint64("peer", uint64(id)).Str("gossip", state).Str("addr", n.Address()).Msg("memberlist event")
+	if state == GossipAlive {
+		return
+	}
+	select {
+	case a.gossipCh <- gossipEvent{id: id, addr: n.Address()}:
+	default:
+		a.metrics.dropped.WithLabelValues(dropQueueFull).Inc()
+	}
+}
+
+// publishMeta publishes this node's meta for NodeMeta and asks the meta
+// updater to re-advertise it.
+func (a *Agent) publishMeta(s Status) {
+	b := encodeMeta(nodeMeta{Priority: a.cfg.Priority, Port: uint16(a.wirePort), Group: s.Group, State: s.State})
+	a.meta.Store(&b)
+	select {
+	case a.metaWake <- struct{}{}:
+	default: // an update is already pending; it will read the newest meta
+	}
+}
+
+// metaUpdater re-advertises the meta after changes. UpdateNode waits for
+// the broadcast, so it runs here rather than on the loop. It stops with
+// ctx, at most metaUpdateTimeout later.
+func (a *Agent) metaUpdater(ctx context.Context, ml *memberlist.Memberlist) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-a.metaWake:
+		}
+		if err := ml.UpdateNode(metaUpdateTimeout); err != nil {
+			a.glog.Debug().Err(err).Msg("meta update not yet broadcast")
+		}
+	}
+}
+
+// metaUpdateTimeout bounds how long the meta updater waits for memberlist
+// to broadcast an update (it is also a bound on shutdown).
+const metaUpdateTimeout = 250 * time.Millisecond
+
+// joiner runs the memberlist Joins that beacons prompt, one at a time, off
+// the loop (a Join blocks for up to TCPTimeout).
+func (a *Agent) joiner(ctx context.Context, ml *memberlist.Memberlist) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case addr := <-a.joinCh:
+			a.join(ctx, ml, "beacon", []string{addr})
+		}
+	}
+}
+
+// join calls memberlist Join on addrs, in parallel so that one dead
+// address does not delay the others, and logs and counts the outcome.
+func (a *Agent) join(ctx context.Context, ml *memberlist.Memberlist, why string, addrs []string) {
+	var wg sync.WaitGroup
+	for _, addr := range addrs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if ctx.Err() != nil {
+				return
+			}
+			_, err := ml.Join([]string{addr})
+			if err != nil {
+				a.metrics.joins.WithLabelValues("error").Inc()
+				a.glog.Debug().Err(err).Str("addr", addr).Str("why", why).Msg("memberlist join failed")
+				return
+			}
+			a.metrics.joins.WithLabelValues("ok").Inc()
+			a.glog.Debug().Str("addr", addr).Str("why", why).Msg("memberlist joined")
+		}()
+	}
+	wg.Wait()
+}
+
+// reconnectInterval is how often the reconnect loop retries seeds and
+// failed members that are not alive: a few seconds in the lan profile.
+func (a *Agent) reconnectInterval() time.Duration {
+	return max(2*a.cfg.Timing.BeaconInterval, time.Second)
+}
+
+// reconnect joins the --join seeds at start and then, every
+// reconnectInterval, re-joins the seeds that memberlist does not list as
+// alive and, without multicast, the members it declared dead in the last
+// peerForget: without beacons this is what re-merges the two sides of a
+// partition once it heals. It also reaps old address-book entries.
+func (a *Agent) reconnect(ctx context.Context, ml *memberlist.Memberlist) {
+	t := time.NewTicker(a.reconnectInterval())
+	defer t.Stop()
+	first := true
+	for {
+		if !first {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+		now := time.Now()
+		alive := a.peers.aliveGossipAddrs()
+		var targets []string
+		for _, seed := range a.cfg.Join {
+			if !seedAlive(ctx, seed, alive, a.gossipAddr) {
+				targets = append(targets, seed)
+			}
+		}
+		if !a.cfg.MulticastEnabled() {
+			targets = append(targets, a.peers.failedGossipAddrs(now, peerForget)...)
+		}
+		if len(targets) > 0 {
+			why := "reconnect"
+			if first {
+				why = "seed"
+			}
+			a.join(ctx, ml, why, dedupe(targets))
+		}
+		a.peers.reap(now)
+		first = false
+	}
+}
+
+// seedAlive reports whether a seed address is this node or belongs to a
+// node memberlist lists as alive. Host names are resolved (briefly); a
+// seed that cannot be resolved counts as not alive, so it is retried.
+func seedAlive(ctx context.Context, seed string, alive map[string]bool, self string) bool {
+	host, port, err := net.SplitHostPort(seed)
+	if err != nil {
+		return false // no port: memberlist's default; just retry it
+	}
+	ips := []string{host}
+	if net.ParseIP(host) == nil {
+		rctx, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		if ips, err = net.DefaultResolver.LookupHost(rctx, host); err != nil {
+			return false
+		}
+	}
+	for _, ip := range ips {
+		addr := net.JoinHostPort(ip, port)
+		if addr == self || alive[addr] {
+			return true
+		}
+	}
+	return false
+}
+
+func dedupe(ss []string) []string {
+	seen := make(map[string]bool, len(ss))
+	out := ss[:0:0]
+	for _, s := range ss {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return out
+}

@@ -1,0 +1,439 @@
+package group
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"golang.org/x/net/ipv4"
+
+	"github.com/groupd/groupd/invitation"
+	"github.com/groupd/groupd/wire"
+)
+
+// Test harness: several agents in one process on 127.0.0.1, with real
+// memberlist UDP/TCP and real wire UDP, on ephemeral ports.
+
+// loopbackMulticast reports (once per test binary) whether multicast over
+// the loopback interface works here: a probe datagram sent to a random
+// group through lo comes back. Tests never change the host's network
+// configuration; without it they use --join seeds.
+var loopbackMulticast = sync.OnceValue(func() bool {
+	lo, err := loopbackInterface()
+	if err != nil {
+		return false
+	}
+	group := randomGroup()
+	port, err := freeUDPPort()
+	if err != nil {
+		return false
+	}
+	addr := &net.UDPAddr{IP: group, Port: port}
+	rc, err := openMulticast(addr, []net.Interface{*lo})
+	if err != nil {
+		return false
+	}
+	defer rc.close()
+	sc, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		return false
+	}
+	defer sc.Close()
+	if setupMulticastSender(ipv4.NewPacketConn(sc), []net.Interface{*lo}) != nil {
+		return false
+	}
+	probe := []byte(fmt.Sprintf("groupd-probe-%d", rand.Uint64()))
+	buf := make([]byte, 64)
+	for range 3 {
+		if _, err := sc.WriteToUDP(probe, addr); err != nil {
+			return false
+		}
+		rc.conn.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+		n, _, err := rc.conn.ReadFrom(buf)
+		if err == nil && bytes.Equal(buf[:n], probe) {
+			return true
+		}
+	}
+	return false
+})
+
+func loopbackInterface() (*net.Interface, error) {
+	ifs, err := net.Interfaces()
+	if err != nil {
+		return nil, err
+	}
+	for i := range ifs {
+		if ifs[i].Flags&net.FlagLoopback != 0 && ifs[i].Flags&net.FlagUp != 0 {
+			return &ifs[i], nil
+		}
+	}
+	return nil, fmt.Errorf("no loopback interface")
+}
+
+// randomGroup returns a random organisation-local multicast group, so that
+// concurrent test runs (and a groupd running on the default group) do not
+// hear each other.
+func randomGroup() net.IP {
+	return net.IPv4(239, 192, byte(100+rand.IntN(100)), byte(1+rand.IntN(250))).To4()
+}
+
+func freeUDPPort() (int, error) {
+	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		return 0, err
+	}
+	defer c.Close()
+	return c.LocalAddr().(*net.UDPAddr).Port, nil
+}
+
+// testLog collects an agent's logs and prints them if the test fails.
+// Writes after the test ended are dropped (goroutines such as a Join in
+// progress may outlive Run by a little).
+type testLog struct {
+	mu   sync.Mutex
+	buf  bytes.Buffer
+	done bool
+}
+
+func (l *testLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.done && l.buf.Len() < 4<<20 {
+		l.buf.Write(p)
+	}
+	return len(p), nil
+}
+
+// newTestLogger returns a logger for one test: level from
+// $GROUPD_TEST_LOG (default info), printed only if the test fails.
+func newTestLogger(t *testing.T) zerolog.Logger {
+	level := zerolog.InfoLevel
+	if s := os.Getenv("GROUPD_TEST_LOG"); s != "" {
+		if l, err := zerolog.ParseLevel(s); err == nil {
+			level = l
+		}
+	}
+	tl := &testLog{}
+	t.Cleanup(func() {
+		tl.mu.Lock()
+		defer tl.mu.Unlock()
+		tl.done = true
+		if t.Failed() {
+			t.Logf("agent logs:\n%s", tl.buf.String())
+		}
+	})
+	return zerolog.New(zerolog.ConsoleWriter{Out: tl, NoColor: true, TimeFormat: "15:04:05.000"}).
+		Level(level).With().Timestamp().Logger()
+}
+
+// cluster is a set of agents of one test.
+type cluster struct {
+	t         *testing.T
+	base      string // parent of the data dirs
+	multicast string // "" for seeds
+	timing    invitation.Timing
+	key       []byte // shared key of the nodes start starts
+	log       zerolog.Logger
+	seeds     []string
+	mu        sync.Mutex
+	nodes     map[wire.NodeID]*testNode
+}
+
+// testNode is one running agent and what it reported.
+type testNode struct {
+	id     wire.NodeID
+	dir    string
+	a      *Agent
+	cancel context.CancelFunc
+	runErr chan error
+
+	mu     sync.Mutex
+	events []Event
+}
+
+func newCluster(t *testing.T, multicast bool) *cluster {
+	timing := invitation.FastTiming()
+	if os.Getenv("GROUPD_TEST_PROFILE") == ProfileLAN {
+		timing = invitation.DefaultTiming() // slower; for checking the lan tuning
+	}
+	c := &cluster{
+		t:      t,
+		base:   t.TempDir(), // before stopAll: cleanups run last-in first-out
+		timing: timing,
+		log:    newTestLogger(t),
+		nodes:  make(map[wire.NodeID]*testNode),
+	}
+	if multicast {
+		if !loopbackMulticast() {
+			t.Skip("multicast over loopback does not work on this host")
+		}
+		port, err := freeUDPPort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.multicast = net.JoinHostPort(randomGroup().String(), fmt.Sprint(port))
+	}
+	t.Cleanup(c.stopAll)
+	return c
+}
+
+// config returns the configuration of node id on data dir dir.
+func (c *cluster) config(id wire.NodeID, dir string) Config {
+	cfg := DefaultFastConfig()
+	cfg.ID = id
+	cfg.Bind = "127.0.0.1"
+	cfg.Port = 0
+	cfg.GossipPort = 0
+	cfg.API = "127.0.0.1:0"
+	cfg.DataDir = dir
+	cfg.Timing = c.timing
+	cfg.Logger = c.log
+	cfg.Key = c.key
+	if c.multicast != "" {
+		cfg.Multicast = c.multicast
+	} else {
+		cfg.Multicast = "off"
+		c.mu.Lock()
+		cfg.Join = slices.Clone(c.seeds)
+		c.mu.Unlock()
+	}
+	return cfg
+}
+
+// start starts node id on dir (a new temp dir if "").
+func (c *cluster) start(id wire.NodeID, dir string) *testNode {
+	c.t.Helper()
+	if dir == "" {
+		var err error
+		if dir, err = os.MkdirTemp(c.base, fmt.Sprintf("node%d-", id)); err != nil {
+			c.t.Fatal(err)
+		}
+	}
+	a, err := New(c.config(id, dir))
+	if err != nil {
+		c.t.Fatalf("New(%d): %v", id, err)
+	}
+	return c.run(a, dir)
+}
+
+func (c *cluster) run(a *Agent, dir string) *testNode {
+	ctx, cancel := context.WithCancel(context.Background())
+	n := &testNode{id: a.ID(), dir: dir, a: a, cancel: cancel, runErr: make(chan error, 1)}
+	events, _ := a.Subscribe()
+	go func() {
+		for e := range events {
+			n.mu.Lock()
+			n.events = append(n.events, e)
+			n.mu.Unlock()
+		}
+	}()
+	go func() { n.runErr <- a.Run(ctx) }()
+	c.mu.Lock()
+	c.nodes[n.id] = n
+	if len(c.seeds) < 2 {
+		// The first two nodes are everyone's seeds; memberlist
+		// spreads the rest.
+		c.seeds = append(c.seeds, a.Addrs().Gossip)
+	}
+	c.mu.Unlock()
+	return n
+}
+
+// stop stops node id gracefully and waits for Run to return.
+func (c *cluster) stop(id wire.NodeID) time.Duration {
+	c.t.Helper()
+	c.mu.Lock()
+	n := c.nodes[id]
+	delete(c.nodes, id)
+	c.mu.Unlock()
+	start := time.Now()
+	n.cancel()
+	select {
+	case err := <-n.runErr:
+		if err != nil {
+			c.t.Errorf("Run(%d): %v", id, err)
+		}
+	case <-time.After(5 * time.Second):
+		c.t.Fatalf("Run(%d) did not return 5s after cancel", id)
+	}
+	took := time.Since(start)
+	if took > 2*time.Second {
+		c.t.Errorf("Run(%d) returned %v after cancel, over 2s", id, took)
+	}
+	return took
+}
+
+// crash stops node id abruptly (no Leave, no final save).
+func (c *cluster) crash(id wire.NodeID) {
+	c.t.Helper()
+	c.mu.Lock()
+	n := c.nodes[id]
+	delete(c.nodes, id)
+	c.mu.Unlock()
+	n.a.crash()
+	n.cancel()
+	<-n.runErr
+}
+
+func (c *cluster) stopAll() {
+	c.mu.Lock()
+	ids := make([]wire.NodeID, 0, len(c.nodes))
+	for id := range c.nodes {
+		ids = append(ids, id)
+	}
+	c.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, id := range ids {
+		wg.Add(1)
+		go func() { defer wg.Done(); c.stop(id) }()
+	}
+	wg.Wait()
+}
+
+func (c *cluster) live() []*testNode {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]*testNode, 0, len(c.nodes))
+	for _, n := range c.nodes {
+		out = append(out, n)
+	}
+	slices.SortFunc(out, func(a, b *testNode) int { return int(a.id) - int(b.id) })
+	return out
+}
+
+// converged reports whether every live node is Normal in one group
+// coordinated by the highest live ID, with every live node as a member;
+// if not, it says why.
+func (c *cluster) converged() (wire.GroupNumber, string) {
+	nodes := c.live()
+	if len(nodes) == 0 {
+		return wire.GroupNumber{}, "no nodes"
+	}
+	want := make([]wire.NodeID, len(nodes))
+	for i, n := range nodes {
+		want[i] = n.id
+	}
+	top := want[len(want)-1]
+	var g wire.GroupNumber
+	for i, n := range nodes {
+		s := n.a.Status()
+		if s.State != wire.StateNormal {
+			return g, fmt.Sprintf("node %d is %s", n.id, s.State)
+		}
+		if i == 0 {
+			g = s.Group
+		}
+		if s.Group != g {
+			return g, fmt.Sprintf("node %d in %s, node %d in %s", nodes[0].id, g, n.id, s.Group)
+		}
+		if s.Coordinator != top {
+			return g, fmt.Sprintf("node %d: coordinator %d, want %d", n.id, s.Coordinator, top)
+		}
+		if !slices.Equal(s.Members, want) {
+			return g, fmt.Sprintf("node %d: members %v, want %v", n.id, s.Members, want)
+		}
+	}
+	return g, ""
+}
+
+// stableFor is how long a convergence must last for waitConverged to
+// accept it: longer than a participant's failure detection
+// (AliveInterval+AliveTimeout) and memberlist's suspicion, so that a
+// transient agreement that is about to fall apart is not taken for the
+// result.
+func (c *cluster) stableFor() time.Duration {
+	return max(2*(c.timing.AliveInterval+c.timing.AliveTimeout), 500*time.Millisecond)
+}
+
+// waitConverged polls until the live nodes have converged and stayed so
+// for stableFor, or fails the test after within. It returns the group and
+// when the lasting convergence was first seen.
+func (c *cluster) waitConverged(within time.Duration) (wire.GroupNumber, time.Time) {
+	c.t.Helper()
+	deadline := time.Now().Add(within + c.stableFor())
+	var first time.Time
+	var firstG wire.GroupNumber
+	why := ""
+	for time.Now().Before(deadline) {
+		g, w := c.converged()
+		now := time.Now()
+		why = w
+		switch {
+		case w != "":
+			first = time.Time{}
+		case first.IsZero() || g != firstG:
+			first, firstG = now, g
+		case now.Sub(first) >= c.stableFor():
+			return firstG, first
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	c.t.Fatalf("not converged within %v: %s", within, why)
+	return wire.GroupNumber{}, time.Time{}
+}
+
+// waitGossip polls until every live node's Members lists every live node
+// as alive in memberlist and in its group.
+func (c *cluster) waitGossip(within time.Duration) {
+	c.t.Helper()
+	nodes := c.live()
+	deadline := time.Now().Add(within)
+	for {
+		why := ""
+		for _, n := range nodes {
+			alive := 0
+			for _, m := range n.a.Members() {
+				if m.Gossip == GossipAlive && m.InGroup {
+					alive++
+				}
+			}
+			if alive != len(nodes) {
+				why = fmt.Sprintf("node %d lists %+v", n.id, n.a.Members())
+				break
+			}
+		}
+		if why == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("memberlist incomplete after %v: %s", within, why)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// maxSeenSeq returns the highest group sequence in node n's events.
+func (n *testNode) maxSeenSeq() uint64 {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	var m uint64
+	for _, e := range n.events {
+		m = max(m, e.New.Group.Seq)
+	}
+	return m
+}
+
+// createdSeqs returns the sequence numbers of the groups node n created
+// (its own numbers, seq.n), as its events reported them.
+func (n *testNode) createdSeqs() []uint64 {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	seen := map[uint64]bool{}
+	var out []uint64
+	for _, e := range n.events {
+		if g := e.New.Group; g.ID == n.id && !seen[g.Seq] {
+			seen[g.Seq] = true
+			out = append(out, g.Seq)
+		}
+	}
+	slices.Sort(out)
+	return out
+}

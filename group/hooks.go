@@ -1,0 +1,236 @@
+package group
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/groupd/groupd/wire"
+)
+
+// The --on-change hook.
+//
+// The command runs with /bin/sh -c and, on top of the daemon's
+// environment:
+//
+//	GROUPD_EVENT        the event's reason (merge, invited, ready, confirmed, ...)
+//	GROUPD_ID           this node's ID
+//	GROUPD_STATE        normal, election or reorganization
+//	GROUPD_ROLE         coordinator or participant
+//	GROUPD_GROUP        the group number, seq.id
+//	GROUPD_COORDINATOR  the group's coordinator ID
+//	GROUPD_MEMBERS      the member IDs, comma-separated, sorted
+//	GROUPD_OLD_GROUP    the group number before the change
+//	GROUPD_OLD_ROLE     the role before the change
+//
+// It fires on every change of group or role, when the node becomes Normal
+// (so a hook sees the settled state after an Election or Reorganization),
+// and on "confirmed" (a coordinator confirmed again after a merge or a
+// heal). Runs are serialised: one at a time, in order, in the runner's own
+// goroutine, so the event loop never waits for a hook. If events arrive
+// faster than hooks finish, the queue is bounded (hookQueueMax): a new
+// event that finds it full is merged into the last queued one, which keeps
+// its old group and role and takes the new event's reason and state. The
+// hook thus always sees the latest state, and never a stale one last.
+//
+// A run is time-limited: after HookTimeout its whole process group (it runs
+// in its own, Setpgid) is killed with SIGKILL, so a hook that started
+// background children cannot outlive its budget. Failures (non-zero exit,
+// timeout, cannot start) are logged with the exit status and the tail of
+// stderr, and counted. Hooks still running when the agent stops are
+// killed, and queued ones are dropped.
+
+// hookQueueMax bounds the events waiting for the hook.
+const hookQueueMax = 4
+
+// hookTailSize is how much of a hook's stderr (and stdout) is kept for the
+// log.
+const hookTailSize = 512
+
+// hookWorthy reports whether e should run the hook.
+func hookWorthy(e Event) bool {
+	if e.Old == nil {
+		return false
+	}
+	o, n := e.Old, e.New
+	return o.Group != n.Group || o.Role != n.Role || e.Reason == "confirmed" ||
+		(n.State == wire.StateNormal && o.State != wire.StateNormal)
+}
+
+// hookEnv returns the GROUPD_* variables for e.
+func hookEnv(e Event) []string {
+	n := e.New
+	ids := make([]string, len(n.Members))
+	for i, id := range n.Members {
+		ids[i] = strconv.FormatUint(uint64(id), 10)
+	}
+	oldGroup, oldRole := "", ""
+	if e.Old != nil {
+		oldGroup, oldRole = e.Old.Group.String(), e.Old.Role.String()
+	}
+	return []string{
+		"GROUPD_EVENT=" + e.Reason,
+		"GROUPD_ID=" + strconv.FormatUint(uint64(n.ID), 10),
+		"GROUPD_STATE=" + n.State.String(),
+		"GROUPD_ROLE=" + n.Role.String(),
+		"GROUPD_GROUP=" + n.Group.String(),
+		"GROUPD_COORDINATOR=" + strconv.FormatUint(uint64(n.Coordinator), 10),
+		"GROUPD_MEMBERS=" + strings.Join(ids, ","),
+		"GROUPD_OLD_GROUP=" + oldGroup,
+		"GROUPD_OLD_ROLE=" + oldRole,
+	}
+}
+
+// hookRunner runs the hook for queued events, one at a time.
+type hookRunner struct {
+	cmd     string
+	timeout time.Duration
+	log     zerolog.Logger
+	m       *metrics
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wake   chan struct{} // cap 1: "the queue is not empty"
+	done   chan struct{} // closed when the runner goroutine exits
+
+	mu    sync.Mutex
+	queue []Event
+}
+
+// newHookRunner starts a runner. Stop it with stop.
+func newHookRunner(cmd string, timeout time.Duration, log zerolog.Logger, m *metrics) *hookRunner {
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &hookRunner{
+		cmd: cmd, timeout: timeout, log: log, m: m,
+		ctx: ctx, cancel: cancel,
+		wake: make(chan struct{}, 1),
+		done: make(chan struct{}),
+	}
+	go r.run()
+	return r
+}
+
+// enqueue queues e for the hook. It never blocks.
+func (r *hookRunner) enqueue(e Event) {
+	r.mu.Lock()
+	if len(r.queue) >= hookQueueMax {
+		// Coalesce into the last queued event: keep its Old, take
+		// the newest view.
+		last := &r.queue[len(r.queue)-1]
+		last.Time, last.Reason, last.New = e.Time, e.Reason, e.New
+		r.m.hookDropped.Inc()
+	} else {
+		r.queue = append(r.queue, e)
+	}
+	r.mu.Unlock()
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+// stop kills a running hook, drops queued events and waits for the runner
+// to exit.
+func (r *hookRunner) stop() {
+	r.cancel()
+	<-r.done
+}
+
+func (r *hookRunner) run() {
+	defer close(r.done)
+	for {
+		select {
+		case <-r.ctx.Done():
+			return
+		case <-r.wake:
+		}
+		for {
+			r.mu.Lock()
+			if len(r.queue) == 0 || r.ctx.Err() != nil {
+				r.mu.Unlock()
+				break
+			}
+			e := r.queue[0]
+			r.queue = r.queue[1:]
+			r.mu.Unlock()
+			r.runOne(e)
+		}
+	}
+}
+
+// runOne runs the hook once for e and logs the outcome.
+func (r *hookRunner) runOne(e Event) {
+	ctx, cancel := context.WithTimeout(r.ctx, r.timeout)
+	defer cancel()
+	c := exec.CommandContext(ctx, "/bin/sh", "-c", r.cmd)
+	c.Env = append(os.Environ(), hookEnv(e)...)
+	// Its own process group, so that the timeout kills whatever the
+	// shell started too.
+	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	c.Cancel = func() error { return syscall.Kill(-c.Process.Pid, syscall.SIGKILL) }
+	// A background child that keeps stdout/stderr open must not hold
+	// the runner after the shell exits.
+	c.WaitDelay = time.Second
+	var stdout, stderr tailBuffer
+	c.Stdout, c.Stderr = &stdout, &stderr
+
+	start := time.Now()
+	r.m.hookRuns.Inc()
+	err := c.Run()
+	took := time.Since(start)
+	ev := r.log.With().Str("event", e.Reason).Str("group", e.New.Group.String()).
+		Str("role", e.New.Role.String()).Dur("took", took).Logger()
+	if err == nil {
+		ev.Debug().Str("stdout", stdout.String()).Msg("hook done")
+		return
+	}
+	r.m.hookFailures.Inc()
+	l := ev.Warn().Str("stderr", stderr.String())
+	var exit *exec.ExitError
+	switch {
+	case r.ctx.Err() != nil:
+		l.Msg("hook killed: agent stopping")
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		l.Dur("timeout", r.timeout).Msg("hook timed out; process group killed")
+	case errors.As(err, &exit):
+		l.Int("exit_status", exit.ExitCode()).Str("exit", exit.String()).Msg("hook failed")
+	default:
+		l.Err(err).Msg("hook failed")
+	}
+}
+
+// tailBuffer keeps the last hookTailSize bytes written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	b   []byte
+	cut bool
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = append(t.b, p...)
+	if len(t.b) > hookTailSize {
+		t.b = append(t.b[:0], t.b[len(t.b)-hookTailSize:]...)
+		t.cut = true
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := strings.TrimSpace(string(t.b))
+	if t.cut {
+		s = "..." + s
+	}
+	return s
+}

@@ -1,0 +1,161 @@
+package group
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/groupd/groupd/invitation"
+	"github.com/groupd/groupd/wire"
+)
+
+// metrics are one agent's Prometheus metrics. Each agent has its own
+// registry, not the global one, so that several agents in one process (the
+// integration tests, an embedder running more than one) do not collide;
+// /metrics serves it, and Agent.Registry exposes it to embedders.
+type metrics struct {
+	reg *prometheus.Registry
+
+	events        *prometheus.CounterVec // by reason
+	elections     prometheus.Counter
+	merges        prometheus.Counter
+	recoveries    prometheus.Counter
+	roleChanges   *prometheus.CounterVec // by new role
+	msgsSent      *prometheus.CounterVec // by type
+	bytesSent     *prometheus.CounterVec // by type
+	msgsRecv      *prometheus.CounterVec // by type
+	bytesRecv     *prometheus.CounterVec // by type
+	dropped       *prometheus.CounterVec // by reason
+	sendErrors    *prometheus.CounterVec // by reason
+	persistFails  prometheus.Counter
+	hookRuns      prometheus.Counter
+	hookFailures  prometheus.Counter
+	hookDropped   prometheus.Counter
+	subDropped    prometheus.Counter
+	joins         *prometheus.CounterVec // by result
+	state         *prometheus.GaugeVec   // 1 for the current state
+	isCoordinator prometheus.Gauge
+	groupSeq      prometheus.Gauge
+	members       prometheus.Gauge
+}
+
+// Drop reasons the runtime adds to wire.DropReasons.
+const (
+	dropQueueFull = "queue_full" // the loop's inbox was full
+)
+
+func newMetrics(sinceLastChange func() float64, gossipAlive func() float64) *metrics {
+	reg := prometheus.NewRegistry()
+	f := func(name, help string) prometheus.Counter {
+		c := prometheus.NewCounter(prometheus.CounterOpts{Namespace: "groupd", Name: name, Help: help})
+		reg.MustRegister(c)
+		return c
+	}
+	fv := func(name, help string, label string) *prometheus.CounterVec {
+		c := prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "groupd", Name: name, Help: help}, []string{label})
+		reg.MustRegister(c)
+		return c
+	}
+	g := func(name, help string) prometheus.Gauge {
+		c := prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "groupd", Name: name, Help: help})
+		reg.MustRegister(c)
+		return c
+	}
+	m := &metrics{
+		reg:          reg,
+		events:       fv("events_total", "Changes of the node's view, by reason.", "reason"),
+		elections:    f("elections_total", "Bully elections started after a coordinator failed."),
+		merges:       f("merges_total", "Merges this node started as coordinator."),
+		recoveries:   f("recoveries_total", "Singleton groups formed (Recovery)."),
+		roleChanges:  fv("role_changes_total", "Role changes, by new role.", "role"),
+		msgsSent:     fv("messages_sent_total", "Wire messages sent, by type.", "type"),
+		bytesSent:    fv("bytes_sent_total", "Wire bytes sent (as on the wire, sealed if keyed), by message type.", "type"),
+		msgsRecv:     fv("messages_received_total", "Wire messages received and accepted, by type.", "type"),
+		bytesRecv:    fv("bytes_received_total", "Wire bytes received and accepted, by message type.", "type"),
+		dropped:      fv("dropped_packets_total", "Received packets dropped, by reason.", "reason"),
+		sendErrors:   fv("send_errors_total", "Messages that could not be sent, by reason.", "reason"),
+		persistFails: f("persist_failures_total", "Failed saves of the group-number counter."),
+		hookRuns:     f("hook_runs_total", "Runs of the --on-change hook."),
+		hookFailures: f("hook_failures_total", "Runs of the --on-change hook that failed or timed out."),
+		hookDropped:  f("hook_coalesced_total", "Hook events merged into a later one because the queue was full."),
+		subDropped:   f("subscriber_dropped_events_total", "Events not delivered to a slow subscriber."),
+		joins:        fv("memberlist_joins_total", "memberlist Join attempts (beacons, seeds, reconnects), by result.", "result"),
+		state: func() *prometheus.GaugeVec {
+			v := prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "groupd", Name: "state",
+				Help: "1 for the node's current state (normal, election, reorganization), else 0."}, []string{"state"})
+			reg.MustRegister(v)
+			return v
+		}(),
+		isCoordinator: g("is_coordinator", "1 if the node coordinates its group."),
+		groupSeq:      g("group_seq", "Sequence number of the node's current group."),
+		members:       g("members", "Members in the node's current member list."),
+	}
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "groupd", Name: "seconds_since_last_change",
+		Help: "Seconds since the node's group last changed."}, sinceLastChange))
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "groupd", Name: "gossip_alive_members",
+		Help: "Nodes memberlist lists as alive or suspect, this one included."}, gossipAlive))
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+
+	// Initialise the label sets at zero so that rate() and alerts work
+	// from the first scrape.
+	for _, t := range wire.Types() {
+		for _, v := range []*prometheus.CounterVec{m.msgsSent, m.bytesSent, m.msgsRecv, m.bytesRecv} {
+			v.WithLabelValues(t.String())
+		}
+	}
+	for _, r := range append(wire.DropReasons(), dropQueueFull) {
+		m.dropped.WithLabelValues(r)
+	}
+	for _, s := range []wire.State{wire.StateNormal, wire.StateElection, wire.StateReorganization} {
+		m.state.WithLabelValues(s.String())
+	}
+	m.roleChanges.WithLabelValues("coordinator")
+	m.roleChanges.WithLabelValues("participant")
+	return m
+}
+
+// observe updates the metrics for one change of the node's view.
+func (m *metrics) observe(e Event) {
+	m.events.WithLabelValues(e.Reason).Inc()
+	n := e.New
+	switch e.Reason {
+	case "election":
+		// A bully winner reports "election" again when it creates
+		// its group; count only the start.
+		if e.Old == nil || e.Old.State != wire.StateElection {
+			m.elections.Inc()
+		}
+	case "merge":
+		m.merges.Inc()
+	case "recovery":
+		if e.Old == nil || e.Old.Group != n.Group {
+			m.recoveries.Inc()
+		}
+	}
+	if e.Old != nil && e.Old.Role != n.Role {
+		m.roleChanges.WithLabelValues(n.Role.String()).Inc()
+	}
+	for _, s := range []wire.State{wire.StateNormal, wire.StateElection, wire.StateReorganization} {
+		v := 0.0
+		if s == n.State {
+			v = 1
+		}
+		m.state.WithLabelValues(s.String()).Set(v)
+	}
+	if n.Role == invitation.Coordinator {
+		m.isCoordinator.Set(1)
+	} else {
+		m.isCoordinator.Set(0)
+	}
+	m.groupSeq.Set(float64(n.Group.Seq))
+	m.members.Set(float64(len(n.Members)))
+}
+
+// sinceSeconds is the GaugeFunc body for a time that may be zero.
+func sinceSeconds(t time.Time) float64 {
+	if t.IsZero() {
+		return 0
+	}
+	return time.Since(t).Seconds()
+}

@@ -1,0 +1,70 @@
+package group
+
+import (
+	"bytes"
+	"log"
+	"strings"
+
+	"github.com/rs/zerolog"
+)
+
+// mlLogWriter routes memberlist's log lines into zerolog. Memberlist logs
+// through a *log.Logger with lines like
+//
+//	[DEBUG] memberlist: Initiating push/pull sync with: 2 127.0.0.1:7951
+//
+// so the writer parses the bracketed level, drops the redundant
+// "memberlist: " prefix (the logger already says component=memberlist)
+// and logs the rest at the matching zerolog level. Lines without a level
+// are logged at info. It is safe for concurrent use: log.Logger serialises
+// its writes, and zerolog's writer is expected to be safe already.
+type mlLogWriter struct {
+	log zerolog.Logger
+}
+
+// newStdLogger returns a *log.Logger (what memberlist.Config.Logger
+// wants) writing into l.
+func newStdLogger(l zerolog.Logger) *log.Logger {
+	return log.New(mlLogWriter{log: l}, "", 0)
+}
+
+// Write logs each line of p. It always reports success: losing a log line
+// must not make memberlist fail.
+func (w mlLogWriter) Write(p []byte) (int, error) {
+	for _, line := range bytes.Split(bytes.TrimRight(p, "\n"), []byte("\n")) {
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		level, msg := parseMemberlistLine(string(line))
+		w.log.WithLevel(level).Msg(msg)
+	}
+	return len(p), nil
+}
+
+// parseMemberlistLine splits a memberlist log line into a level and the
+// message.
+func parseMemberlistLine(line string) (zerolog.Level, string) {
+	line = strings.TrimSpace(line)
+	level := zerolog.InfoLevel
+	if rest, ok := strings.CutPrefix(line, "["); ok {
+		if tag, msg, ok := strings.Cut(rest, "]"); ok {
+			if l, known := memberlistLevels[tag]; known {
+				level = l
+				line = strings.TrimSpace(msg)
+			}
+		}
+	}
+	line = strings.TrimPrefix(line, "memberlist: ")
+	return level, line
+}
+
+// memberlistLevels maps the level tags memberlist (and hashicorp's
+// logutils convention) writes.
+var memberlistLevels = map[string]zerolog.Level{
+	"TRACE": zerolog.TraceLevel,
+	"DEBUG": zerolog.DebugLevel,
+	"INFO":  zerolog.InfoLevel,
+	"WARN":  zerolog.WarnLevel,
+	"ERR":   zerolog.ErrorLevel,
+	"ERROR": zerolog.ErrorLevel,
+}

@@ -1,0 +1,66 @@
+package group
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/rs/zerolog"
+)
+
+func TestParseMemberlistLine(t *testing.T) {
+	for _, tc := range []struct {
+		line  string
+		level zerolog.Level
+		msg   string
+	}{
+		{"[DEBUG] memberlist: Initiating push/pull sync with: 2 127.0.0.1:7951", zerolog.DebugLevel, "Initiating push/pull sync with: 2 127.0.0.1:7951"},
+		{"[INFO] memberlist: Suspect 3 has failed, no acks received", zerolog.InfoLevel, "Suspect 3 has failed, no acks received"},
+		{"[WARN] memberlist: Refuting a suspect message (from: 3)", zerolog.WarnLevel, "Refuting a suspect message (from: 3)"},
+		{"[ERR] memberlist: Conflicting address for 3.", zerolog.ErrorLevel, "Conflicting address for 3."},
+		{"[ERROR] something", zerolog.ErrorLevel, "something"},
+		{"[TRACE] memberlist: x", zerolog.TraceLevel, "x"},
+		{"[ERR] Failed to shutdown transport: boom", zerolog.ErrorLevel, "Failed to shutdown transport: boom"},
+		{"no level at all", zerolog.InfoLevel, "no level at all"},
+		{"[NOTALEVEL] memberlist: x", zerolog.InfoLevel, "[NOTALEVEL] memberlist: x"},
+		{"[", zerolog.InfoLevel, "["},
+		{"", zerolog.InfoLevel, ""},
+	} {
+		level, msg := parseMemberlistLine(tc.line)
+		if level != tc.level || msg != tc.msg {
+			t.Errorf("%q: got %v %q, want %v %q", tc.line, level, msg, tc.level, tc.msg)
+		}
+	}
+}
+
+func TestMemberlistLogger(t *testing.T) {
+	var buf bytes.Buffer
+	l := newStdLogger(zerolog.New(&buf).Level(zerolog.InfoLevel).With().Str("component", "memberlist").Logger())
+	l.Printf("[DEBUG] memberlist: hidden")
+	l.Printf("[WARN] memberlist: Was able to connect to %s over TCP but UDP probes failed", "2")
+	l.Printf("[ERR] memberlist: two\n[INFO] memberlist: lines")
+	var got []map[string]string
+	for _, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+		var m map[string]string
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("%q: %v", line, err)
+		}
+		got = append(got, m)
+	}
+	want := []map[string]string{
+		{"level": "warn", "component": "memberlist", "message": "Was able to connect to 2 over TCP but UDP probes failed"},
+		{"level": "error", "component": "memberlist", "message": "two"},
+		{"level": "info", "component": "memberlist", "message": "lines"},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("got %d lines %v, want %d", len(got), got, len(want))
+	}
+	for i := range want {
+		for k, v := range want[i] {
+			if got[i][k] != v {
+				t.Errorf("line %d: %s = %q, want %q", i, k, got[i][k], v)
+			}
+		}
+	}
+}

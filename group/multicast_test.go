@@ -1,0 +1,118 @@
+package group
+
+import (
+	"net"
+	"testing"
+	"time"
+)
+
+func TestSelectInterfaces(t *testing.T) {
+	lo, err := loopbackInterface()
+	if err != nil {
+		t.Skip(err)
+	}
+	t.Run("by name", func(t *testing.T) {
+		ifs, err := selectInterfaces(lo.Name, nil)
+		if err != nil || len(ifs) != 1 || ifs[0].Name != lo.Name {
+			t.Errorf("%v, %v", ifs, err)
+		}
+	})
+	t.Run("by bind address", func(t *testing.T) {
+		ifs, err := selectInterfaces("", net.IPv4(127, 0, 0, 1))
+		if err != nil || len(ifs) != 1 || ifs[0].Name != lo.Name {
+			t.Errorf("%v, %v", ifs, err)
+		}
+	})
+	t.Run("any address", func(t *testing.T) {
+		ifs, err := selectInterfaces("", net.IPv4zero)
+		if err != nil || len(ifs) == 0 {
+			t.Fatalf("%v, %v", ifs, err)
+		}
+		// Every non-loopback multicast interface that is up with an
+		// IPv4 address, or else loopback alone.
+		for _, ifi := range ifs {
+			if ifi.Flags&net.FlagUp == 0 || len(ifaceIPv4s(ifi)) == 0 {
+				t.Errorf("picked %s: down or no IPv4", ifi.Name)
+			}
+			if ifi.Flags&net.FlagLoopback != 0 && len(ifs) > 1 {
+				t.Errorf("picked loopback next to real interfaces: %v", ifs)
+			}
+		}
+	})
+	t.Run("unknown name", func(t *testing.T) {
+		if _, err := selectInterfaces("nope0", nil); err == nil {
+			t.Error("no error")
+		}
+	})
+	t.Run("foreign bind", func(t *testing.T) {
+		if _, err := selectInterfaces("", net.IPv4(192, 0, 2, 222)); err == nil {
+			t.Error("no error")
+		}
+	})
+}
+
+func TestChooseAdvertise(t *testing.T) {
+	c := DefaultLANConfig()
+	c.Advertise = "10.1.2.3"
+	if ip, err := chooseAdvertise(c, net.IPv4zero); err != nil || ip.String() != "10.1.2.3" {
+		t.Errorf("explicit: %v %v", ip, err)
+	}
+	c.Advertise = ""
+	if ip, err := chooseAdvertise(c, net.IPv4(127, 0, 0, 1)); err != nil || ip.String() != "127.0.0.1" {
+		t.Errorf("bind: %v %v", ip, err)
+	}
+	ip, err := chooseAdvertise(c, net.IPv4zero)
+	if err != nil || ip.To4() == nil || ip.IsUnspecified() {
+		t.Errorf("any: %v %v", ip, err)
+	}
+}
+
+// TestMulticastLoopback checks the sockets the agent uses: a beacon sent
+// from a wire socket reaches two receivers bound to the same group and
+// port on one host (SO_REUSEPORT), with the sender's wire address as
+// source.
+func TestMulticastLoopback(t *testing.T) {
+	if !loopbackMulticast() {
+		t.Skip("multicast over loopback does not work on this host")
+	}
+	lo, _ := loopbackInterface()
+	port, err := freeUDPPort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	group := &net.UDPAddr{IP: randomGroup(), Port: port}
+	var rs []*mcastSocket
+	for range 2 {
+		r, err := openMulticast(group, []net.Interface{*lo})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.close()
+		rs = append(rs, r)
+	}
+	a, err := New(newTestConfig(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if err := setupMulticastSender(a.ucp, []net.Interface{*lo}); err != nil {
+		t.Fatal(err)
+	}
+	sender := &mcastSocket{group: group, ifaces: []net.Interface{*lo}}
+	if n, err := sender.send(a.ucp, []byte("beacon")); err != nil || n != 1 {
+		t.Fatalf("send: %d %v", n, err)
+	}
+	for i, r := range rs {
+		buf := make([]byte, 16)
+		r.conn.SetReadDeadline(timeNowPlus(2))
+		n, src, err := r.conn.ReadFrom(buf)
+		if err != nil || string(buf[:n]) != "beacon" {
+			t.Fatalf("receiver %d: %q %v", i, buf[:n], err)
+		}
+		if src.String() != a.uc.LocalAddr().String() {
+			t.Errorf("receiver %d: source %v, want the wire socket %v", i, src, a.uc.LocalAddr())
+		}
+	}
+}
+
+func timeNowPlus(seconds int) time.Time { return time.Now().Add(time.Duration(seconds) * time.Second) }

@@ -1,0 +1,268 @@
+package group
+
+import (
+	"net"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/groupd/groupd/wire"
+)
+
+// maxPeers bounds the address book, so that a flood of forged sender IDs
+// (without a key anyone can send packets) cannot grow it without bound.
+// It matches the largest group the algorithm accepts.
+const maxPeers = 4096
+
+// peerForget is how long a peer that memberlist declared dead or left, or
+// that only ever sent wire packets, is remembered after it was last
+// heard of.
+const peerForget = 15 * time.Minute
+
+// peerInfo is what the agent knows about another node.
+type peerInfo struct {
+	priority    uint8
+	hasPriority bool
+	// gossip is memberlist's last reported state: GossipAlive (join or
+	// update), GossipDead or GossipLeft; "" if memberlist never
+	// mentioned it. Suspicion is not reported by memberlist events, so
+	// Members asks memberlist for it.
+	gossip     string
+	gossipAddr string       // memberlist host:port
+	metaAddr   *net.UDPAddr // memberlist IP + wire port from meta
+	meta       *nodeMeta
+	udpAddr    *net.UDPAddr // source of the last accepted wire packet
+	lastUDP    time.Time
+	lastMcast  time.Time // last beacon received over multicast
+	lastJoin   time.Time // last memberlist Join attempt prompted by a beacon
+	announced  string    // gossip address in its last beacon
+	announceAt time.Time // when that beacon arrived
+	gossipAt   time.Time // when gossip last changed
+}
+
+// peerBook is the address book: node ID -> how to reach it, shared by the
+// loop (sends), the socket readers (sources), memberlist's delegates
+// (meta, states), the reconnect loop and the API. Critical sections are
+// short and never do I/O, so memberlist's callbacks never wait long.
+type peerBook struct {
+	self wire.NodeID
+	mu   sync.Mutex
+	m    map[wire.NodeID]*peerInfo
+}
+
+func newPeerBook(self wire.NodeID) *peerBook {
+	return &peerBook{self: self, m: make(map[wire.NodeID]*peerInfo)}
+}
+
+// get returns id's entry, creating it unless the book is full. Call with
+// mu held.
+func (b *peerBook) get(id wire.NodeID) *peerInfo {
+	p := b.m[id]
+	if p == nil && len(b.m) < maxPeers {
+		p = &peerInfo{}
+		b.m[id] = p
+	}
+	return p
+}
+
+// noteUDP records an accepted wire packet from id, received from src.
+func (b *peerBook) noteUDP(id wire.NodeID, prio uint8, src *net.UDPAddr, viaMulticast bool, now time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	p := b.get(id)
+	if p == nil {
+		return
+	}
+	p.priority, p.hasPriority = prio, true
+	p.lastUDP = now
+	if viaMulticast {
+		p.lastMcast = now
+	}
+	if src != nil && (p.udpAddr == nil || !p.udpAddr.IP.Equal(src.IP) || p.udpAddr.Port != src.Port) {
+		p.udpAddr = &net.UDPAddr{IP: append(net.IP(nil), src.IP...), Port: src.Port}
+	}
+}
+
+// noteGossip records memberlist's news about id: its state, gossip
+// address and (if it decoded) meta.
+func (b *peerBook) noteGossip(id wire.NodeID, state, gossipAddr string, ip net.IP, meta *nodeMeta, now time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	p := b.get(id)
+	if p == nil {
+		return
+	}
+	if p.gossip != state {
+		p.gossip, p.gossipAt = state, now
+	}
+	if gossipAddr != "" {
+		p.gossipAddr = gossipAddr
+	}
+	if meta != nil {
+		p.meta = meta
+		p.priority, p.hasPriority = meta.Priority, true
+		if ip != nil && meta.Port != 0 {
+			p.metaAddr = &net.UDPAddr{IP: append(net.IP(nil), ip...), Port: int(meta.Port)}
+		}
+	}
+}
+
+// route returns the wire address of id: the source of its last accepted
+// packet, which is authenticated when a key is set and is what the node
+// actually sends from; else the address its memberlist meta announces.
+func (b *peerBook) route(id wire.NodeID) *net.UDPAddr {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	p := b.m[id]
+	switch {
+	case p == nil:
+		return nil
+	case p.udpAddr != nil:
+		return p.udpAddr
+	default:
+		return p.metaAddr
+	}
+}
+
+// unicastBroadcastTargets returns where a Broadcast goes by unicast: every
+// node memberlist lists as alive that has not been heard over multicast
+// within fresh (every one of them when fresh is 0, i.e. without
+// multicast). That covers nodes reached only through --join seeds, in
+// another subnet, or behind a switch that drops multicast.
+func (b *peerBook) unicastBroadcastTargets(now time.Time, fresh time.Duration) []*net.UDPAddr {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []*net.UDPAddr
+	for _, p := range b.m {
+		if p.gossip != GossipAlive {
+			continue
+		}
+		if fresh > 0 && !p.lastMcast.IsZero() && now.Sub(p.lastMcast) <= fresh {
+			continue
+		}
+		addr := p.udpAddr
+		if addr == nil {
+			addr = p.metaAddr
+		}
+		if addr != nil {
+			out = append(out, addr)
+		}
+	}
+	return out
+}
+
+// shouldJoin reports whether a beacon from id should make memberlist join
+// it: memberlist does not list it as alive, and no beacon-prompted Join was
+// tried within interval. It records the attempt.
+func (b *peerBook) shouldJoin(id wire.NodeID, now time.Time, interval time.Duration) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	p := b.get(id)
+	if p == nil || p.gossip == GossipAlive {
+		return false
+	}
+	if !p.lastJoin.IsZero() && now.Sub(p.lastJoin) < interval {
+		return false
+	}
+	p.lastJoin = now
+	return true
+}
+
+// noteBeacon records the gossip address id announced in a beacon.
+func (b *peerBook) noteBeacon(id wire.NodeID, addr string, now time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if p := b.get(id); p != nil {
+		p.announced, p.announceAt = addr, now
+	}
+}
+
+// staleDown reports whether memberlist's news that id at gossip address
+// addr died or left is about a previous instance of the node: within
+// fresh, the node announced a different gossip address in a beacon. That
+// happens when a node restarts on another address (a new port, DHCP):
+// memberlist keeps the old instance's entry, and in time declares it dead,
+// while the new instance is alive and well, so the loop must not take the
+// news as the node's failure.
+func (b *peerBook) staleDown(id wire.NodeID, addr string, now time.Time, fresh time.Duration) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	p := b.m[id]
+	return p != nil && addr != "" && p.announced != "" && p.announced != addr && now.Sub(p.announceAt) <= fresh
+}
+
+// failedGossipAddrs returns the gossip addresses of nodes memberlist
+// declared dead (not those that left on purpose) within window: the
+// reconnect loop retries them when there is no multicast to hear their
+// beacons.
+func (b *peerBook) failedGossipAddrs(now time.Time, window time.Duration) []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []string
+	for _, p := range b.m {
+		if p.gossip == GossipDead && p.gossipAddr != "" && now.Sub(p.gossipAt) <= window {
+			out = append(out, p.gossipAddr)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// aliveGossipAddrs returns the set of gossip addresses of alive nodes.
+func (b *peerBook) aliveGossipAddrs() map[string]bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := make(map[string]bool)
+	for _, p := range b.m {
+		if p.gossip == GossipAlive && p.gossipAddr != "" {
+			out[p.gossipAddr] = true
+		}
+	}
+	return out
+}
+
+// reap forgets peers that are not alive in memberlist and were last heard
+// of more than peerForget ago.
+func (b *peerBook) reap(now time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for id, p := range b.m {
+		if p.gossip == GossipAlive {
+			continue
+		}
+		last := p.lastUDP
+		if p.gossipAt.After(last) {
+			last = p.gossipAt
+		}
+		if now.Sub(last) > peerForget {
+			delete(b.m, id)
+		}
+	}
+}
+
+// peerView is a copy of one entry, for Members.
+type peerView struct {
+	id       wire.NodeID
+	priority uint8
+	hasPrio  bool
+	gossip   string
+	addr     string
+}
+
+// snapshot copies the book for Members.
+func (b *peerBook) snapshot() map[wire.NodeID]peerView {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := make(map[wire.NodeID]peerView, len(b.m))
+	for id, p := range b.m {
+		v := peerView{id: id, priority: p.priority, hasPrio: p.hasPriority, gossip: p.gossip}
+		switch {
+		case p.udpAddr != nil:
+			v.addr = p.udpAddr.String()
+		case p.metaAddr != nil:
+			v.addr = p.metaAddr.String()
+		}
+		out[id] = v
+	}
+	return out
+}
