@@ -1,0 +1,366 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/groupd/groupd/group"
+	"github.com/groupd/groupd/invitation"
+	"github.com/groupd/groupd/wire"
+)
+
+func contextWithTimeout(t *testing.T, d time.Duration) (context.Context, context.CancelFunc) {
+	t.Helper()
+	return context.WithTimeout(context.Background(), d)
+}
+
+const (
+	statusJSON = `{"id":3,"priority":100,"state":"normal","role":"coordinator","group":"17.3","coordinator":3,` +
+		`"members":[1,2,3],"version":2,"since":"2026-11-21T10:00:00Z","counter":17,"incarnation":5,` +
+		`"persist_error":"","time":"2026-11-21T10:01:12.5Z"}`
+	membersJSON = `[{"id":3,"priority":100,"addr":"10.77.0.3:7950","gossip":"alive","in_group":true},` +
+		`{"id":12,"priority":50,"addr":"10.77.0.12:7950","gossip":"dead","in_group":false},` +
+		`{"id":2,"priority":100,"addr":"10.77.0.2:7950","gossip":"suspect","in_group":true}]`
+)
+
+// fakeAPI serves the daemon's API from canned answers. events, when set,
+// is streamed on /v1/events, one line at a time, followed by a wait for
+// the client to go away if hold is set.
+type fakeAPI struct {
+	events []string
+	hold   bool
+}
+
+func (f *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch r.URL.Path {
+	case "/v1/status":
+		// Pretty-printed, to check that --json compacts it.
+		var buf bytes.Buffer
+		_ = json.Indent(&buf, []byte(statusJSON), "", "  ")
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(buf.Bytes())
+	case "/v1/members":
+		_, _ = w.Write([]byte(membersJSON + "\n"))
+	case "/v1/events":
+		w.Header().Set("Content-Type", "application/x-ndjson")
+		for _, e := range f.events {
+			fmt.Fprintln(w, e)
+			w.(http.Flusher).Flush()
+		}
+		if f.hold {
+			<-r.Context().Done()
+		}
+	default:
+		http.Error(w, "no such endpoint", http.StatusNotFound)
+	}
+}
+
+// serve starts a fake API on TCP loopback and returns its address.
+func serve(t *testing.T, h http.Handler) string {
+	t.Helper()
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return strings.TrimPrefix(srv.URL, "http://")
+}
+
+// serveUnix starts a fake API on a unix socket and returns "unix:/path".
+func serveUnix(t *testing.T, h http.Handler) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "groupd") // short: socket paths are limited to ~100 bytes
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	path := filepath.Join(dir, "api.sock")
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(h)
+	srv.Listener = l
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return "unix:" + path
+}
+
+// closedAddr returns a loopback TCP address nobody listens on.
+func closedAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return addr
+}
+
+func TestStatus(t *testing.T) {
+	for _, transport := range []string{"tcp", "unix"} {
+		t.Run(transport, func(t *testing.T) {
+			addr := serve(t, &fakeAPI{})
+			if transport == "unix" {
+				addr = serveUnix(t, &fakeAPI{})
+			}
+			code, out, errOut := runCLI(t, "status", "--json", "--api", addr)
+			if code != exitOK || errOut != "" {
+				t.Fatalf("status --json: exit %d, stderr %q", code, errOut)
+			}
+			if out != statusJSON+"\n" {
+				t.Errorf("status --json printed\n%s\nwant\n%s", out, statusJSON)
+			}
+
+			t.Setenv("GROUPD_API", addr)
+			code, out, errOut = runCLI(t, "status")
+			if code != exitOK || errOut != "" {
+				t.Fatalf("status: exit %d, stderr %q", code, errOut)
+			}
+			want := `id:          3
+priority:    100
+state:       normal
+role:        coordinator
+group:       17.3
+coordinator: 3
+members:     1 2 3 (3)
+since:       2026-11-21T10:00:00Z (1m13s ago)
+`
+			if out != want {
+				t.Errorf("status printed\n%s\nwant\n%s", out, want)
+			}
+		})
+	}
+}
+
+func TestMembers(t *testing.T) {
+	addr := serveUnix(t, &fakeAPI{})
+	code, out, errOut := runCLI(t, "members", "--json", "--api", addr)
+	if code != exitOK || errOut != "" {
+		t.Fatalf("members --json: exit %d, stderr %q", code, errOut)
+	}
+	if out != membersJSON+"\n" {
+		t.Errorf("members --json printed\n%s\nwant\n%s", out, membersJSON)
+	}
+	code, out, errOut = runCLI(t, "members", "--api", serve(t, &fakeAPI{}))
+	if code != exitOK || errOut != "" {
+		t.Fatalf("members: exit %d, stderr %q", code, errOut)
+	}
+	want := `ID  PRIORITY  ADDR             GOSSIP   IN GROUP
+2   100       10.77.0.2:7950   suspect  yes
+3   100       10.77.0.3:7950   alive    yes
+12  50        10.77.0.12:7950  dead     no
+`
+	if out != want {
+		t.Errorf("members printed\n%s\nwant\n%s", out, want)
+	}
+}
+
+func TestNoDaemon(t *testing.T) {
+	addr := closedAddr(t)
+	for _, cmd := range []string{"status", "members", "watch"} {
+		for _, a := range []string{addr, "unix:/nonexistent/groupd.sock"} {
+			t.Run(cmd+" "+a, func(t *testing.T) {
+				code, out, errOut := runCLI(t, cmd, "--api", a)
+				if code != exitFailure {
+					t.Errorf("exit %d, want %d", code, exitFailure)
+				}
+				if out != "" {
+					t.Errorf("stdout %q", out)
+				}
+				wantOneLine(t, errOut, "groupd: no daemon answering at "+a+": ")
+			})
+		}
+	}
+}
+
+func TestAPIError(t *testing.T) {
+	addr := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "loop not running\nsecond line", http.StatusServiceUnavailable)
+	}))
+	code, _, errOut := runCLI(t, "status", "--api", addr)
+	if code != exitFailure {
+		t.Errorf("exit %d, want %d", code, exitFailure)
+	}
+	wantOneLine(t, errOut, "answered GET /v1/status with 503 Service Unavailable: loop not running")
+}
+
+var watchEvents = []string{
+	`{"time":"2026-11-21T10:00:01.234Z","node":3,"reason":"snapshot","old":null,"new":{"id":3,"state":"normal","role":"coordinator","group":"16.3","coordinator":3,"members":[3]}}`,
+	`{"time":"2026-11-21T10:00:02.5Z","node":3,"reason":"merge","old":{"id":3,"state":"normal","role":"coordinator","group":"16.3","coordinator":3,"members":[3]},"new":{"id":3,"state":"normal","role":"coordinator","group":"17.3","coordinator":3,"members":[1,2,3]}}`,
+	`{"time":"2026-11-21T10:00:03Z","node":3,"reason":"invited","old":{"id":3,"state":"normal","role":"coordinator","group":"17.3","coordinator":3,"members":[1,2,3]},"new":{"id":3,"state":"reorganization","role":"participant","group":"18.5","coordinator":5,"members":[]}}`,
+}
+
+func TestWatch(t *testing.T) {
+	addr := serveUnix(t, &fakeAPI{events: watchEvents})
+	code, out, errOut := runCLI(t, "watch", "--json", "--api", addr)
+	if code != exitOK || errOut != "" {
+		t.Fatalf("watch --json: exit %d, stderr %q", code, errOut)
+	}
+	if want := strings.Join(watchEvents, "\n") + "\n"; out != want {
+		t.Errorf("watch --json printed\n%s\nwant\n%s", out, want)
+	}
+
+	code, out, errOut = runCLI(t, "watch", "--api", addr)
+	if code != exitOK {
+		t.Fatalf("watch: exit %d, stderr %q", code, errOut)
+	}
+	if !strings.Contains(errOut, "ended the event stream") {
+		t.Errorf("watch: stderr %q", errOut)
+	}
+	var want []string
+	for _, e := range watchEvents {
+		var ev apiEvent
+		if err := json.Unmarshal([]byte(e), &ev); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, formatEvent(ev, time.Local))
+	}
+	if got := strings.Split(strings.TrimSpace(out), "\n"); !reflect.DeepEqual(got, want) {
+		t.Errorf("watch printed\n%s\nwant\n%s", out, strings.Join(want, "\n"))
+	}
+}
+
+func TestFormatEvent(t *testing.T) {
+	want := []string{
+		"10:00:01.234 node 3 snapshot: 16.3 coordinator [3]",
+		"10:00:02.500 node 3 merge: 16.3 coordinator -> 17.3 coordinator [1 2 3]",
+		"10:00:03.000 node 3 invited: 17.3 coordinator -> 18.5 participant (reorganization) []",
+	}
+	for i, e := range watchEvents {
+		var ev apiEvent
+		if err := json.Unmarshal([]byte(e), &ev); err != nil {
+			t.Fatal(err)
+		}
+		if got := formatEvent(ev, time.UTC); got != want[i] {
+			t.Errorf("formatEvent:\n got %s\nwant %s", got, want[i])
+		}
+	}
+}
+
+// lineWriter is a concurrency-safe writer that signals its first line.
+type lineWriter struct {
+	mu    sync.Mutex
+	buf   bytes.Buffer
+	first chan struct{}
+	once  sync.Once
+}
+
+func (w *lineWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n, err := w.buf.Write(p)
+	if bytes.Contains(w.buf.Bytes(), []byte("\n")) {
+		w.once.Do(func() { close(w.first) })
+	}
+	return n, err
+}
+
+func (w *lineWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
+}
+
+// TestWatchInterrupt checks that Ctrl-C (the context's cancellation) ends
+// a watch that is waiting for events with exit 0.
+func TestWatchInterrupt(t *testing.T) {
+	addr := serve(t, &fakeAPI{events: watchEvents[:1], hold: true})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out := &lineWriter{first: make(chan struct{})}
+	var errOut bytes.Buffer
+	done := make(chan int, 1)
+	go func() { done <- run(ctx, []string{"groupd", "watch", "--json", "--api", addr}, out, &errOut) }()
+	select {
+	case <-out.first:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no snapshot event within 5s")
+	}
+	cancel()
+	select {
+	case code := <-done:
+		if code != exitOK {
+			t.Errorf("exit %d after interrupt, want 0; stderr %q", code, errOut.String())
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("watch did not stop within 2s of the interrupt")
+	}
+	if out.String() != watchEvents[0]+"\n" {
+		t.Errorf("printed %q", out.String())
+	}
+}
+
+// TestWatchBrokenStream checks that a connection lost mid-stream exits 1.
+func TestWatchBrokenStream(t *testing.T) {
+	addr := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintln(w, watchEvents[0])
+		w.(http.Flusher).Flush()
+		conn, _, err := w.(http.Hijacker).Hijack()
+		if err == nil {
+			conn.Close() // no final chunk: the stream breaks
+		}
+	}))
+	code, out, errOut := runCLI(t, "watch", "--json", "--api", addr)
+	if code != exitFailure {
+		t.Errorf("exit %d, want %d", code, exitFailure)
+	}
+	if out != watchEvents[0]+"\n" {
+		t.Errorf("printed %q", out)
+	}
+	wantOneLine(t, errOut, "lost the event stream from daemon at "+addr)
+}
+
+// TestContractJSON checks that the client's structs read what package group
+// writes, field by field.
+func TestContractJSON(t *testing.T) {
+	since := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+	st := group.Status{
+		ID: 3, Priority: 100, State: wire.StateNormal, Role: invitation.Coordinator,
+		Group: wire.GroupNumber{Seq: 17, ID: 3}, Coordinator: 3, Members: []wire.NodeID{1, 2, 3},
+		Version: 2, Since: since, Counter: 17, Incarnation: 5, PersistError: "disk full",
+		Time: since.Add(time.Minute),
+	}
+	b, err := json.Marshal(group.Event{Time: since, Node: 3, Reason: "merge", Old: &st, New: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ev apiEvent
+	if err := json.Unmarshal(b, &ev); err != nil {
+		t.Fatal(err)
+	}
+	want := apiStatus{
+		ID: 3, Priority: 100, State: "normal", Role: "coordinator", Group: "17.3", Coordinator: 3,
+		Members: []uint64{1, 2, 3}, Version: 2, Since: "2026-11-21T10:00:00Z", Counter: 17, Incarnation: 5,
+		PersistError: "disk full", Time: "2026-11-21T10:01:00Z",
+	}
+	if ev.New == nil || !reflect.DeepEqual(*ev.New, want) || ev.Old == nil || !reflect.DeepEqual(*ev.Old, want) {
+		t.Errorf("event %s\ndecoded as new=%+v old=%+v\nwant %+v", b, ev.New, ev.Old, want)
+	}
+	if ev.Node != 3 || ev.Reason != "merge" || ev.Time != "2026-11-21T10:00:00Z" {
+		t.Errorf("event header decoded as %+v", ev)
+	}
+
+	m := group.Member{ID: 2, Priority: 100, Addr: "10.77.0.2:7950", Gossip: group.GossipAlive, InGroup: true}
+	b, err = json.Marshal([]group.Member{m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ms []apiMember
+	if err := json.Unmarshal(b, &ms); err != nil {
+		t.Fatal(err)
+	}
+	if len(ms) != 1 || ms[0] != (apiMember{ID: 2, Priority: 100, Addr: "10.77.0.2:7950", Gossip: "alive", InGroup: true}) {
+		t.Errorf("members %s decoded as %+v", b, ms)
+	}
+}

@@ -1,0 +1,239 @@
+// Command groupd keeps the machines of a LAN organised into groups, each
+// with one coordinator, using Garcia-Molina's invitation algorithm.
+//
+//	groupd run                 the daemon (every flag also from GROUPD_* env vars)
+//	groupd status [--json]     this node's view of its group, from the local API
+//	groupd members [--json]    the nodes this node knows
+//	groupd watch [--json]      a stream of group changes
+//	groupd version             version, commit and Go version
+//	groupd timeline EVENTS.ndjson -o OUT.svg [--faults FAULTS.ndjson]
+//	                           draw recorded events as an SVG timeline
+//
+// Exit codes: 0 success; 1 runtime failure or no daemon answering; 2 bad
+// configuration or usage (one line "groupd: <problem>" on stderr). Code 3 is
+// reserved for a future "not coordinator" answer of status.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"regexp"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/urfave/cli/v2"
+)
+
+// Exit codes of the groupd command. Code 3 is reserved for a later
+// "status: not the coordinator" check.
+const (
+	exitOK      = 0 // success
+	exitFailure = 1 // runtime failure, or no daemon answering
+	exitConfig  = 2 // bad configuration or usage
+)
+
+// version is the release, set at link time with
+// -ldflags "-X main.version=v1.2.3". When unset, the module version from the
+// build info is used.
+var version = ""
+
+// hupSignals delivers SIGHUP, which groupd ignores: it logs to stderr (the
+// journal), so there are no log files to reopen, and a closed terminal must
+// not stop the daemon. `groupd run` logs each one it receives. Nil in tests.
+var hupSignals <-chan os.Signal
+
+func main() {
+	// Catching SIGHUP rather than signal.Ignore-ing it: an ignored signal
+	// stays ignored in child processes, and --on-change hooks should start
+	// with the default disposition.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	hupSignals = hup
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	zerolog.TimeFieldFormat = time.RFC3339Nano
+	code := run(ctx, os.Args, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run runs the groupd command line args (args[0] is the program name) and
+// returns the process exit code. Errors are reported on stderr as one line
+// "groupd: <problem>". ctx is cancelled on SIGINT or SIGTERM.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	err := newApp(stdout, stderr).RunContext(ctx, permuteTimelineArgs(args))
+	if err == nil {
+		return exitOK
+	}
+	code := exitFailure
+	var ee *exitError
+	if errors.As(err, &ee) {
+		code = ee.code
+	}
+	fmt.Fprintf(stderr, "groupd: %s\n", oneLine(err.Error()))
+	return code
+}
+
+// newApp builds the command line application. A fresh one is built for
+// every run, because urfave/cli flags keep state once parsed.
+func newApp(stdout, stderr io.Writer) *cli.App {
+	app := &cli.App{
+		Name:  "groupd",
+		Usage: "keep the machines of a LAN organised into groups with one coordinator",
+		Description: "groupd runs Garcia-Molina's invitation algorithm between the machines of a LAN:\n" +
+			"they find each other by multicast (or --join seeds), merge into one group coordinated\n" +
+			"by the highest-ranked node (priority, then id), and elect a new coordinator when it fails.\n\n" +
+			"Exit codes: 0 ok, 1 runtime failure or no daemon answering, 2 bad configuration or usage.",
+		Writer:          stdout,
+		ErrWriter:       stderr,
+		HideVersion:     true,
+		HideHelpCommand: true,
+		// Errors are printed once by run, which also picks the exit code;
+		// urfave/cli must neither print them nor call os.Exit.
+		ExitErrHandler: func(*cli.Context, error) {},
+		OnUsageError:   onUsageError,
+		Commands: []*cli.Command{
+			runCommand(),
+			statusCommand(),
+			membersCommand(),
+			watchCommand(),
+			versionCommand(),
+			timelineCommand(),
+		},
+		Action: func(c *cli.Context) error {
+			if c.Args().Present() {
+				return badConfig("unknown command %q (see groupd --help)", c.Args().First())
+			}
+			return cli.ShowAppHelp(c)
+		},
+	}
+	for _, cmd := range app.Commands {
+		cmd.OnUsageError = onUsageError
+		cmd.HideHelpCommand = true
+	}
+	return app
+}
+
+// onUsageError turns urfave/cli's flag parsing errors (unknown flag, bad
+// value, bad value in an env var) into bad-configuration errors, phrased
+// with the double dashes the help text uses.
+func onUsageError(c *cli.Context, err error, _ bool) error {
+	msg := err.Error()
+	if m := undefinedFlag.FindStringSubmatch(msg); m != nil {
+		msg = fmt.Sprintf("unknown flag --%s (see %s --help)", m[1], c.Command.HelpName)
+	} else if m := invalidValue.FindStringSubmatch(msg); m != nil {
+		detail := m[3]
+		if detail == ": parse error" {
+			detail = "" // says nothing the rest does not
+		}
+		msg = fmt.Sprintf("--%s: invalid value %s%s", m[2], m[1], detail)
+	}
+	return &exitError{code: exitConfig, err: errors.New(msg)}
+}
+
+// Messages of the standard flag package, which urfave/cli passes on.
+var (
+	undefinedFlag = regexp.MustCompile(`^flag provided but not defined: -+(\S+)$`)
+	invalidValue  = regexp.MustCompile(`^invalid (?:boolean )?value (".*") for (?:flag )?-+([^:\s]+)(: .*)?$`)
+)
+
+// exitError carries the exit code an error should end the process with.
+type exitError struct {
+	code int
+	err  error
+	msg  string // replaces err's text when set
+}
+
+func (e *exitError) Error() string {
+	if e.msg != "" {
+		return e.msg
+	}
+	return e.err.Error()
+}
+func (e *exitError) Unwrap() error { return e.err }
+
+// badConfig returns an error that exits with code 2.
+func badConfig(format string, args ...any) error {
+	return &exitError{code: exitConfig, err: fmt.Errorf(format, args...)}
+}
+
+// failure returns an error that exits with code 1.
+func failure(format string, args ...any) error {
+	return &exitError{code: exitFailure, err: fmt.Errorf(format, args...)}
+}
+
+// oneLine folds a message onto one line.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// noArgs rejects positional arguments for commands that take none.
+func noArgs(c *cli.Context) error {
+	if c.Args().Present() {
+		return badConfig("%s takes no arguments, got %q", c.Command.Name, c.Args().First())
+	}
+	return nil
+}
+
+// buildInfo describes this binary.
+type buildInfo struct {
+	Version   string
+	Commit    string // "" if unknown
+	Modified  bool
+	GoVersion string
+}
+
+func readBuildInfo() buildInfo {
+	bi := buildInfo{Version: version, GoVersion: runtime.Version()}
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		if bi.Version == "" {
+			bi.Version = "(unknown)"
+		}
+		return bi
+	}
+	if bi.Version == "" {
+		bi.Version = info.Main.Version
+	}
+	if bi.Version == "" {
+		bi.Version = "(devel)"
+	}
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			bi.Commit = s.Value
+		case "vcs.modified":
+			bi.Modified = s.Value == "true"
+		}
+	}
+	return bi
+}
+
+func versionCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "version",
+		Usage:     "print the version, commit and Go version",
+		ArgsUsage: " ",
+		Action: func(c *cli.Context) error {
+			if err := noArgs(c); err != nil {
+				return err
+			}
+			bi := readBuildInfo()
+			commit := bi.Commit
+			if commit == "" {
+				commit = "unknown"
+			} else if bi.Modified {
+				commit += " (modified)"
+			}
+			fmt.Fprintf(c.App.Writer, "groupd %s\ncommit: %s\ngo: %s\n", bi.Version, commit, bi.GoVersion)
+			return nil
+		},
+	}
+}

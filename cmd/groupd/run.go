@@ -1,0 +1,379 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/mattn/go-isatty"
+	"github.com/rs/zerolog"
+	"github.com/urfave/cli/v2"
+
+	"github.com/groupd/groupd/group"
+	"github.com/groupd/groupd/invitation"
+	"github.com/groupd/groupd/store"
+	"github.com/groupd/groupd/wire"
+)
+
+// stopGrace bounds how long run waits for the agent to leave and stop after
+// SIGINT or SIGTERM. The agent promises 2 s; past this the daemon gives up
+// and exits 1 rather than hang a service manager.
+const stopGrace = 4 * time.Second
+
+// intervalFlag describes one protocol interval flag: its default comes from
+// the profile, and only an explicitly set flag overrides it.
+type intervalFlag struct {
+	name  string
+	usage string
+	field func(*invitation.Timing) *time.Duration
+}
+
+// intervalFlags lists one flag per interval of invitation.Timing (DESIGN §5).
+var intervalFlags = []intervalFlag{
+	{"beacon-interval", "`DURATION` between beacons announcing this node on the multicast group",
+		func(t *invitation.Timing) *time.Duration { return &t.BeaconInterval }},
+	{"check-interval", "`DURATION` between a coordinator's checks for other coordinators to merge with",
+		func(t *invitation.Timing) *time.Duration { return &t.CheckInterval }},
+	{"alive-interval", "`DURATION` between a participant's AreYouThere probes of its coordinator",
+		func(t *invitation.Timing) *time.Duration { return &t.AliveInterval }},
+	{"alive-timeout", "a participant without a Yes for this `DURATION` considers its coordinator failed",
+		func(t *invitation.Timing) *time.Duration { return &t.AliveTimeout }},
+	{"answer-timeout", "round-trip bound `DURATION`: bully's wait for an Answer, and the retransmission spacing",
+		func(t *invitation.Timing) *time.Duration { return &t.AnswerTimeout }},
+	{"accept-window", "`DURATION` a merging coordinator collects Accepts before sending Ready",
+		func(t *invitation.Timing) *time.Duration { return &t.AcceptWindow }},
+	{"ready-timeout", "`DURATION` a coordinator retransmits Ready to members that have not acknowledged it",
+		func(t *invitation.Timing) *time.Duration { return &t.ReadyTimeout }},
+	{"election-timeout", "after a bully Answer, the `DURATION` to wait for the winner's invitation",
+		func(t *invitation.Timing) *time.Duration { return &t.ElectionTimeout }},
+	{"merge-delay", "`DURATION` to wait per higher-ranked coordinator seen before merging lower-ranked ones",
+		func(t *invitation.Timing) *time.Duration { return &t.MergeDelay }},
+	{"peer-timeout", "a peer not heard from for this `DURATION` is forgotten",
+		func(t *invitation.Timing) *time.Duration { return &t.PeerTimeout }},
+	{"member-timeout", "a coordinator drops a member not heard from for this `DURATION`",
+		func(t *invitation.Timing) *time.Duration { return &t.MemberTimeout }},
+}
+
+// envName is the environment variable of a run flag: GROUPD_DATA_DIR for
+// --data-dir.
+func envName(flag string) string {
+	return "GROUPD_" + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
+}
+
+const runDescription = `Runs the groupd daemon in the foreground. Every flag can also be set by an
+environment variable GROUPD_<FLAG>, e.g. GROUPD_DATA_DIR for --data-dir; a flag
+on the command line wins over the environment.
+
+--profile picks the protocol intervals (lan: DESIGN §5 defaults; fast: five
+times shorter, for experiments); an interval flag overrides its one value.
+
+Without --key-file, traffic is not authenticated and groupd warns at start.
+Generate a key with: head -c 32 /dev/urandom | base64 > /etc/groupd/key
+
+Logs go to stderr (JSON lines, or --log-format console).
+
+Signals: SIGINT and SIGTERM make the node leave the group (memberlist Leave)
+and exit 0 within 2 s. SIGHUP is ignored: there are no log files to reopen.
+
+Exit codes: 0 stopped by a signal; 1 runtime failure; 2 bad configuration
+(one line "groupd: <problem>" on stderr).`
+
+func runCommand() *cli.Command {
+	lan, fast := group.DefaultLANConfig(), group.DefaultFastConfig()
+	env := func(name string) []string { return []string{envName(name)} }
+	flags := []cli.Flag{
+		&cli.Uint64Flag{Name: "id", EnvVars: env("id"), DefaultText: "kept in the data dir, random on first start",
+			Usage: "node `ID` (>= 1), unique on the LAN"},
+		&cli.UintFlag{Name: "priority", EnvVars: env("priority"), Value: uint(lan.Priority),
+			Usage: "election `PRIORITY` 0-255; the highest (priority, id) coordinates"},
+		&cli.StringFlag{Name: "bind", EnvVars: env("bind"), Value: lan.Bind,
+			Usage: "`IP` to bind the protocol and gossip sockets to"},
+		&cli.StringFlag{Name: "advertise", EnvVars: env("advertise"), DefaultText: "address of --interface, --bind or the first non-loopback",
+			Usage: "`IP` other nodes reach this one at"},
+		&cli.StringFlag{Name: "interface", EnvVars: env("interface"), DefaultText: "the one holding --bind, or the system default",
+			Usage: "network interface `NAME` for multicast"},
+		&cli.IntFlag{Name: "port", EnvVars: env("port"), Value: lan.Port,
+			Usage: "UDP `PORT` of the protocol (unicast)"},
+		&cli.IntFlag{Name: "gossip-port", EnvVars: env("gossip-port"), DefaultText: "--port + 1",
+			Usage: "UDP and TCP `PORT` of memberlist gossip"},
+		&cli.StringFlag{Name: "multicast", EnvVars: env("multicast"), Value: lan.Multicast,
+			Usage: "multicast `GROUP:PORT` for beacons, or off (then use --join)"},
+		&cli.StringSliceFlag{Name: "join", EnvVars: env("join"),
+			Usage: "gossip `HOST:PORT` of other nodes to join (repeat or comma-separate)"},
+		&cli.StringFlag{Name: "data-dir", EnvVars: env("data-dir"), Value: lan.DataDir,
+			Usage: "`DIR` for the node's durable state (node id, group-number counter)"},
+		&cli.StringFlag{Name: "api", EnvVars: env("api"), Value: lan.API,
+			Usage: "local HTTP API: `HOST:PORT`, unix:/path, or off"},
+		&cli.StringFlag{Name: "profile", EnvVars: env("profile"), Value: "lan",
+			Usage: "interval `PROFILE`: lan or fast"},
+		&cli.StringFlag{Name: "on-change", EnvVars: env("on-change"),
+			Usage: "`COMMAND` run by /bin/sh -c on every role or group change (env GROUPD_EVENT, GROUPD_ROLE, ...)"},
+		&cli.DurationFlag{Name: "hook-timeout", EnvVars: env("hook-timeout"), Value: lan.HookTimeout,
+			Usage: "kill an --on-change command still running after `DURATION`"},
+		&cli.StringFlag{Name: "key-file", EnvVars: env("key-file"),
+			Usage: "`FILE` holding a base64 32-byte key that seals all traffic"},
+		&cli.StringFlag{Name: "log-level", EnvVars: env("log-level"), Value: "info",
+			Usage: "`LEVEL`: debug, info, warn or error"},
+		&cli.StringFlag{Name: "log-format", EnvVars: env("log-format"), Value: "json",
+			Usage: "`FORMAT`: json or console"},
+	}
+	for _, f := range intervalFlags {
+		flags = append(flags, &cli.DurationFlag{
+			Name:        f.name,
+			EnvVars:     env(f.name),
+			Usage:       f.usage,
+			DefaultText: fmt.Sprintf("%v (lan), %v (fast)", *f.field(&lan.Timing), *f.field(&fast.Timing)),
+		})
+	}
+	return &cli.Command{
+		Name:        "run",
+		Usage:       "run the daemon",
+		ArgsUsage:   " ",
+		Description: runDescription,
+		Flags:       flags,
+		Action:      runAction,
+	}
+}
+
+// runSettings is what runAction needs besides the agent's configuration.
+type runSettings struct {
+	keyMode os.FileMode // permissions of --key-file, 0 without one
+}
+
+func runAction(c *cli.Context) error {
+	if err := noArgs(c); err != nil {
+		return err
+	}
+	log, err := newLogger(c.App.ErrWriter, c.String("log-level"), c.String("log-format"))
+	if err != nil {
+		return err
+	}
+	cfg, rs, err := configFromFlags(c)
+	if err != nil {
+		return err
+	}
+	cfg.Logger = log
+
+	agent, err := group.New(cfg)
+	if err != nil {
+		return classify(err)
+	}
+	// The agent logs its own start line (addresses, profile, incarnation)
+	// and, without a key, the warning that traffic is not authenticated.
+	bi := readBuildInfo()
+	start := log.Info().Str("version", bi.Version).Str("go", bi.GoVersion)
+	if bi.Commit != "" {
+		start = start.Str("commit", bi.Commit)
+	}
+	start.Uint64("node", uint64(agent.ID())).Str("data_dir", cfg.DataDir).Msg("groupd " + bi.Version)
+	if cfg.Key != nil && rs.keyMode&0o077 != 0 {
+		log.Warn().Str("key_file", c.String("key-file")).Str("mode", rs.keyMode.String()).
+			Msg("key file is readable by other users; chmod 600 it")
+	}
+
+	ctx := c.Context
+	if hupSignals != nil {
+		go func() {
+			for {
+				select {
+				case <-hupSignals:
+					log.Info().Msg("SIGHUP ignored: logs go to stderr, there is nothing to reopen")
+				case <-ctx.Done():
+					return
+				}
+			}
+		}()
+	}
+	done := make(chan error, 1)
+	go func() { done <- agent.Run(ctx) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			return classify(err)
+		}
+		if ctx.Err() == nil {
+			return failure("agent stopped on its own")
+		}
+	case <-ctx.Done():
+		log.Info().Msg("signal received: leaving the group")
+		select {
+		case err := <-done:
+			if err != nil {
+				return classify(err)
+			}
+		case <-time.After(stopGrace):
+			return failure("agent did not stop within %v of the signal", stopGrace)
+		}
+	}
+	log.Info().Msg("groupd stopped")
+	return nil
+}
+
+// classify gives an agent error its exit code: 2 for configuration
+// problems (group.ErrConfig, a data dir in use, an address in use or not
+// available, no permission), 1 for the rest.
+func classify(err error) error {
+	switch {
+	case errors.Is(err, group.ErrConfig),
+		errors.Is(err, store.ErrLocked),
+		errors.Is(err, syscall.EADDRINUSE),
+		errors.Is(err, syscall.EADDRNOTAVAIL),
+		errors.Is(err, syscall.EACCES),
+		errors.Is(err, syscall.EPERM),
+		errors.Is(err, syscall.EROFS):
+		// group's messages name the flag; its package prefix would
+		// read "groupd: group: --port ...".
+		return &exitError{code: exitConfig, err: err, msg: strings.TrimPrefix(err.Error(), "group: ")}
+	}
+	return &exitError{code: exitFailure, err: err}
+}
+
+// newLogger returns the daemon's logger writing to w.
+func newLogger(w io.Writer, level, format string) (zerolog.Logger, error) {
+	var lvl zerolog.Level
+	switch level {
+	case "debug":
+		lvl = zerolog.DebugLevel
+	case "info":
+		lvl = zerolog.InfoLevel
+	case "warn":
+		lvl = zerolog.WarnLevel
+	case "error":
+		lvl = zerolog.ErrorLevel
+	default:
+		return zerolog.Nop(), badConfig("--log-level %q: want debug, info, warn or error", level)
+	}
+	switch format {
+	case "json":
+	case "console":
+		cw := zerolog.ConsoleWriter{Out: w, TimeFormat: "15:04:05.000", NoColor: true}
+		if f, ok := w.(*os.File); ok && isatty.IsTerminal(f.Fd()) {
+			cw.NoColor = false
+		}
+		w = cw
+	default:
+		return zerolog.Nop(), badConfig("--log-format %q: want json or console", format)
+	}
+	return zerolog.New(w).Level(lvl).With().Timestamp().Logger(), nil
+}
+
+// configFromFlags builds the agent's configuration: the --profile defaults,
+// then every flag. Interval flags apply only when set, so that they override
+// the profile one value at a time.
+func configFromFlags(c *cli.Context) (group.Config, runSettings, error) {
+	var rs runSettings
+	profile := c.String("profile")
+	cfg, err := group.ConfigForProfile(profile)
+	if err != nil || profile == "" {
+		return group.Config{}, rs, badConfig("--profile %q: want lan or fast", profile)
+	}
+
+	if c.IsSet("id") {
+		id := c.Uint64("id")
+		if id == 0 {
+			return cfg, rs, badConfig("--id must be >= 1 (leave it out to keep the data dir's id, or generate one)")
+		}
+		cfg.ID = wire.NodeID(id)
+	}
+	prio := c.Uint("priority")
+	if prio > 255 {
+		return cfg, rs, badConfig("--priority %d out of range 0-255", prio)
+	}
+	cfg.Priority = uint8(prio)
+
+	// Addresses, ports and the data dir are checked by group.New (which
+	// also checks what needs the system: interfaces, free ports, a
+	// writable data dir), so that the CLI and embedders get the same
+	// messages.
+	cfg.Bind = c.String("bind")
+	cfg.Advertise = c.String("advertise")
+	cfg.Interface = c.String("interface")
+	cfg.Port = c.Int("port")
+	cfg.GossipPort = c.Int("gossip-port")
+	cfg.Multicast = c.String("multicast")
+	cfg.Join = nil
+	for _, j := range c.StringSlice("join") {
+		if j = strings.TrimSpace(j); j != "" {
+			cfg.Join = append(cfg.Join, j)
+		}
+	}
+	cfg.DataDir = c.String("data-dir")
+	cfg.API = c.String("api")
+	if cfg.API == "off" {
+		cfg.API = ""
+	}
+
+	cfg.OnChange = c.String("on-change")
+	cfg.HookTimeout = c.Duration("hook-timeout")
+	if cfg.HookTimeout <= 0 {
+		return cfg, rs, badConfig("--hook-timeout must be > 0, got %v", cfg.HookTimeout)
+	}
+
+	for _, f := range intervalFlags {
+		if !c.IsSet(f.name) {
+			continue
+		}
+		d := c.Duration(f.name)
+		if d <= 0 {
+			return cfg, rs, badConfig("--%s must be > 0, got %v", f.name, d)
+		}
+		*f.field(&cfg.Timing) = d
+	}
+	if err := cfg.Timing.Validate(); err != nil {
+		// "invitation: alive-timeout (...) must be >= alive-interval
+		// (...)" names the flags without their dashes.
+		return cfg, rs, badConfig("%s", flagNames(strings.TrimPrefix(err.Error(), "invitation: ")))
+	}
+
+	if path := c.String("key-file"); path != "" {
+		key, mode, err := readKeyFile(path)
+		if err != nil {
+			return cfg, rs, err
+		}
+		cfg.Key, rs.keyMode = key, mode
+	}
+	return cfg, rs, nil
+}
+
+// flagNames prefixes the interval names in msg with "--".
+func flagNames(msg string) string {
+	words := strings.Split(msg, " ")
+	for i, w := range words {
+		for _, f := range intervalFlags {
+			if w == f.name {
+				words[i] = "--" + w
+			}
+		}
+	}
+	return strings.Join(words, " ")
+}
+
+// readKeyFile reads and parses --key-file.
+func readKeyFile(path string) ([]byte, os.FileMode, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, 0, badConfig("--key-file: %v", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, 0, badConfig("--key-file: %v", err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, 0, badConfig("--key-file %s is not a regular file", path)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, 4096))
+	if err != nil {
+		return nil, 0, badConfig("--key-file: %v", err)
+	}
+	key, err := wire.ParseKey(data)
+	if err != nil {
+		return nil, 0, badConfig("--key-file %s: %s (generate one with: head -c 32 /dev/urandom | base64)",
+			path, strings.TrimPrefix(err.Error(), "wire: "))
+	}
+	return key, fi.Mode().Perm(), nil
+}

@@ -1,0 +1,279 @@
+package main
+
+import (
+	"encoding/base64"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/urfave/cli/v2"
+
+	"github.com/groupd/groupd/group"
+	"github.com/groupd/groupd/invitation"
+)
+
+// parseRun parses `groupd run args...` (and the environment) into the
+// agent's configuration without starting it.
+func parseRun(t *testing.T, args ...string) (group.Config, error) {
+	t.Helper()
+	var (
+		cfg    group.Config
+		cfgErr error
+	)
+	app := newApp(io.Discard, io.Discard)
+	for _, c := range app.Commands {
+		if c.Name == "run" {
+			c.Action = func(c *cli.Context) error {
+				cfg, _, cfgErr = configFromFlags(c)
+				return cfgErr
+			}
+		}
+	}
+	err := app.Run(append([]string{"groupd", "run"}, args...))
+	if err == nil {
+		err = cfgErr
+	}
+	return cfg, err
+}
+
+// writeKey writes a key file of n random-looking bytes in base64.
+func writeKey(t *testing.T, n int) string {
+	t.Helper()
+	key := make([]byte, n)
+	for i := range key {
+		key[i] = byte(i*7 + 1)
+	}
+	path := filepath.Join(t.TempDir(), "key")
+	if err := os.WriteFile(path, []byte(base64.StdEncoding.EncodeToString(key)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestRunDefaults(t *testing.T) {
+	cfg, err := parseRun(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := group.DefaultLANConfig()
+	cfg.Logger, want.Logger = zerolog.Logger{}, zerolog.Logger{}
+	if !reflect.DeepEqual(cfg, want) {
+		t.Errorf("zero flags:\n got %+v\nwant %+v", cfg, want)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Errorf("zero flags give an invalid config: %v", err)
+	}
+}
+
+func TestRunFlagsAndEnv(t *testing.T) {
+	key := writeKey(t, 32)
+	lan, fast := invitation.DefaultTiming(), invitation.FastTiming()
+	with := func(t invitation.Timing, f func(*invitation.Timing)) invitation.Timing { f(&t); return t }
+	for _, tc := range []struct {
+		name  string
+		env   map[string]string
+		args  []string
+		check func(group.Config) bool
+	}{
+		{"env port", map[string]string{"GROUPD_PORT": "8000"}, nil,
+			func(c group.Config) bool { return c.Port == 8000 }},
+		{"flag beats env", map[string]string{"GROUPD_PORT": "8000"}, []string{"--port", "9000"},
+			func(c group.Config) bool { return c.Port == 9000 }},
+		{"env data dir", map[string]string{"GROUPD_DATA_DIR": "/srv/groupd"}, nil,
+			func(c group.Config) bool { return c.DataDir == "/srv/groupd" }},
+		{"env id", map[string]string{"GROUPD_ID": "7"}, nil,
+			func(c group.Config) bool { return c.ID == 7 }},
+		{"flag id", nil, []string{"--id", "42"},
+			func(c group.Config) bool { return c.ID == 42 }},
+		{"priority", nil, []string{"--priority", "255"},
+			func(c group.Config) bool { return c.Priority == 255 }},
+		{"env gossip port", map[string]string{"GROUPD_GOSSIP_PORT": "9001"}, nil,
+			func(c group.Config) bool { return c.GossipPort == 9001 }},
+		{"env join list", map[string]string{"GROUPD_JOIN": "10.0.0.2:7951,10.0.0.3:7951"}, nil,
+			func(c group.Config) bool {
+				return reflect.DeepEqual(c.Join, []string{"10.0.0.2:7951", "10.0.0.3:7951"})
+			}},
+		{"join flags", nil, []string{"--join", "a:1", "--join", "b:2,c:3"},
+			func(c group.Config) bool { return reflect.DeepEqual(c.Join, []string{"a:1", "b:2", "c:3"}) }},
+		{"multicast off", map[string]string{"GROUPD_MULTICAST": "off"}, nil,
+			func(c group.Config) bool { return !c.MulticastEnabled() }},
+		{"api off", nil, []string{"--api", "off"},
+			func(c group.Config) bool { return c.API == "" }},
+		{"api unix", map[string]string{"GROUPD_API": "unix:/run/groupd/api.sock"}, nil,
+			func(c group.Config) bool { return c.API == "unix:/run/groupd/api.sock" }},
+		{"bind advertise interface", nil, []string{"--bind", "127.0.0.1", "--advertise", "127.0.0.1", "--interface", "lo"},
+			func(c group.Config) bool {
+				return c.Bind == "127.0.0.1" && c.Advertise == "127.0.0.1" && c.Interface == "lo"
+			}},
+		{"hooks", map[string]string{"GROUPD_ON_CHANGE": "logger changed", "GROUPD_HOOK_TIMEOUT": "3s"}, nil,
+			func(c group.Config) bool { return c.OnChange == "logger changed" && c.HookTimeout == 3*time.Second }},
+		{"key file", map[string]string{"GROUPD_KEY_FILE": key}, nil,
+			func(c group.Config) bool { return len(c.Key) == 32 }},
+		{"profile fast", nil, []string{"--profile", "fast"},
+			func(c group.Config) bool { return c.Profile == "fast" && c.Timing == fast }},
+		{"env profile fast", map[string]string{"GROUPD_PROFILE": "fast"}, nil,
+			func(c group.Config) bool { return c.Profile == "fast" && c.Timing == fast }},
+		{"fast plus one override", nil, []string{"--profile", "fast", "--alive-timeout", "1s"},
+			func(c group.Config) bool {
+				return c.Timing == with(fast, func(t *invitation.Timing) { t.AliveTimeout = time.Second })
+			}},
+		{"fast plus env override", map[string]string{"GROUPD_PROFILE": "fast", "GROUPD_BEACON_INTERVAL": "300ms"}, nil,
+			func(c group.Config) bool {
+				return c.Timing == with(fast, func(t *invitation.Timing) { t.BeaconInterval = 300 * time.Millisecond })
+			}},
+		{"lan plus overrides", nil, []string{"--check-interval", "2s", "--merge-delay", "1s"},
+			func(c group.Config) bool {
+				return c.Timing == with(lan, func(t *invitation.Timing) { t.CheckInterval, t.MergeDelay = 2*time.Second, time.Second })
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			cfg, err := parseRun(t, tc.args...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !tc.check(cfg) {
+				t.Errorf("unexpected config: %+v", cfg)
+			}
+		})
+	}
+}
+
+// TestIntervalFlags checks that there is one flag, with its env var, per
+// interval of invitation.Timing, and that each sets its own field.
+func TestIntervalFlags(t *testing.T) {
+	if n := reflect.TypeOf(invitation.Timing{}).NumField(); len(intervalFlags) != n {
+		t.Fatalf("%d interval flags for %d Timing fields", len(intervalFlags), n)
+	}
+	for i, f := range intervalFlags {
+		t.Run(f.name, func(t *testing.T) {
+			// A little above the default, so that the relations
+			// Timing.Validate checks still hold, and distinct per flag.
+			want := invitation.DefaultTiming()
+			d := *f.field(&want) + time.Duration(i+1)*time.Millisecond
+			*f.field(&want) = d
+			t.Setenv(envName(f.name), d.String())
+			cfg, err := parseRun(t)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.Timing != want {
+				t.Errorf("%s=%v gave %+v", envName(f.name), d, cfg.Timing)
+			}
+		})
+	}
+}
+
+// freeUDPPort returns a UDP port on 127.0.0.1 that is free now.
+func freeUDPPort(t *testing.T) int {
+	t.Helper()
+	c, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	return c.LocalAddr().(*net.UDPAddr).Port
+}
+
+func TestRunBadConfig(t *testing.T) {
+	short := writeKey(t, 16)
+	notBase64 := filepath.Join(t.TempDir(), "key")
+	if err := os.WriteFile(notBase64, []byte("not a key!\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	aFile := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(aFile, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	busy, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	busyPort := strconv.Itoa(busy.LocalAddr().(*net.UDPAddr).Port)
+	busyAPI, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busyAPI.Close()
+
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		args []string
+		want string // the stderr line contains this
+	}{
+		{"id 0", nil, []string{"--id", "0"}, "groupd: --id must be >= 1"},
+		{"env id 0", map[string]string{"GROUPD_ID": "0"}, nil, "groupd: --id must be >= 1"},
+		{"id not a number", nil, []string{"--id", "three"}, `groupd: --id: invalid value "three"`},
+		{"env port not a number", map[string]string{"GROUPD_PORT": "abc"}, nil, `"GROUPD_PORT"`},
+		{"unknown profile", nil, []string{"--profile", "wan"}, `groupd: --profile "wan": want lan or fast`},
+		{"interval 0", nil, []string{"--beacon-interval", "0"}, "groupd: --beacon-interval must be > 0, got 0s"},
+		{"interval negative", map[string]string{"GROUPD_ALIVE_TIMEOUT": "-1s"}, nil, "groupd: --alive-timeout must be > 0, got -1s"},
+		{"interval relation", nil, []string{"--alive-timeout", "10ms"}, "groupd: --alive-timeout (10ms) must be >= --alive-interval (250ms)"},
+		{"hook timeout", nil, []string{"--hook-timeout", "0s"}, "groupd: --hook-timeout must be > 0"},
+		{"priority", nil, []string{"--priority", "256"}, "groupd: --priority 256 out of range 0-255"},
+		{"key wrong size", nil, []string{"--key-file", short}, "key must be 32 bytes, got 16"},
+		{"key not base64", nil, []string{"--key-file", notBase64}, "key is not valid base64"},
+		{"key missing", nil, []string{"--key-file", "/nonexistent/key"}, "groupd: --key-file: open /nonexistent/key: no such file or directory"},
+		{"key is a dir", nil, []string{"--key-file", t.TempDir()}, "is not a regular file"},
+		{"log level", nil, []string{"--log-level", "trace"}, `groupd: --log-level "trace": want debug, info, warn or error`},
+		{"log format", nil, []string{"--log-format", "xml"}, `groupd: --log-format "xml": want json or console`},
+		{"extra argument", nil, []string{"now"}, `run takes no arguments, got "now"`},
+		// Checked by group.Config.Validate / group.New.
+		{"port out of range", nil, []string{"--port", "70000"}, "--port 70000"},
+		{"bad bind", nil, []string{"--bind", "nope"}, `--bind "nope"`},
+		{"bad advertise", nil, []string{"--advertise", "0.0.0.0"}, "--advertise"},
+		{"bad multicast", nil, []string{"--multicast", "10.0.0.1:7952"}, "--multicast"},
+		{"bad join", map[string]string{"GROUPD_JOIN": "host:port"}, nil, "--join"},
+		{"bad api", nil, []string{"--api", "nope"}, `--api "nope"`},
+		{"data dir not a dir", nil, []string{"--data-dir", aFile}, aFile},
+		{"data dir not creatable", nil, []string{"--data-dir", filepath.Join(aFile, "sub")}, aFile},
+		{"port in use", nil, []string{"--port", busyPort, "--gossip-port", strconv.Itoa(freeUDPPort(t))}, busyPort},
+		{"api in use", nil, []string{"--api", busyAPI.Addr().String()}, busyAPI.Addr().String()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			// Keep the daemon off the host's defaults, should a case
+			// unexpectedly start it.
+			args := []string{"run", "--log-level", "error", "--multicast", "off", "--bind", "127.0.0.1",
+				"--port", strconv.Itoa(freeUDPPort(t)), "--gossip-port", strconv.Itoa(freeUDPPort(t)),
+				"--api", "127.0.0.1:0", "--data-dir", t.TempDir()}
+			ctx, cancel := contextWithTimeout(t, 10*time.Second)
+			defer cancel()
+			code, _, errOut := runCLIContext(t, ctx, append(args, tc.args...)...)
+			if code != exitConfig {
+				t.Errorf("exit %d, want %d; stderr:\n%s", code, exitConfig, errOut)
+			}
+			wantLastLine(t, errOut, tc.want)
+		})
+	}
+}
+
+// wantLastLine checks that the last line of stderr is the "groupd: ..."
+// line containing want, and that no other line starts with "groupd: ".
+// (The agent may have logged before it failed.)
+func wantLastLine(t *testing.T, stderr, want string) {
+	t.Helper()
+	lines := strings.Split(strings.TrimSuffix(stderr, "\n"), "\n")
+	last := lines[len(lines)-1]
+	if !strings.HasPrefix(last, "groupd: ") || !strings.Contains(last, want) {
+		t.Fatalf("last stderr line %q is not \"groupd: ...%s...\"; stderr:\n%s", last, want, stderr)
+	}
+	for _, l := range lines[:len(lines)-1] {
+		if strings.HasPrefix(l, "groupd: ") {
+			t.Fatalf("more than one error line:\n%s", stderr)
+		}
+	}
+}
