@@ -125,6 +125,11 @@ func (t Timing) Validate() error {
 	return nil
 }
 
+// sweepInterval is how often silent peers and members are looked for: a
+// member is dropped between MemberTimeout and MemberTimeout+AliveInterval
+// after it fell silent, a peer forgotten within PeerTimeout+AliveInterval.
+func (t Timing) sweepInterval() time.Duration { return t.AliveInterval }
+
 // reorgTimeout is how long an invitee waits for Ready: the inviter's accept
 // window, its Ready retransmissions, and a round trip of slack.
 func (t Timing) reorgTimeout() time.Duration {

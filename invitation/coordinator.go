@@ -11,7 +11,7 @@ import (
 // coordinators), Merge (inviting them), the accept window, Ready rounds and
 // member liveness.
 
-func (n *Node) tickCoordinator(now time.Time) Reason {
+func (n *Node) tickCoordinator(now time.Time, sweep bool) Reason {
 	if m := n.merge; m != nil {
 		if !now.Before(m.deadline) {
 			n.closeAcceptWindow(now)
@@ -44,15 +44,18 @@ func (n *Node) tickCoordinator(now time.Time) Reason {
 	if n.state != wire.StateNormal {
 		return why
 	}
-	var lost []wire.NodeID
-	for _, id := range sortedIDs(n.up) {
-		if id != n.id && now.Sub(n.up[id].lastHeard) > n.t.MemberTimeout {
-			lost = append(lost, id)
+	if sweep {
+		var lost []wire.NodeID
+		for id, mb := range n.up {
+			if id != n.id && now.Sub(mb.lastHeard) > n.t.MemberTimeout {
+				lost = append(lost, id)
+			}
 		}
-	}
-	if len(lost) > 0 {
-		n.dropMembers(now, lost)
-		why = ReasonMembers
+		if len(lost) > 0 {
+			sort.Slice(lost, func(i, j int) bool { return lost[i] < lost[j] })
+			n.dropMembers(now, lost)
+			why = ReasonMembers
+		}
 	}
 	if c := n.check; c != nil && !now.Before(c.deadline) {
 		if n.finishCheck(now) {
@@ -265,11 +268,12 @@ func (n *Node) closeAcceptWindow(now time.Time) {
 // and starts delivering it.
 func (n *Node) newVersion(now time.Time) {
 	n.version++
-	n.members = n.members[:0:0]
+	ms := make([]wire.Member, 0, len(n.up))
 	for _, mb := range n.up {
-		n.members = append(n.members, mb.m)
+		ms = append(ms, mb.m)
 	}
-	sort.Slice(n.members, func(i, j int) bool { return n.members[i].ID < n.members[j].ID })
+	sortMembers(ms)
+	n.setMembers(ms)
 	r := &readyRound{
 		version:  n.version,
 		pending:  make(map[wire.NodeID]bool),

@@ -97,7 +97,8 @@ type Node struct {
 
 	state   wire.State
 	group   wire.GroupNumber
-	members []wire.Member // sorted by ID
+	members []wire.Member // sorted by ID; replaced, never edited in place
+	gen     uint64        // bumped whenever members is replaced
 	version uint64
 	since   time.Time
 
@@ -126,8 +127,13 @@ type Node struct {
 	asm        *assembly
 	election   election
 
-	out  Output
-	last Status // last reported view, to emit change events
+	out     Output
+	last    Status // last reported view, to emit change events
+	lastGen uint64 // gen at the last report
+
+	// Peers and members expire by a periodic sweep rather than by
+	// per-element deadlines, so NextDeadline is O(1) in the group size.
+	nextSweep time.Time
 }
 
 // New returns a node that starts, as the paper's Recovery prescribes, by
@@ -211,27 +217,26 @@ func (n *Node) send(to wire.NodeID, body wire.Body) {
 }
 
 // report emits an Event if the node's view changed since the last one.
+// It runs after every input, so it compares without copying.
 func (n *Node) report(now time.Time, why Reason) {
-	cur := n.Status()
 	old := n.last
-	if cur.State == old.State && cur.Group == old.Group && cur.Version == old.Version &&
-		cur.PersistError == old.PersistError && sameMembers(cur.Members, old.Members) {
+	errText := ""
+	if n.persistErr != nil {
+		errText = n.persistErr.Error()
+	}
+	if n.state == old.State && n.group == old.Group && n.version == old.Version &&
+		errText == old.PersistError && n.gen == n.lastGen {
 		return
 	}
-	n.last = cur
+	cur := n.Status()
+	n.last, n.lastGen = cur, n.gen
 	n.out.Events = append(n.out.Events, Event{Time: now, Reason: why, Old: old, New: cur})
 }
 
-func sameMembers(a, b []wire.Member) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
+// setMembers replaces the member list (sorted by ID).
+func (n *Node) setMembers(ms []wire.Member) {
+	n.members = ms
+	n.gen++
 }
 
 // setGroup moves the node to group g, remembering when.
@@ -314,7 +319,7 @@ func (n *Node) PersistFailed(now time.Time, seq uint64, err error) {
 // recover is the paper's Recovery: a singleton group with a new number.
 func (n *Node) recover(now time.Time) {
 	n.resetRoles()
-	n.members = nil
+	n.setMembers(nil)
 	n.version = 0
 	n.newGroup(now, &pendingGroup{purpose: forRecovery})
 }
@@ -347,7 +352,7 @@ func (n *Node) createGroup(now time.Time, p *pendingGroup) {
 		}
 	}
 	if len(invite) == 0 {
-		n.members = []wire.Member{n.self()}
+		n.setMembers([]wire.Member{n.self()})
 		n.version = 1
 		n.state = wire.StateNormal
 		n.nextBeacon = now // announce the new group at once
@@ -355,7 +360,7 @@ func (n *Node) createGroup(now time.Time, p *pendingGroup) {
 		return
 	}
 	n.state = wire.StateElection
-	n.members = nil
+	n.setMembers(nil)
 	n.version = 0
 	n.merge = &mergeRound{
 		invited:  invite,
@@ -482,9 +487,13 @@ func (n *Node) Tick(now time.Time) {
 		n.send(wire.Broadcast, wire.Beacon{})
 		n.nextBeacon = now.Add(n.t.BeaconInterval)
 	}
-	for id, p := range n.peers {
-		if now.Sub(p.lastHeard) > n.t.PeerTimeout {
-			delete(n.peers, id)
+	sweep := !now.Before(n.nextSweep)
+	if sweep {
+		n.nextSweep = now.Add(n.t.sweepInterval())
+		for id, p := range n.peers {
+			if now.Sub(p.lastHeard) > n.t.PeerTimeout {
+				delete(n.peers, id)
+			}
 		}
 	}
 	if p := n.pending; p != nil && !p.sent && !n.retryAt.IsZero() && !now.Before(n.retryAt) {
@@ -496,7 +505,7 @@ func (n *Node) Tick(now time.Time) {
 	case n.election != nil:
 		why = n.tickElection(now)
 	case n.isCoordinator():
-		why = n.tickCoordinator(now)
+		why = n.tickCoordinator(now, sweep)
 	case n.state == wire.StateReorganization:
 		why = n.tickReorganization(now)
 	case n.state == wire.StateNormal:
@@ -518,9 +527,7 @@ func (n *Node) NextDeadline() time.Time {
 			d = t
 		}
 	}
-	for _, p := range n.peers {
-		add(p.lastHeard.Add(n.t.PeerTimeout + 1))
-	}
+	add(n.nextSweep)
 	if p := n.pending; p != nil {
 		if !p.sent {
 			add(n.retryAt)
@@ -546,11 +553,6 @@ func (n *Node) NextDeadline() time.Time {
 				add(n.check.deadline)
 			}
 			add(n.mergeAt)
-			for id, mb := range n.up {
-				if id != n.id {
-					add(mb.lastHeard.Add(n.t.MemberTimeout + 1))
-				}
-			}
 		}
 		return d
 	}

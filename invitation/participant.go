@@ -257,7 +257,7 @@ func (n *Node) join(now time.Time, g wire.GroupNumber) {
 	n.resetRoles()
 	n.state = wire.StateReorganization
 	n.setGroup(now, g)
-	n.members = nil
+	n.setMembers(nil)
 	n.version = 0
 	n.reorgUntil = now.Add(n.t.reorgTimeout())
 	n.resendAcc = now.Add(n.t.AnswerTimeout)
@@ -312,7 +312,7 @@ func (n *Node) onReady(now time.Time, m wire.Message, b wire.Ready) Reason {
 		return ""
 	}
 	sortMembers(a.members)
-	n.members = a.members
+	n.setMembers(a.members)
 	n.version = b.Version
 	why := ReasonMembers
 	if n.state != wire.StateNormal {
