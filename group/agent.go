@@ -177,6 +177,7 @@ func New(cfg Config) (*Agent, error) {
 	a.status = Status{
 		ID: a.id, Priority: cfg.Priority, State: wire.StateElection, Role: invitation.Participant,
 		Members: []wire.NodeID{}, Counter: a.bootCounter, Incarnation: a.incarnation, Since: time.Now(),
+		Expect: cfg.Quorum.Expect,
 	}
 	if cfg.Key != nil {
 		s, err := wire.NewSealer(cfg.Key)
@@ -351,6 +352,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		Priority: a.cfg.Priority,
 		Counter:  a.bootCounter,
 		Timing:   a.cfg.Timing,
+		Election: a.cfg.Election,
 		Rand:     newRand(),
 	}, time.Now())
 	if err != nil {
@@ -629,8 +631,8 @@ func (a *Agent) persist(node *invitation.Node, now time.Time, seq uint64) {
 // publish hands one change of the node's view to the log, the metrics,
 // the subscribers, the hook and memberlist's meta.
 func (a *Agent) publish(ie invitation.Event) {
-	old := fromNode(ie.Old, a.incarnation, ie.Time)
-	e := Event{Time: ie.Time, Node: a.id, Reason: string(ie.Reason), Old: &old, New: fromNode(ie.New, a.incarnation, ie.Time)}
+	old := a.view(ie.Old, ie.Time)
+	e := Event{Time: ie.Time, Node: a.id, Reason: string(ie.Reason), Old: &old, New: a.view(ie.New, ie.Time)}
 	n := e.New
 	a.log.Info().Str("reason", e.Reason).
 		Str("old_group", old.Group.String()).Str("group", n.Group.String()).
@@ -662,11 +664,20 @@ func (a *Agent) publish(ie invitation.Event) {
 
 // setStatus publishes the node's view for Status and Members.
 func (a *Agent) setStatus(s invitation.Status, now time.Time) {
-	st := fromNode(s, a.incarnation, now)
+	st := a.view(s, now)
 	prios := priorities(s.Members)
 	a.mu.Lock()
 	a.status, a.prios = st, prios
 	a.mu.Unlock()
+}
+
+// view converts the machine's status into the agent's, with the primary
+// flag of the configured quorum.
+func (a *Agent) view(s invitation.Status, now time.Time) Status {
+	st := fromNode(s, a.incarnation, now)
+	st.Expect = a.cfg.Quorum.Expect
+	st.Primary = a.cfg.Quorum.Primary(st)
+	return st
 }
 
 func priorities(ms []wire.Member) map[wire.NodeID]uint8 {

@@ -62,8 +62,8 @@ func keys(m map[string]any) []string {
 	return ks
 }
 
-var statusKeys = []string{"coordinator", "counter", "group", "id", "incarnation", "members", "persist_error",
-	"priority", "role", "since", "state", "time", "version"}
+var statusKeys = []string{"coordinator", "counter", "expect", "group", "id", "incarnation", "members", "persist_error",
+	"primary", "priority", "role", "since", "state", "time", "version"}
 
 func TestAPIHandlers(t *testing.T) {
 	cfg := newTestConfig(t)
@@ -320,6 +320,7 @@ func TestStatusJSONRoundTrip(t *testing.T) {
 		Group: wire.GroupNumber{Seq: 17, ID: 5}, Coordinator: 5, Members: []wire.NodeID{1, 2, 3}, Version: 2,
 		Since: time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC), Counter: 16, Incarnation: 5,
 		PersistError: "disk full", Time: time.Date(2026, 11, 21, 10, 0, 1, 5, time.UTC),
+		Expect: 5,
 	}
 	b, err := json.Marshal(s)
 	if err != nil {
@@ -327,7 +328,7 @@ func TestStatusJSONRoundTrip(t *testing.T) {
 	}
 	want := `{"id":3,"priority":100,"state":"reorganization","role":"participant","group":"17.5","coordinator":5,` +
 		`"members":[1,2,3],"version":2,"since":"2026-11-21T10:00:00Z","counter":16,"incarnation":5,` +
-		`"persist_error":"disk full","time":"2026-11-21T10:00:01.000000005Z"}`
+		`"persist_error":"disk full","time":"2026-11-21T10:00:01.000000005Z","primary":false,"expect":5}`
 	if string(b) != want {
 		t.Errorf("got  %s\nwant %s", b, want)
 	}
@@ -335,7 +336,7 @@ func TestStatusJSONRoundTrip(t *testing.T) {
 	if err := json.Unmarshal(b, &back); err != nil {
 		t.Fatal(err)
 	}
-	if back.String() != s.String() || !back.Since.Equal(s.Since) || back.PersistError != s.PersistError {
+	if back.String() != s.String() || !back.Since.Equal(s.Since) || back.PersistError != s.PersistError || back.Expect != 5 {
 		t.Errorf("round trip: %+v", back)
 	}
 	empty, _ := json.Marshal(Status{State: wire.StateElection})

@@ -123,6 +123,12 @@ type Config struct {
 	// Timing holds the protocol's intervals (DESIGN §5). It also tunes
 	// memberlist's failure detector (see DefaultLANConfig).
 	Timing invitation.Timing
+	// Election is the algorithm a failed coordinator's survivors run:
+	// invitation.ElectionBully (default) or ElectionRing. Every node of a
+	// LAN must use the same one.
+	Election invitation.Election
+	// Quorum turns on primary-partition mode (see Quorum).
+	Quorum Quorum
 	// Key, when set, is the 32-byte shared key: it seals every wire
 	// packet (AES-256-GCM) and is memberlist's encryption key. Nil sends
 	// everything in the clear (the agent warns at start).
@@ -161,6 +167,7 @@ func DefaultLANConfig() Config {
 		API:          DefaultAPI,
 		Profile:      ProfileLAN,
 		Timing:       invitation.DefaultTiming(),
+		Election:     invitation.ElectionBully,
 		HookTimeout:  DefaultHookTimeout,    // long enough for a VIP move or a service reload
 		TickInterval: 10 * time.Millisecond, // 1/10 of the shortest lan interval (AnswerTimeout)
 	}
@@ -271,6 +278,12 @@ func (c Config) Validate() error {
 	if err := c.Timing.Validate(); err != nil {
 		// invitation's message names the flag; drop its package prefix.
 		return configErrorf("group: %s", strings.TrimPrefix(err.Error(), "invitation: "))
+	}
+	if _, err := invitation.ParseElection(string(c.Election)); err != nil {
+		return configErrorf("group: --election %q: want bully or ring", c.Election)
+	}
+	if err := c.Quorum.validate(); err != nil {
+		return err
 	}
 	if c.Key != nil && len(c.Key) != wire.KeySize {
 		return configErrorf("group: --key-file must hold %d bytes (base64), got %d", wire.KeySize, len(c.Key))

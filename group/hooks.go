@@ -30,6 +30,7 @@ import (
 //	GROUPD_MEMBERS      the member IDs, comma-separated, sorted
 //	GROUPD_OLD_GROUP    the group number before the change
 //	GROUPD_OLD_ROLE     the role before the change
+//	GROUPD_PRIMARY      1 if the group is the primary partition, else 0
 //
 // It fires on every change of group or role, when the node becomes Normal
 // (so a hook sees the settled state after an Election or Reorganization),
@@ -61,8 +62,15 @@ func hookWorthy(e Event) bool {
 		return false
 	}
 	o, n := e.Old, e.New
-	return o.Group != n.Group || o.Role != n.Role || e.Reason == "confirmed" ||
+	return o.Group != n.Group || o.Role != n.Role || e.Reason == "confirmed" || o.Primary != n.Primary ||
 		(n.State == wire.StateNormal && o.State != wire.StateNormal)
+}
+
+func boolEnv(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
 }
 
 // hookEnv returns the GROUPD_* variables for e.
@@ -86,6 +94,7 @@ func hookEnv(e Event) []string {
 		"GROUPD_MEMBERS=" + strings.Join(ids, ","),
 		"GROUPD_OLD_GROUP=" + oldGroup,
 		"GROUPD_OLD_ROLE=" + oldRole,
+		"GROUPD_PRIMARY=" + boolEnv(n.Primary),
 	}
 }
 

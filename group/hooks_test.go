@@ -87,6 +87,7 @@ func TestHookEnv(t *testing.T) {
 		"GROUPD_MEMBERS=1,2",
 		"GROUPD_OLD_GROUP=16.3",
 		"GROUPD_OLD_ROLE=participant",
+		"GROUPD_PRIMARY=0",
 		"GROUPD_ROLE=coordinator",
 		"GROUPD_STATE=normal",
 	}, "\n") + "\n"

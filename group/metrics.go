@@ -36,6 +36,7 @@ type metrics struct {
 	joins         *prometheus.CounterVec // by result
 	state         *prometheus.GaugeVec   // 1 for the current state
 	isCoordinator prometheus.Gauge
+	primary       prometheus.Gauge
 	groupSeq      prometheus.Gauge
 	members       prometheus.Gauge
 }
@@ -88,6 +89,7 @@ func newMetrics(sinceLastChange func() float64, gossipAlive func() float64) *met
 			return v
 		}(),
 		isCoordinator: g("is_coordinator", "1 if the node coordinates its group."),
+		primary:       g("primary", "1 if the node's group is the primary partition (--expect); with --expect unset, 1 while Normal."),
 		groupSeq:      g("group_seq", "Sequence number of the node's current group."),
 		members:       g("members", "Members in the node's current member list."),
 	}
@@ -135,6 +137,11 @@ func (m *metrics) observe(e Event) {
 	}
 	if e.Old != nil && e.Old.Role != n.Role {
 		m.roleChanges.WithLabelValues(n.Role.String()).Inc()
+	}
+	if n.Primary {
+		m.primary.Set(1)
+	} else {
+		m.primary.Set(0)
 	}
 	for _, s := range []wire.State{wire.StateNormal, wire.StateElection, wire.StateReorganization} {
 		v := 0.0

@@ -45,6 +45,12 @@ type Status struct {
 	PersistError string
 	// Time is when this status was taken.
 	Time time.Time
+	// Primary reports whether the node's group is the primary partition
+	// (see Quorum); with Expect 0 every Normal group is.
+	Primary bool
+	// Expect is the configured cluster size (--expect), 0 when
+	// primary-partition mode is off.
+	Expect int
 }
 
 // IsCoordinator reports whether the node is Normal and coordinates its
@@ -73,6 +79,8 @@ type statusJSON struct {
 	Incarnation  uint64        `json:"incarnation"`
 	PersistError string        `json:"persist_error"`
 	Time         time.Time     `json:"time"`
+	Primary      bool          `json:"primary"`
+	Expect       int           `json:"expect"`
 }
 
 // MarshalJSON encodes s in the contract's shape: state, role and group as
@@ -96,6 +104,8 @@ func (s Status) MarshalJSON() ([]byte, error) {
 		Incarnation:  s.Incarnation,
 		PersistError: s.PersistError,
 		Time:         s.Time.UTC(),
+		Primary:      s.Primary,
+		Expect:       s.Expect,
 	})
 }
 
@@ -133,6 +143,7 @@ func (s *Status) UnmarshalJSON(b []byte) error {
 		Coordinator: j.Coordinator, Members: j.Members, Version: j.Version,
 		Since: j.Since, Counter: j.Counter, Incarnation: j.Incarnation,
 		PersistError: j.PersistError, Time: j.Time,
+		Primary: j.Primary, Expect: j.Expect,
 	}
 	return nil
 }

@@ -10,8 +10,9 @@
 //	                           draw recorded events as an SVG timeline
 //
 // Exit codes: 0 success; 1 runtime failure or no daemon answering; 2 bad
-// configuration or usage (one line "groupd: <problem>" on stderr). Code 3 is
-// reserved for a future "not coordinator" answer of status.
+// configuration or usage (one line "groupd: <problem>" on stderr); 3 from
+// status when the daemon runs with --expect and the node is not in the
+// primary partition.
 package main
 
 import (
@@ -32,12 +33,12 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-// Exit codes of the groupd command. Code 3 is reserved for a later
-// "status: not the coordinator" check.
+// Exit codes of the groupd command.
 const (
-	exitOK      = 0 // success
-	exitFailure = 1 // runtime failure, or no daemon answering
-	exitConfig  = 2 // bad configuration or usage
+	exitOK         = 0 // success
+	exitFailure    = 1 // runtime failure, or no daemon answering
+	exitConfig     = 2 // bad configuration or usage
+	exitNotPrimary = 3 // status: --expect is set and this node is not in the primary partition
 )
 
 // version is the release, set at link time with
@@ -90,7 +91,8 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		Description: "groupd runs Garcia-Molina's invitation algorithm between the machines of a LAN:\n" +
 			"they find each other by multicast (or --join seeds), merge into one group coordinated\n" +
 			"by the highest-ranked node (priority, then id), and elect a new coordinator when it fails.\n\n" +
-			"Exit codes: 0 ok, 1 runtime failure or no daemon answering, 2 bad configuration or usage.",
+			"Exit codes: 0 ok, 1 runtime failure or no daemon answering, 2 bad configuration or usage,\n" +
+			"3 status outside the primary partition (with --expect).",
 		Writer:          stdout,
 		ErrWriter:       stderr,
 		HideVersion:     true,

@@ -110,6 +110,12 @@ func runCommand() *cli.Command {
 			Usage: "local HTTP API: `HOST:PORT`, unix:/path, or off"},
 		&cli.StringFlag{Name: "profile", EnvVars: env("profile"), Value: "lan",
 			Usage: "interval `PROFILE`: lan or fast"},
+		&cli.StringFlag{Name: "election", EnvVars: env("election"), Value: "bully",
+			Usage: "`ALGORITHM` a failed coordinator's survivors run: bully or ring (the same on every node)"},
+		&cli.IntFlag{Name: "expect", EnvVars: env("expect"),
+			Usage: "expected cluster size `N`: a group is primary when it holds more than N/2 members (0: off)"},
+		&cli.Uint64Flag{Name: "tie-breaker", EnvVars: env("tie-breaker"),
+			Usage: "node `ID` whose side is primary in an exact half split (needs --expect)"},
 		&cli.StringFlag{Name: "on-change", EnvVars: env("on-change"),
 			Usage: "`COMMAND` run by /bin/sh -c on every role or group change (env GROUPD_EVENT, GROUPD_ROLE, ...)"},
 		&cli.DurationFlag{Name: "hook-timeout", EnvVars: env("hook-timeout"), Value: lan.HookTimeout,
@@ -305,6 +311,19 @@ func configFromFlags(c *cli.Context) (group.Config, runSettings, error) {
 	cfg.API = c.String("api")
 	if cfg.API == "off" {
 		cfg.API = ""
+	}
+
+	alg, err := invitation.ParseElection(c.String("election"))
+	if err != nil {
+		return cfg, rs, badConfig("--election %q: want bully or ring", c.String("election"))
+	}
+	cfg.Election = alg
+	cfg.Quorum = group.Quorum{Expect: c.Int("expect"), TieBreaker: wire.NodeID(c.Uint64("tie-breaker"))}
+	if cfg.Quorum.Expect < 0 {
+		return cfg, rs, badConfig("--expect must be >= 0, got %d", cfg.Quorum.Expect)
+	}
+	if cfg.Quorum.TieBreaker != 0 && cfg.Quorum.Expect == 0 {
+		return cfg, rs, badConfig("--tie-breaker needs --expect")
 	}
 
 	cfg.OnChange = c.String("on-change")

@@ -31,6 +31,8 @@ type apiStatus struct {
 	Incarnation  uint64   `json:"incarnation"`
 	PersistError string   `json:"persist_error"`
 	Time         string   `json:"time"` // RFC 3339: when the daemon answered
+	Primary      bool     `json:"primary"`
+	Expect       int      `json:"expect"` // 0: primary-partition mode off
 }
 
 func statusCommand() *cli.Command {
@@ -39,7 +41,8 @@ func statusCommand() *cli.Command {
 		Usage:     "show this node's group, role and coordinator (from the local API)",
 		ArgsUsage: " ",
 		Description: "Asks the daemon at --api for GET /v1/status. With --json, prints the object exactly as\n" +
-			"the API returns it, on one line. Exits 1 when no daemon answers.",
+			"the API returns it, on one line. Exits 1 when no daemon answers, and 3 when the daemon\n" +
+			"runs with --expect and this node is not in the primary partition (scripts can gate on it).",
 		Flags: []cli.Flag{
 			apiFlag(),
 			jsonFlag("print the status object as JSON, on one line"),
@@ -60,14 +63,22 @@ func statusAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	if c.Bool("json") {
-		return printJSONLine(c.App.Writer, api.addr, body)
-	}
 	var st apiStatus
 	if err := json.Unmarshal(body, &st); err != nil {
 		return failure("daemon at %s sent a status that is not valid JSON: %w", api.addr, err)
 	}
-	return printStatus(c.App.Writer, st, time.Now())
+	if c.Bool("json") {
+		err = printJSONLine(c.App.Writer, api.addr, body)
+	} else {
+		err = printStatus(c.App.Writer, st, time.Now())
+	}
+	if err != nil {
+		return err
+	}
+	if st.Expect > 0 && !st.Primary {
+		return &exitError{code: exitNotPrimary, err: fmt.Errorf("not in the primary partition (%d members, --expect %d)", len(st.Members), st.Expect)}
+	}
+	return nil
 }
 
 // printJSONLine prints a JSON document from the API compacted onto one line.
@@ -95,6 +106,13 @@ func printStatus(w io.Writer, st apiStatus, now time.Time) error {
 	line("coordinator", strconv.FormatUint(st.Coordinator, 10))
 	line("members", fmt.Sprintf("%s (%d)", joinIDs(st.Members), len(st.Members)))
 	line("since", sinceText(st.Since, st.Time, now))
+	if st.Expect > 0 {
+		p := "no"
+		if st.Primary {
+			p = "yes"
+		}
+		line("primary", fmt.Sprintf("%s (%d of --expect %d)", p, len(st.Members), st.Expect))
+	}
 	if st.PersistError != "" {
 		line("persist error", st.PersistError)
 	}
