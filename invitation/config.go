@@ -158,6 +158,21 @@ func (t Timing) FailoverBoundRing(n int) time.Duration {
 	return t.FailoverBound() - t.AnswerTimeout + t.ringRound(n)
 }
 
+// FailoverBoundFor is T_failover for the given election algorithm among n
+// survivors.
+func (t Timing) FailoverBoundFor(alg Election, n int) time.Duration {
+	if alg == ElectionRing {
+		return t.FailoverBoundRing(n)
+	}
+	return t.FailoverBound()
+}
+
+// HealBoundFor is T_heal when the survivors of a failed coordinator run
+// alg among up to n nodes: HealBound with that algorithm's failover.
+func (t Timing) HealBoundFor(alg Election, n int) time.Duration {
+	return t.HealBound() - t.FailoverBound() + t.FailoverBoundFor(alg, n)
+}
+
 // HealBound is T_heal (invariant L1): once the network has been connected
 // and quiet this long, every live node is Normal in one group coordinated by
 // the highest-ranked live node. Any in-flight merge or failed-coordinator

@@ -24,6 +24,8 @@ type Config struct {
 	// Timing is every node's protocol timing; zero means
 	// invitation.DefaultTiming().
 	Timing invitation.Timing
+	// Election is the algorithm survivors run; empty means bully.
+	Election invitation.Election
 	// Priorities[i] is the priority of node i+1; missing entries (or a
 	// nil slice) mean wire.DefaultPriority.
 	Priorities []uint8

@@ -82,9 +82,9 @@ type Schedule struct {
 func (sc Schedule) String() string {
 	var b strings.Builder
 	c := sc.Config
-	fmt.Fprintf(&b, "seed %d: N=%d priorities=%v start-spread=%v detect-partitions=%v codec=%v timing(check=%v alive=%v) T_heal=%v T_failover=%v\n",
-		c.Seed, c.N, c.Priorities, c.StartSpread, c.Detect.Partitions, c.Codec, c.Timing.CheckInterval, c.Timing.AliveInterval,
-		c.Timing.HealBound(), c.Timing.FailoverBound())
+	fmt.Fprintf(&b, "seed %d: N=%d priorities=%v start-spread=%v detect-partitions=%v codec=%v election=%s timing(check=%v alive=%v) T_heal=%v T_failover=%v\n",
+		c.Seed, c.N, c.Priorities, c.StartSpread, c.Detect.Partitions, c.Codec, c.Election, c.Timing.CheckInterval, c.Timing.AliveInterval,
+		c.Timing.HealBoundFor(c.Election, c.N), c.Timing.FailoverBoundFor(c.Election, c.N))
 	for i, st := range sc.Steps {
 		fmt.Fprintf(&b, "  %2d %s\n", i, st)
 	}
@@ -118,6 +118,11 @@ func RandomSchedule(seed int64) Schedule {
 	}
 	cfg.Detect.Partitions = r.Intn(2) == 0
 	cfg.Codec = seed%2 == 0 // every other seed sends each message through wire.Encode and Decode
+	if seed%3 == 0 {
+		// A third of the seeds run the ring election among survivors.
+		// Chosen by seed, not drawn, so other seeds keep their schedules.
+		cfg.Election = invitation.ElectionRing
+	}
 	if r.Intn(8) == 0 {
 		cfg.Detect.Off = true
 	}

@@ -293,6 +293,7 @@ func (s *Sim) boot(n *node) {
 		Priority: n.prio,
 		Counter:  n.durable,
 		Timing:   s.cfg.Timing,
+		Election: s.cfg.Election,
 		Rand:     nodeRand(s.cfg.Seed, n.id, n.inc),
 	}, s.Now())
 	if err != nil {
@@ -593,10 +594,12 @@ func (s *Sim) CheckFailover(survivors []wire.NodeID) error {
 }
 
 // HealBound is T_heal of the configured timing.
-func (s *Sim) HealBound() time.Duration { return s.cfg.Timing.HealBound() }
+func (s *Sim) HealBound() time.Duration { return s.cfg.Timing.HealBoundFor(s.cfg.Election, s.cfg.N) }
 
 // FailoverBound is T_failover of the configured timing.
-func (s *Sim) FailoverBound() time.Duration { return s.cfg.Timing.FailoverBound() }
+func (s *Sim) FailoverBound() time.Duration {
+	return s.cfg.Timing.FailoverBoundFor(s.cfg.Election, s.cfg.N)
+}
 
 // Note records a line in the trace, e.g. a scenario step.
 func (s *Sim) Note(format string, args ...any) {
