@@ -95,15 +95,31 @@ func MeasureHeal(cfg Config) (time.Duration, *Sim, error) {
 // Normal in one group (L2's condition), polled every Poll. It fails if that
 // does not hold by 3·T_failover.
 func MeasureFailover(cfg Config) (time.Duration, *Sim, error) {
+	d, _, s, err := MeasureFailoverCounts(cfg)
+	return d, s, err
+}
+
+// MeasureFailoverCounts is MeasureFailover that also returns what the
+// network carried from the crash until the survivors were one group.
+func MeasureFailoverCounts(cfg Config) (time.Duration, Counts, *Sim, error) {
+	d, before, s, err := measureFailover(cfg)
+	if s == nil {
+		return d, Counts{}, s, err
+	}
+	return d, s.Counts().Sub(before), s, err
+}
+
+func measureFailover(cfg Config) (time.Duration, Counts, *Sim, error) {
+	var before Counts
 	s, err := New(cfg)
 	if err != nil {
-		return 0, nil, err
+		return 0, before, nil, err
 	}
 	if _, err := s.Converge(3 * s.HealBound()); err != nil {
-		return 0, s, err
+		return 0, before, s, err
 	}
 	if err := s.RunFor(s.phase()); err != nil {
-		return 0, s, err
+		return 0, before, s, err
 	}
 	c := s.Highest()
 	var survivors []wire.NodeID
@@ -112,6 +128,7 @@ func MeasureFailover(cfg Config) (time.Duration, *Sim, error) {
 			survivors = append(survivors, id)
 		}
 	}
+	before = s.Counts()
 	s.Crash(c)
 	view := make([]invitation.Status, 0, len(survivors))
 	d, ok, err := s.RunUntil(func(s *Sim) bool {
@@ -122,12 +139,12 @@ func MeasureFailover(cfg Config) (time.Duration, *Sim, error) {
 		return len(invariant.FailedOver(time.Time{}, view)) == 0
 	}, Poll, 3*s.FailoverBound())
 	if err != nil {
-		return d, s, err
+		return d, before, s, err
 	}
 	if !ok {
-		return d, s, s.CheckFailover(survivors)
+		return d, before, s, s.CheckFailover(survivors)
 	}
-	return d, s, nil
+	return d, before, s, nil
 }
 
 // Dist is a sample of durations.
