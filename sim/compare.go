@@ -13,8 +13,8 @@ import (
 
 // ElectionRow summarises failovers of one algorithm at one group size.
 type ElectionRow struct {
-	Alg   invitation.Election
-	N     int // nodes before the crash; N-1 survivors elect
+	Alg      invitation.Election
+	N        int // nodes before the crash; N-1 survivors elect
 	Seeds    int
 	P50, P99 time.Duration
 	// ElectionMsgs counts the election's own datagrams per failover
@@ -23,7 +23,7 @@ type ElectionRow struct {
 	// TotalMsgs counts every datagram per failover (median), beacons and
 	// liveness probes included, from the crash until one group formed.
 	TotalMsgs int
-	Bound time.Duration // T_failover for this algorithm and size
+	Bound     time.Duration // T_failover for this algorithm and size
 }
 
 // electionTypes are the datagram types an algorithm's election sends.
