@@ -73,6 +73,7 @@ type Agent struct {
 	id          wire.NodeID
 	incarnation uint64
 	bootCounter uint64
+	savedSeq    uint64 // highest group sequence saved as LastGroup or counter; owned by the loop
 	store       *store.Store
 
 	// Sockets, bound by New.
@@ -234,6 +235,7 @@ func (a *Agent) openStore() error {
 	// so that after a restart this node's groups are newer than the one
 	// it left, even one another node created.
 	a.bootCounter = max(boot.State.Counter, boot.State.LastGroup.Seq)
+	a.savedSeq = a.bootCounter
 	for _, w := range boot.Warnings {
 		a.cfg.Logger.Warn().Str("component", "group").Err(w).Msg("skipped an invalid state slot; the next save rewrites it")
 	}
@@ -625,12 +627,16 @@ func (a *Agent) persist(node *invitation.Node, now time.Time, seq uint64) {
 		a.lastPersistErr = ""
 		a.log.Info().Uint64("counter", seq).Msg("group-number counter saved again")
 	}
+	a.savedSeq = max(a.savedSeq, seq)
 	node.Persisted(now, seq)
 }
 
 // publish hands one change of the node's view to the log, the metrics,
 // the subscribers, the hook and memberlist's meta.
 func (a *Agent) publish(ie invitation.Event) {
+	// Saved before anyone hears of the group, so a history never shows a
+	// group the data dir does not cover.
+	a.rememberGroup(ie.New)
 	old := a.view(ie.Old, ie.Time)
 	e := Event{Time: ie.Time, Node: a.id, Reason: string(ie.Reason), Old: &old, New: a.view(ie.New, ie.Time)}
 	n := e.New
@@ -660,6 +666,25 @@ func (a *Agent) publish(ie invitation.Event) {
 	if old.Group != n.Group || old.State != n.State {
 		a.publishMeta(n)
 	}
+}
+
+// rememberGroup saves the group the node moved to (joined, or waits for
+// the Ready of) when its sequence is above what the data dir holds. Boot
+// starts the counter above the saved last group, so a node restarted after
+// kill -9 creates a number above every group it belonged to, not only above
+// those it created (DESIGN §1: numbers grow over time). A failed save only
+// weakens that ordering, never uniqueness (the counter guards that), so it
+// is logged and the loop goes on.
+func (a *Agent) rememberGroup(s invitation.Status) {
+	if s.Group.Seq <= a.savedSeq {
+		return
+	}
+	err := a.store.Save(store.State{NodeID: a.id, Counter: s.Counter, Incarnation: a.incarnation, LastGroup: s.Group})
+	if err != nil {
+		a.log.Warn().Err(err).Str("group", s.Group.String()).Msg("cannot save the last group (numbers stay unique)")
+		return
+	}
+	a.savedSeq = s.Group.Seq
 }
 
 // setStatus publishes the node's view for Status and Members.

@@ -1,0 +1,373 @@
+package e2e
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/groupd/groupd/group"
+	"github.com/groupd/groupd/invitation"
+	"github.com/groupd/groupd/wire"
+)
+
+// Profiles: every scenario runs the lan profile (DESIGN §5 defaults), the
+// one whose T_failover (2 s) and T_heal (8.2 s) the issue asks about. The
+// seven scenarios take about 100 s with it (most of it waiting for the
+// check points at fault + T_heal + slack), so the fast profile is not
+// needed to save time, and its 150 ms timeouts would be at the mercy of a
+// loaded 2-core box.
+
+// lossBound is the documented bound for 20 % loss (every packet a node
+// receives is dropped with p = 0.2, so a round trip is lost with p = 0.36):
+// starting from five singletons under that loss, the nodes must be seen
+// converged (one group, coordinator 5, all Normal) within this time. The
+// protocol gives no bound under loss; 45 s is about five T_heal, generous
+// on purpose (measured: a few seconds, see the log).
+const lossBound = 45 * time.Second
+
+// converge starts every node of the lab and waits until they form one
+// group, logging how long it took. It returns their views.
+func (l *lab) converge() map[int]group.Status {
+	l.t.Helper()
+	up := l.start(l.all()...)
+	sts, polled := l.waitFor(fmt.Sprintf("%d nodes converge", l.n), l.all(), 60*time.Second, l.convergedCond(l.all()))
+	d := l.measure("start-up convergence", up, l.all(), isConverged, polled)
+	l.t.Logf("start-up: %d nodes converged in group %s (coordinator %d) %.3fs after all daemons were up",
+		l.n, sts[1].Group, sts[1].Coordinator, d.Seconds())
+	return sts
+}
+
+// expectSide checks that the nodes of ids, all converged, are coordinated
+// by coord, and returns their group.
+func expectSide(t *testing.T, sts map[int]group.Status, ids []int, coord int) wire.GroupNumber {
+	t.Helper()
+	g := sts[ids[0]].Group
+	for _, i := range ids {
+		s := sts[i]
+		if s.State != wire.StateNormal || s.Group != g || s.Coordinator != wire.NodeID(coord) {
+			t.Errorf("node %d: %s, want Normal in %s coordinated by %d", i, s, g, coord)
+		}
+	}
+	return g
+}
+
+// (1) The nodes converge: one group, coordinator = the highest ID, all
+// Normal (L1 at start + T_heal).
+func TestConverge(t *testing.T) {
+	l := newLab(t, 5, "lan")
+	up := l.start(l.all()...)
+	sts, polled := l.waitFor("5 nodes converge", l.all(), 60*time.Second, l.convergedCond(l.all()))
+	d := l.measure("start-up convergence", up, l.all(), isConverged, polled)
+	g := expectSide(t, sts, l.all(), 5)
+	bound := l.timing.HealBound() + slack
+	t.Logf("converged: nodes 1-5 Normal in group %s, coordinator 5, %.3fs after all daemons were up (T_heal %v + slack %v = %v)",
+		g, d.Seconds(), l.timing.HealBound(), slack, bound)
+	if d > bound {
+		t.Errorf("start-up convergence took %v, more than T_heal + slack = %v", d, bound)
+	}
+	l.checkpoint(recCheckL1, up.Add(bound), nil, "L1 at start + T_heal + slack")
+}
+
+// (2) kill -9 of the coordinator: the survivors are Normal in one new group
+// within T_failover (L2), then coordinated by the highest survivor.
+func TestCoordinatorCrash(t *testing.T) {
+	l := newLab(t, 5, "lan")
+	sts := l.converge()
+	old := sts[1].Group
+	surv := span(1, 4)
+	kill := l.kill(5)
+	sts, polled := l.waitFor("survivors 1-4 fail over", surv, 30*time.Second, l.failedOverCond(surv))
+	d := l.measure("failover", kill.start, surv, isFailedOver, polled)
+	bound := l.timing.FailoverBound() + slack
+	g := sts[1].Group
+	t.Logf("failover: survivors 1-4 Normal in group %s (coordinator %d) %.3fs after kill -9 of coordinator 5 (T_failover %v + slack %v = %v)",
+		g, sts[1].Coordinator, d.Seconds(), l.timing.FailoverBound(), slack, bound)
+	if d > bound {
+		t.Errorf("failover took %v, more than T_failover + slack = %v", d, bound)
+	}
+	if g == old || !old.Less(g) {
+		t.Errorf("survivors' group %s is not a new number (the crashed coordinator's was %s)", g, old)
+	}
+	l.checkpoint(recCheckL2, kill.end.Add(bound), surv, "L2 at kill + T_failover + slack")
+
+	sts, polled = l.waitFor("survivors converge on node 4", surv, 30*time.Second, l.convergedCond(surv))
+	d = l.measure("survivors' convergence", kill.start, surv, isConverged, polled)
+	expectSide(t, sts, surv, 4)
+	t.Logf("after the crash: survivors 1-4 in group %s coordinated by 4 (the highest survivor) %.3fs after the kill", sts[1].Group, d.Seconds())
+	l.checkpoint(recCheckL1, kill.end.Add(l.timing.HealBound()+slack), nil, "L1 at kill + T_heal + slack")
+}
+
+// (3) A 2+3 partition gives two groups with different numbers, each
+// coordinated by its side's highest node; after the heal, one group
+// coordinated by node 5 forms within T_heal.
+func TestPartitionHeal(t *testing.T) {
+	requireFaults(t)
+	l := newLab(t, 5, "lan")
+	l.converge()
+	a, b := []int{1, 2}, []int{3, 4, 5}
+	part := l.partition(a, b)
+	stsA, polledA := l.waitFor("side 1,2 converges", a, 30*time.Second, l.convergedCond(a))
+	stsB, polledB := l.waitFor("side 3,4,5 converges", b, 30*time.Second, l.convergedCond(b))
+	dA := l.measure("side 1,2", part.start, a, isConverged, polledA)
+	dB := l.measure("side 3,4,5", part.start, b, isConverged, polledB)
+	gA := expectSide(t, stsA, a, 2)
+	gB := expectSide(t, stsB, b, 5)
+	if gA == gB {
+		t.Errorf("both sides are in group %s", gA)
+	}
+	bound := l.timing.HealBound() + slack
+	t.Logf("partition 1,2|3,4,5: side 1,2 in group %s (coordinator 2) after %.3fs, side 3,4,5 in group %s (coordinator 5) after %.3fs",
+		gA, dA.Seconds(), gB, dB.Seconds())
+	for _, d := range []time.Duration{dA, dB} {
+		if d > bound {
+			t.Errorf("a side took %v to settle, more than T_heal + slack = %v", d, bound)
+		}
+	}
+	l.checkpoint(recCheckSide, part.end.Add(bound), a, "L1 on side 1,2 at partition + T_heal + slack")
+	l.checkpoint(recCheckSide, part.end.Add(bound), b, "L1 on side 3,4,5 at partition + T_heal + slack")
+
+	heal := l.heal()
+	sts, polled := l.waitFor("healed nodes converge", l.all(), 30*time.Second, l.convergedCond(l.all()))
+	d := l.measure("heal", heal.start, l.all(), isConverged, polled)
+	g := expectSide(t, sts, l.all(), 5)
+	t.Logf("heal: nodes 1-5 in group %s coordinated by 5 %.3fs after the heal (T_heal %v + slack %v = %v)",
+		g, d.Seconds(), l.timing.HealBound(), slack, bound)
+	if d > bound {
+		t.Errorf("heal took %v, more than T_heal + slack = %v", d, bound)
+	}
+	l.checkpoint(recCheckL1, heal.end.Add(bound), nil, "L1 at heal + T_heal + slack")
+}
+
+// (4) An asymmetric cut: everything coordinator 5 sends is dropped (5 still
+// hears everyone). To nodes 1-4, 5 has crashed: they must form a group
+// without it within T_failover (+ slack), and 5 must not stay coordinator
+// of their group: it drops them from its member list. After the cut is
+// removed, one group coordinated by 5 forms within T_heal. Safety
+// (S1–S4) is checked over the whole run.
+func TestAsymmetricCut(t *testing.T) {
+	requireFaults(t)
+	l := newLab(t, 5, "lan")
+	l.converge()
+	others := span(1, 4)
+	cut := l.oneway(5, others)
+	sts, polled := l.waitFor("nodes 1-4 form a group without 5", others, 30*time.Second, l.failedOverCond(others))
+	d := l.measure("failover under the one-way cut", cut.start, others, isFailedOver, polled)
+	bound := l.timing.FailoverBound() + slack
+	g := sts[1].Group
+	t.Logf("one-way cut 5->1-4: nodes 1-4 Normal in group %s (coordinator %d) %.3fs after the cut (T_failover %v + slack %v = %v)",
+		g, sts[1].Coordinator, d.Seconds(), l.timing.FailoverBound(), slack, bound)
+	if d > bound {
+		t.Errorf("nodes 1-4 took %v to leave the cut coordinator, more than T_failover + slack = %v", d, bound)
+	}
+	if g.ID == 5 {
+		t.Errorf("nodes 1-4 are still in coordinator 5's group %s", g)
+	}
+	l.checkpoint(recCheckL2, cut.end.Add(bound), others, "L2 for nodes 1-4 at cut + T_failover + slack")
+
+	// Node 5 stops counting them as members. It still hears them, but a
+	// coordinator refreshes a member only on messages carrying its own
+	// group (invitation/coordinator.go): once they are in their new group
+	// (within T_failover), 5 drops them after MemberTimeout.
+	only5 := func(sts []invitation.Status) bool {
+		return len(sts) == 1 && len(sts[0].Members) == 1 && sts[0].Members[0].ID == 5
+	}
+	s5, polled5 := l.waitFor("node 5 drops nodes 1-4 from its group", []int{5}, 30*time.Second, func(sts map[int]group.Status) string {
+		if s := sts[5]; len(s.Members) != 1 || s.Members[0] != 5 {
+			return fmt.Sprintf("node 5 still lists %v in %s (%s)", s.Members, s.Group, s.State)
+		}
+		return ""
+	})
+	d5 := l.measure("node 5 alone", cut.start, []int{5}, only5, polled5)
+	b5 := l.timing.FailoverBound() + l.timing.MemberTimeout + slack
+	t.Logf("one-way cut: node 5 lists only itself (group %s, %s, %s) %.3fs after the cut (T_failover %v + MemberTimeout %v + slack %v = %v)",
+		s5[5].Group, s5[5].State, s5[5].Role, d5.Seconds(), l.timing.FailoverBound(), l.timing.MemberTimeout, slack, b5)
+	if d5 > b5 {
+		t.Errorf("node 5 kept nodes 1-4 in its member list for %v, more than %v", d5, b5)
+	}
+	sts, _ = l.views(others)
+	for _, i := range others {
+		if sts[i].Coordinator == 5 {
+			t.Errorf("node %d's coordinator is 5 during the cut: %s", i, sts[i])
+		}
+	}
+
+	heal := l.heal()
+	sts, polled = l.waitFor("nodes converge after the cut", l.all(), 30*time.Second, l.convergedCond(l.all()))
+	d = l.measure("heal of the one-way cut", heal.start, l.all(), isConverged, polled)
+	hb := l.timing.HealBound() + slack
+	t.Logf("heal of the one-way cut: nodes 1-5 in group %s coordinated by 5 %.3fs after the heal (T_heal %v + slack %v = %v)",
+		sts[1].Group, d.Seconds(), l.timing.HealBound(), slack, hb)
+	expectSide(t, sts, l.all(), 5)
+	if d > hb {
+		t.Errorf("heal took %v, more than T_heal + slack = %v", d, hb)
+	}
+	l.checkpoint(recCheckL1, heal.end.Add(hb), nil, "L1 at heal + T_heal + slack")
+}
+
+// (5) 20 % loss still converges: five daemons started under 20 % loss on
+// every link form one group coordinated by 5 within lossBound; once the
+// loss is removed they are (still or again) converged within T_heal.
+func TestLossConverges(t *testing.T) {
+	requireFaults(t)
+	l := newLab(t, 5, "lan")
+	l.loss(20)
+	up := l.start(l.all()...)
+	sts, polled := l.waitFor("5 nodes converge under 20% loss", l.all(), lossBound, l.convergedCond(l.all()))
+	d := l.measure("convergence under 20% loss", up, l.all(), isConverged, polled)
+	expectSide(t, sts, l.all(), 5)
+	t.Logf("20%% loss: nodes 1-5 in group %s coordinated by 5 %.3fs after start (bound %v)", sts[1].Group, d.Seconds(), lossBound)
+	if d > lossBound {
+		t.Errorf("convergence under loss took %v, more than %v", d, lossBound)
+	}
+
+	heal := l.heal()
+	sts, polled = l.waitFor("nodes converge after the loss", l.all(), 30*time.Second, l.convergedCond(l.all()))
+	d = l.measure("convergence after removing the loss", heal.start, l.all(), isConverged, polled)
+	hb := l.timing.HealBound() + slack
+	expectSide(t, sts, l.all(), 5)
+	t.Logf("loss removed: nodes 1-5 in group %s coordinated by 5 %.3fs after (T_heal %v + slack %v = %v)",
+		sts[1].Group, d.Seconds(), l.timing.HealBound(), slack, hb)
+	if d > hb {
+		t.Errorf("convergence after the loss took %v, more than T_heal + slack = %v", d, hb)
+	}
+	l.checkpoint(recCheckL1, heal.end.Add(hb), nil, "L1 at loss removal + T_heal + slack")
+}
+
+// (6) A node restarted with its data dir gets a new group number greater
+// than every one it used before. Each restart happens while the node is cut
+// off from the others (when iptables is there), so that the only source of
+// its new number is its data dir: it hears no message whose sequence it
+// could build on.
+//   - The coordinator (5) is killed with -9: every number it ever used is
+//     its own, so its first number after the restart must exceed them all.
+//   - A participant is restarted, once stopped with SIGTERM (2), once
+//     killed with -9 (3): its first number must exceed every number it
+//     created, and every other node's number it was in: the daemon saves
+//     the last group it moves to before reporting it, and starts its
+//     counter above it.
+func TestRestartNewGroupNumber(t *testing.T) {
+	l := newLab(t, 5, "lan")
+	l.converge()
+	isolate := noIptables == ""
+	if !isolate {
+		t.Logf("no iptables: restarting without isolation (a restarted node may also build on sequences it hears)")
+	}
+	for _, tc := range []struct {
+		id    int
+		crash bool
+	}{{5, true}, {2, false}, {3, true}} {
+		id := wire.NodeID(tc.id)
+		how := map[bool]string{true: "kill -9", false: "SIGTERM"}[tc.crash]
+		st0, err := l.nodes[tc.id].status()
+		if err != nil {
+			t.Fatalf("node %d: %v", tc.id, err)
+		}
+		var rest []int
+		for i := 1; i <= l.n; i++ {
+			if i != tc.id {
+				rest = append(rest, i)
+			}
+		}
+		if isolate {
+			l.partition(rest, []int{tc.id})
+		}
+		at := l.restart(tc.id, tc.crash)
+		before := l.hist.groups(id, time.Time{}, at) // everything the old process reported
+		sts, _ := l.waitFor(fmt.Sprintf("node %d forms a group of its own after the restart", tc.id), []int{tc.id}, 30*time.Second,
+			func(sts map[int]group.Status) string {
+				if s := sts[tc.id]; s.State != wire.StateNormal || s.Group.ID != id {
+					return fmt.Sprintf("node %d is %s", tc.id, s)
+				}
+				return ""
+			})
+		if isolate {
+			l.heal()
+		}
+		l.waitFor(fmt.Sprintf("nodes converge after restarting node %d", tc.id), l.all(), 30*time.Second, l.convergedCond(l.all()))
+		after := l.hist.groups(id, at, time.Now())
+
+		var own []wire.GroupNumber
+		for _, g := range before {
+			if g.ID == id {
+				own = append(own, g)
+			}
+		}
+		var first wire.GroupNumber
+		for _, g := range after {
+			if g.ID == id {
+				first = g
+				break
+			}
+		}
+		if first.IsZero() {
+			// The recorder missed the first event; the view polled
+			// above is a number of the new process.
+			first = sts[tc.id].Group
+			t.Logf("node %d: no own number recorded after the restart; using the polled %s", tc.id, first)
+		}
+		t.Logf("node %d restarted (%s): before it was in %v (its own: %v); after: %v; first new number %s (counter %d before, incarnation %d before)",
+			tc.id, how, before, own, after, first, st0.Counter, st0.Incarnation)
+		if len(own) == 0 {
+			t.Errorf("node %d: its history before the restart holds no number of its own (groups %v)", tc.id, before)
+		}
+		for _, g := range own {
+			if !g.Less(first) {
+				t.Errorf("node %d: new group number %s after the restart is not greater than %s, which it created before", tc.id, first, g)
+			}
+		}
+		if st1, err := l.nodes[tc.id].status(); err == nil && st1.Incarnation <= st0.Incarnation {
+			t.Errorf("node %d: incarnation %d after the restart, %d before", tc.id, st1.Incarnation, st0.Incarnation)
+		}
+		var notBelow []wire.GroupNumber
+		for _, g := range before {
+			if !g.Less(first) {
+				notBelow = append(notBelow, g)
+			}
+		}
+		if len(notBelow) == 0 {
+			t.Logf("node %d: new number %s is greater than every number it was in before", tc.id, first)
+		} else {
+			t.Errorf("node %d (%s): new number %s is not greater than %v, which it was in before", tc.id, how, first, notBelow)
+		}
+	}
+}
+
+// (7) Sixteen nodes: converge, split 8+8 (each side coordinated by its
+// highest), heal, converge within T_heal.
+func TestSplitHeal16(t *testing.T) {
+	requireFaults(t)
+	l := newLab(t, 16, "lan")
+	l.converge()
+	a, b := span(1, 8), span(9, 16)
+	part := l.partition(a, b)
+	stsA, polledA := l.waitFor("side 1-8 converges", a, 30*time.Second, l.convergedCond(a))
+	stsB, polledB := l.waitFor("side 9-16 converges", b, 30*time.Second, l.convergedCond(b))
+	dA := l.measure("side 1-8", part.start, a, isConverged, polledA)
+	dB := l.measure("side 9-16", part.start, b, isConverged, polledB)
+	gA := expectSide(t, stsA, a, 8)
+	gB := expectSide(t, stsB, b, 16)
+	if gA == gB {
+		t.Errorf("both sides are in group %s", gA)
+	}
+	bound := l.timing.HealBound() + slack
+	t.Logf("partition 1-8|9-16: side 1-8 in group %s (coordinator 8) after %.3fs, side 9-16 in group %s (coordinator 16) after %.3fs",
+		gA, dA.Seconds(), gB, dB.Seconds())
+	for _, d := range []time.Duration{dA, dB} {
+		if d > bound {
+			t.Errorf("a side took %v to settle, more than T_heal + slack = %v", d, bound)
+		}
+	}
+	l.checkpoint(recCheckSide, part.end.Add(bound), a, "L1 on side 1-8 at partition + T_heal + slack")
+	l.checkpoint(recCheckSide, part.end.Add(bound), b, "L1 on side 9-16 at partition + T_heal + slack")
+
+	heal := l.heal()
+	sts, polled := l.waitFor("16 healed nodes converge", l.all(), 60*time.Second, l.convergedCond(l.all()))
+	d := l.measure("heal of 16", heal.start, l.all(), isConverged, polled)
+	g := expectSide(t, sts, l.all(), 16)
+	t.Logf("heal: nodes 1-16 in group %s coordinated by 16 %.3fs after the heal (T_heal %v + slack %v = %v)",
+		g, d.Seconds(), l.timing.HealBound(), slack, bound)
+	if d > bound {
+		t.Errorf("heal of 16 nodes took %v, more than T_heal + slack = %v", d, bound)
+	}
+	l.checkpoint(recCheckL1, heal.end.Add(bound), nil, "L1 at heal + T_heal + slack")
+}
