@@ -43,6 +43,7 @@ type lab struct {
 	t       *testing.T
 	n       int
 	profile string
+	extra   []string // more `groupd run` arguments for every node, set before start
 	timing  invitation.Timing
 	dir     string // run dir: faults.ndjson, events.ndjson, nI/{data,api.sock,groupd.log,watch.log}
 	br      string
@@ -324,6 +325,7 @@ func (nd *node) launch() {
 		"--id", strconv.Itoa(nd.id), "--bind", nd.ip, "--interface", "eth0",
 		"--data-dir", filepath.Join(nd.dir, "data"), "--api", "unix:" + nd.sock,
 		"--profile", l.profile}
+	args = append(args, l.extra...)
 	fmt.Fprintf(logf, "%s e2e: starting: ip %s\n", time.Now().UTC().Format(time.RFC3339Nano), strings.Join(args, " "))
 	cmd := exec.Command("ip", args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
