@@ -635,8 +635,15 @@ func (a *Agent) persist(node *invitation.Node, now time.Time, seq uint64) {
 // the subscribers, the hook and memberlist's meta.
 func (a *Agent) publish(ie invitation.Event) {
 	// Saved before anyone hears of the group, so a history never shows a
-	// group the data dir does not cover.
-	a.rememberGroup(ie.New)
+	// group the data dir does not cover. The change then happens after the
+	// fsync: stamped earlier, it could precede a snapshot that a new
+	// subscriber took during the fsync, which still shows the old view,
+	// and a recorded history would seem to go back and forth.
+	if a.rememberGroup(ie.New) {
+		if t := time.Now(); t.After(ie.Time) {
+			ie.Time = t
+		}
+	}
 	old := a.view(ie.Old, ie.Time)
 	e := Event{Time: ie.Time, Node: a.id, Reason: string(ie.Reason), Old: &old, New: a.view(ie.New, ie.Time)}
 	n := e.New
@@ -675,16 +682,18 @@ func (a *Agent) publish(ie invitation.Event) {
 // those it created (DESIGN §1: numbers grow over time). A failed save only
 // weakens that ordering, never uniqueness (the counter guards that), so it
 // is logged and the loop goes on.
-func (a *Agent) rememberGroup(s invitation.Status) {
+// It reports whether it saved.
+func (a *Agent) rememberGroup(s invitation.Status) bool {
 	if s.Group.Seq <= a.savedSeq {
-		return
+		return false
 	}
 	err := a.store.Save(store.State{NodeID: a.id, Counter: s.Counter, Incarnation: a.incarnation, LastGroup: s.Group})
 	if err != nil {
 		a.log.Warn().Err(err).Str("group", s.Group.String()).Msg("cannot save the last group (numbers stay unique)")
-		return
+		return false
 	}
 	a.savedSeq = s.Group.Seq
+	return true
 }
 
 // setStatus publishes the node's view for Status and Members.
