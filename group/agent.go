@@ -613,6 +613,13 @@ func (a *Agent) persist(node *invitation.Node, now time.Time, seq uint64) {
 		last = wire.GroupNumber{} // cannot happen: seq is above every number we made
 	}
 	err := a.store.Save(store.State{NodeID: a.id, Counter: seq, Incarnation: a.incarnation, LastGroup: last})
+	// The node's next events (the new group) happen now, after the fsync,
+	// not at the loop's earlier now: stamped with that, a group's first
+	// event could precede a status snapshot taken during the fsync, which
+	// still shows the previous group.
+	if t := time.Now(); t.After(now) {
+		now = t
+	}
 	if err != nil {
 		a.metrics.persistFails.Inc()
 		if msg := err.Error(); msg != a.lastPersistErr {
