@@ -767,8 +767,16 @@ func (a *Agent) Subscribe() (<-chan Event, func()) {
 	}
 	st := a.status
 	st.Members = append([]wire.NodeID{}, st.Members...)
+	// The snapshot is stamped with when its view became current, not
+	// with now: the loop may already be past a change it has not yet
+	// published, and a snapshot stamped later than that change would put
+	// the old view after it in a recorded history.
+	at := st.Time
 	st.Time = time.Now()
-	s.ch <- Event{Time: st.Time, Node: a.id, Reason: ReasonSnapshot, New: st}
+	if at.IsZero() {
+		at = st.Time
+	}
+	s.ch <- Event{Time: at, Node: a.id, Reason: ReasonSnapshot, New: st}
 	a.subs[s] = struct{}{}
 	var once sync.Once
 	return s.ch, func() {
