@@ -307,8 +307,14 @@ func TestRestartNewGroupNumber(t *testing.T) {
 		}
 		t.Logf("node %d restarted (%s): before it was in %v (its own: %v); after: %v; first new number %s (counter %d before, incarnation %d before)",
 			tc.id, how, before, own, after, first, st0.Counter, st0.Incarnation)
+		// The counter in the status before the restart covers every
+		// number the node created, including any the recorder missed
+		// (under load it can connect after a node left its boot group).
+		if first.Seq <= st0.Counter {
+			t.Errorf("node %d: new group number %s after the restart is not above its counter %d before it", tc.id, first, st0.Counter)
+		}
 		if len(own) == 0 {
-			t.Errorf("node %d: its history before the restart holds no number of its own (groups %v)", tc.id, before)
+			t.Logf("node %d: the recorder caught none of its own numbers before the restart (groups %v); its counter was %d", tc.id, before, st0.Counter)
 		}
 		for _, g := range own {
 			if !g.Less(first) {
