@@ -93,6 +93,8 @@ type Agent struct {
 	sealer     *wire.Sealer       // nil without a key
 	replay     *wire.ReplayWindow // nil without a key (see receive)
 	pktCounter atomic.Uint64
+	limiter    *sourceLimiter // per source IP, before decoding; nil: off
+	dropLog    *logLimiter    // one "dropped packet" line per reason per logEvery
 
 	metrics *metrics
 	hooks   *hookRunner // nil without OnChange
@@ -181,14 +183,19 @@ func New(cfg Config) (*Agent, error) {
 		Expect: cfg.Quorum.Expect,
 	}
 	if cfg.Key != nil {
-		s, err := wire.NewSealer(cfg.Key)
+		s, err := wire.NewSealer(cfg.Key, cfg.AcceptKeys...)
 		if err != nil {
 			return nil, configErrorf("group: --key-file: %v", err)
 		}
 		a.sealer = s
 		// Sized well above any LAN's node count (see ReplayWindow).
+		// Strict: after a restart of this node, a recorded packet of a
+		// peer is refused once the peer's first live packet arrived.
 		a.replay = wire.NewReplayWindow(maxPeers)
+		a.replay.Strict = true
 	}
+	a.limiter = newSourceLimiter(cfg.RateLimit)
+	a.dropLog = newLogLimiter(logEvery)
 	if err := a.openSockets(); err != nil {
 		return nil, err
 	}
@@ -224,7 +231,10 @@ func (a *Agent) openStore() error {
 		return configErrorf("group: data dir %s belongs to node %d, not %d (--id); give each node its own data dir",
 			a.cfg.DataDir, prev.NodeID, a.cfg.ID)
 	}
-	boot, err := s.LoadOrInit(store.InitOptions{ID: a.cfg.ID, MinCounter: a.cfg.MinCounter})
+	// The incarnation is at least the Unix time (store.InitOptions), so
+	// that a restored or recreated state file cannot make it go back.
+	boot, err := s.LoadOrInit(store.InitOptions{ID: a.cfg.ID, MinCounter: a.cfg.MinCounter,
+		MinIncarnation: uint64(max(time.Now().Unix(), 0))})
 	if err != nil {
 		return &configError{msg: "group: " + err.Error(), cause: err}
 	}
@@ -306,7 +316,15 @@ func (a *Agent) openGossip() error {
 	mc.Logger = mlLogger
 	mc.Delegate = gossipDelegate{a}
 	mc.Events = gossipDelegate{a}
+	mc.Alive = gossipDelegate{a}
 	if a.cfg.Key != nil {
+		// The keyring holds every key; the primary encrypts. Memberlist
+		// then refuses unencrypted gossip (GossipVerifyIncoming).
+		kr, err := memberlist.NewKeyring(a.cfg.AcceptKeys, a.cfg.Key)
+		if err != nil {
+			return configErrorf("group: --key-file: %v", err)
+		}
+		mc.Keyring = kr
 		mc.SecretKey = a.cfg.Key
 	}
 	a.mlConf = mc
@@ -363,7 +381,9 @@ func (a *Agent) Run(ctx context.Context) error {
 		return configErrorf("group: %w", err)
 	}
 	if a.sealer == nil {
-		a.log.Warn().Msg("no --key-file: wire packets and memberlist gossip are neither authenticated nor encrypted")
+		a.log.Warn().Str("fix", "head -c 32 /dev/urandom | base64 > /etc/groupd/key; then --key-file /etc/groupd/key on every node").
+			Msg("NO KEY (--key-file): wire packets and memberlist gossip are neither authenticated nor encrypted;" +
+				" anyone on the LAN can forge them, take over as coordinator or split the group")
 	}
 	a.log.Info().Uint64("incarnation", a.incarnation).Uint64("counter", a.bootCounter).
 		Str("wire", a.Addrs().Wire).Str("gossip", a.gossipAddr).Str("multicast", a.Addrs().Multicast).

@@ -133,6 +133,17 @@ type Config struct {
 	// packet (AES-256-GCM) and is memberlist's encryption key. Nil sends
 	// everything in the clear (the agent warns at start).
 	Key []byte
+	// AcceptKeys are further 32-byte keys accepted from other nodes but
+	// never used to send: during a key rotation a node seals with Key and
+	// still opens packets sealed with an older (or the next) key. They
+	// join memberlist's keyring the same way. Ignored without Key.
+	AcceptKeys [][]byte
+	// RateLimit is how many packets per second the wire and multicast
+	// sockets accept from one source IP address, before any decryption or
+	// decoding (a token bucket with two seconds' burst); the excess is
+	// dropped and counted as "rate_limited". DefaultLANConfig sets
+	// DefaultRateLimit; zero or less turns the limit off.
+	RateLimit int
 	// OnChange is a shell command (run with /bin/sh -c) run on every role
 	// or group change; see hooks.go for its environment.
 	OnChange string
@@ -170,6 +181,7 @@ func DefaultLANConfig() Config {
 		Election:     invitation.ElectionBully,
 		HookTimeout:  DefaultHookTimeout,    // long enough for a VIP move or a service reload
 		TickInterval: 10 * time.Millisecond, // 1/10 of the shortest lan interval (AnswerTimeout)
+		RateLimit:    DefaultRateLimit,      // see limits.go
 	}
 }
 
@@ -287,6 +299,11 @@ func (c Config) Validate() error {
 	}
 	if c.Key != nil && len(c.Key) != wire.KeySize {
 		return configErrorf("group: --key-file must hold %d bytes (base64), got %d", wire.KeySize, len(c.Key))
+	}
+	for i, k := range c.AcceptKeys {
+		if len(k) != wire.KeySize {
+			return configErrorf("group: --key-file: key %d must hold %d bytes (base64), got %d", i+2, wire.KeySize, len(k))
+		}
 	}
 	if c.HookTimeout < 0 {
 		return configErrorf("group: --hook-timeout must be > 0, got %v", c.HookTimeout)

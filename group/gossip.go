@@ -2,6 +2,7 @@ package group
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"strconv"
 	"sync"
@@ -67,6 +68,22 @@ func (d gossipDelegate) NotifyLeave(n *memberlist.Node) {
 		state = GossipLeft
 	}
 	d.a.onGossip(n, state)
+}
+
+// NotifyAlive admits a node into memberlist's list only if its name is a
+// node ID and the address book has room for it (maxPeers). Without a key
+// anyone can gossip made-up nodes, and memberlist itself sets no bound; with
+// a key nobody without it gets this far. Memberlist logs a refusal as a
+// warning (rate-limited, see mlLogWriter).
+func (d gossipDelegate) NotifyAlive(n *memberlist.Node) error {
+	id, ok := parseNodeName(n.Name)
+	if !ok {
+		return fmt.Errorf("node name %q is not a groupd node ID", n.Name)
+	}
+	if id != d.a.id && !d.a.peers.admit(id) {
+		return fmt.Errorf("the address book is full (%d nodes)", maxPeers)
+	}
+	return nil
 }
 
 // parseNodeName returns the node ID a memberlist node name stands for.

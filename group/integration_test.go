@@ -74,8 +74,8 @@ func testConvergeFailoverRestart(t *testing.T, multicast bool) {
 	seen := n2.maxSeenSeq()
 	c.waitConverged(convergeBound(c))
 	r := c.start(n2.id, dir)
-	if got := r.a.Status().Incarnation; got != inc+1 {
-		t.Errorf("restarted incarnation %d, want %d", got, inc+1)
+	if got := r.a.Status().Incarnation; got <= inc {
+		t.Errorf("restarted incarnation %d, want more than %d", got, inc)
 	}
 	g3, _ := c.waitConverged(convergeBound(c))
 	t.Logf("restarted node %d rejoined group %s", n2.id, g3)

@@ -43,7 +43,8 @@ type metrics struct {
 
 // Drop reasons the runtime adds to wire.DropReasons.
 const (
-	dropQueueFull = "queue_full" // the loop's inbox was full
+	dropQueueFull   = "queue_full"   // the loop's inbox was full
+	dropRateLimited = "rate_limited" // the source address sent over Config.RateLimit
 )
 
 func newMetrics(sinceLastChange func() float64, gossipAlive func() float64) *metrics {
@@ -106,7 +107,7 @@ func newMetrics(sinceLastChange func() float64, gossipAlive func() float64) *met
 			v.WithLabelValues(t.String())
 		}
 	}
-	for _, r := range append(wire.DropReasons(), dropQueueFull) {
+	for _, r := range append(wire.DropReasons(), dropQueueFull, dropRateLimited) {
 		m.dropped.WithLabelValues(r)
 	}
 	for _, s := range []wire.State{wire.StateNormal, wire.StateElection, wire.StateReorganization} {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"log"
 	"strings"
+	"time"
 
 	"github.com/rs/zerolog"
 )
@@ -18,14 +19,24 @@ import (
 // and logs the rest at the matching zerolog level. Lines without a level
 // are logged at info. It is safe for concurrent use: log.Logger serialises
 // its writes, and zerolog's writer is expected to be safe already.
+//
+// Warnings and errors are rate-limited: memberlist logs one for every bad
+// packet it receives ("Decrypt packet failed", "msg type (n) not
+// supported", ...), so a flood at its port would flood the log. Each kind
+// of complaint (memberlistLogKey) gets at most one line every logEvery,
+// with a "suppressed" count of the lines held back since the previous one.
 type mlLogWriter struct {
-	log zerolog.Logger
+	log   zerolog.Logger
+	limit *logLimiter
 }
+
+// maxMLLogLine bounds one memberlist log message, in bytes.
+const maxMLLogLine = 300
 
 // newStdLogger returns a *log.Logger (what memberlist.Config.Logger
 // wants) writing into l.
 func newStdLogger(l zerolog.Logger) *log.Logger {
-	return log.New(mlLogWriter{log: l}, "", 0)
+	return log.New(mlLogWriter{log: l, limit: newLogLimiter(logEvery)}, "", 0)
 }
 
 // Write logs each line of p. It always reports success: losing a log line
@@ -36,6 +47,21 @@ func (w mlLogWriter) Write(p []byte) (int, error) {
 			continue
 		}
 		level, msg := parseMemberlistLine(string(line))
+		if len(msg) > maxMLLogLine {
+			// Memberlist quotes what it received (a bad label, a
+			// node name): a hostile peer must not fill the log.
+			msg = msg[:maxMLLogLine] + "…(truncated)"
+		}
+		if level >= zerolog.WarnLevel && w.limit != nil {
+			ok, n := w.limit.allow(memberlistLogKey(level.String(), msg), time.Now())
+			if !ok {
+				continue
+			}
+			if n > 0 {
+				w.log.WithLevel(level).Uint64("suppressed", n).Msg(msg)
+				continue
+			}
+		}
 		w.log.WithLevel(level).Msg(msg)
 	}
 	return len(p), nil

@@ -5,6 +5,8 @@ import (
 	"net"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/groupd/groupd/wire"
 )
 
@@ -40,23 +42,30 @@ func (a *Agent) readLoop(conn net.PacketConn, viaMulticast bool) {
 // that fails drops the packet and counts it by reason; nothing here panics
 // on any input.
 //
-// Order: size; unseal (with a key: a packet that does not authenticate is
-// dropped as "auth"); decode; ignore our own packets (multicast loopback
-// brings every beacon back); then, with a key, the replay window.
+// Order: size; the source's rate limit (limits.go: before any work that
+// costs more than a map lookup); unseal (with a key: a packet that does not
+// authenticate, or was sealed for another node, is dropped as "auth");
+// decode; ignore our own packets (multicast loopback brings every beacon
+// back); then, with a key, the replay window.
 //
 // Replay protection runs only with a key, as package wire prescribes:
 // without one, anyone can forge a fresh header, so the window protects
 // nothing, while it would make every peer ignore a node whose data dir was
-// wiped (its incarnation starts again at 1) until the window forgot it.
+// wiped, or whose clock is wrong (its incarnation can go back), until the
+// window forgot it.
 func (a *Agent) receive(pkt []byte, src *net.UDPAddr, viaMulticast bool, openBuf []byte) {
 	if len(pkt) > wire.MaxDatagramSize {
-		a.metrics.dropped.WithLabelValues("too_large").Inc()
+		a.dropReason("too_large", nil, src)
+		return
+	}
+	if !a.limiter.allow(src, time.Now()) {
+		a.dropReason(dropRateLimited, nil, src)
 		return
 	}
 	plain := pkt
 	if a.sealer != nil {
 		var err error
-		if plain, err = a.sealer.Open(openBuf[:0], pkt); err != nil {
+		if plain, err = a.sealer.OpenFor(openBuf[:0], pkt, a.id); err != nil {
 			a.drop(err, src)
 			return
 		}
@@ -86,17 +95,44 @@ func (a *Agent) receive(pkt []byte, src *net.UDPAddr, viaMulticast bool, openBuf
 	case a.inbox <- inbound{msg: msg}:
 	default:
 		if !a.stopping.Load() {
-			a.metrics.dropped.WithLabelValues(dropQueueFull).Inc()
+			a.dropReason(dropQueueFull, nil, src)
 		}
 	}
 }
 
-// drop counts and logs (at debug: a hostile sender must not flood the log)
-// a rejected packet.
+// drop counts and logs a rejected packet.
 func (a *Agent) drop(err error, src *net.UDPAddr) {
-	reason := wire.DropReason(err)
+	a.dropReason(wire.DropReason(err), err, src)
+}
+
+// dropReason counts a dropped packet by reason and logs it, rate-limited:
+// at most one line per reason every logEvery (a hostile sender must not
+// flood the log), with the number of drops of that reason not logged in
+// between. Replays are logged at debug (duplicates happen: a broadcast
+// that arrives both by multicast and by unicast, reordering right after a
+// restart), the rest at warn: a node with a wrong or missing key, garbage
+// at our port, a flood.
+func (a *Agent) dropReason(reason string, err error, src *net.UDPAddr) {
 	a.metrics.dropped.WithLabelValues(reason).Inc()
-	a.log.Debug().Err(err).Str("reason", reason).Stringer("src", src).Msg("dropped packet")
+	level := zerolog.WarnLevel
+	if reason == "replay" {
+		level = zerolog.DebugLevel
+	}
+	if a.log.GetLevel() > level {
+		return
+	}
+	ok, n := a.dropLog.allow(reason, time.Now())
+	if !ok {
+		return
+	}
+	e := a.log.WithLevel(level).Str("reason", reason).Uint64("suppressed", n)
+	if err != nil {
+		e = e.Err(err)
+	}
+	if src != nil {
+		e = e.Stringer("src", src)
+	}
+	e.Msg("dropped packet (logged at most once per reason every " + logEvery.String() + ")")
 }
 
 // send encodes, seals and sends one envelope from the node. The runtime
@@ -120,7 +156,10 @@ func (a *Agent) send(env wire.Envelope, now time.Time) {
 		return
 	}
 	if a.sealer != nil {
-		if pkt, err = a.sealer.Seal(a.sealBuf[:0], pkt); err != nil {
+		// Sealed for its destination: replayed to another node, it
+		// does not open (wire.Sealer.SealTo). Broadcasts, multicast
+		// or unicast copies, are sealed for everyone.
+		if pkt, err = a.sealer.SealTo(a.sealBuf[:0], pkt, env.To); err != nil {
 			a.metrics.sendErrors.WithLabelValues("seal").Inc()
 			a.log.Error().Err(err).Msg("cannot seal message")
 			return

@@ -65,6 +65,13 @@ func (b *peerBook) get(id wire.NodeID) *peerInfo {
 	return p
 }
 
+// admit reports whether id has, or may get, an entry: the book is bounded.
+func (b *peerBook) admit(id wire.NodeID) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.m[id] != nil || len(b.m) < maxPeers
+}
+
 // noteUDP records an accepted wire packet from id, received from src.
 func (b *peerBook) noteUDP(id wire.NodeID, prio uint8, src *net.UDPAddr, viaMulticast bool, now time.Time) {
 	b.mu.Lock()

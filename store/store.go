@@ -309,6 +309,14 @@ type InitOptions struct {
 	// Operators use it to start again after the state was lost or corrupt:
 	// it must be above every group number this node has created.
 	MinCounter uint64
+	// MinIncarnation is a floor for the new incarnation: LoadOrInit sets
+	// Incarnation to max(stored + 1, MinIncarnation). The daemon passes
+	// the current Unix time in seconds, so that a state file restored
+	// from a backup, or lost and recreated, does not make the node reuse
+	// an incarnation its peers have already seen (their replay windows
+	// would drop its packets); the stored value still makes incarnations
+	// strictly increase when the clock is wrong. Zero: stored + 1.
+	MinIncarnation uint64
 }
 
 // Boot is what LoadOrInit found and saved.
@@ -328,8 +336,9 @@ type Boot struct {
 // LoadOrInit is what the daemon calls once at start-up. It loads the state,
 // or on a first start (ErrNoState) creates one with the given or a random
 // node ID and counter InitOptions.MinCounter; applies opts; bumps
-// Incarnation (so the first boot has incarnation 1); and saves the result
-// before returning it. Any Load error other than ErrNoState, notably a
+// Incarnation (so the first boot has incarnation 1, or
+// InitOptions.MinIncarnation if higher); and saves the result before
+// returning it. Any Load error other than ErrNoState, notably a
 // *CorruptError, is returned as is and nothing is written.
 func (s *Store) LoadOrInit(opts InitOptions) (Boot, error) {
 	s.mu.Lock()
@@ -357,7 +366,7 @@ func (s *Store) LoadOrInit(opts InitOptions) (Boot, error) {
 	if st.Incarnation == math.MaxUint64 {
 		return Boot{}, fmt.Errorf("store: incarnation %d cannot grow", st.Incarnation)
 	}
-	st.Incarnation++
+	st.Incarnation = max(st.Incarnation+1, opts.MinIncarnation)
 	if err := s.save(st); err != nil {
 		return Boot{}, err
 	}

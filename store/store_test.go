@@ -330,6 +330,9 @@ func TestLoadOrInitExisting(t *testing.T) {
 		{"new ID keeps counter", InitOptions{ID: 8}, State{8, 17, 10, stored.LastGroup}, 5},
 		{"min counter raises", InitOptions{MinCounter: 500}, State{5, 500, 10, stored.LastGroup}, 0},
 		{"min counter never lowers", InitOptions{MinCounter: 3}, State{5, 17, 10, stored.LastGroup}, 0},
+		{"min incarnation raises", InitOptions{MinIncarnation: 1_700_000_000}, State{5, 17, 1_700_000_000, stored.LastGroup}, 0},
+		{"min incarnation never lowers", InitOptions{MinIncarnation: 4}, State{5, 17, 10, stored.LastGroup}, 0},
+		{"min incarnation equal to stored", InitOptions{MinIncarnation: 9}, State{5, 17, 10, stored.LastGroup}, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

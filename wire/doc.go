@@ -63,6 +63,10 @@
 // With a key, a Sealer wraps each encoded message in AES-256-GCM with a
 // random nonce, adding SealOverhead (29) bytes; a one-byte marker tells
 // sealed packets from plain ones, so a node with a key and a node without one
-// reject each other's packets with a clear error. A ReplayWindow then rejects
-// replayed sealed packets by their Incarnation and Counter.
+// reject each other's packets with a clear error. SealTo also authenticates
+// the destination node (without sending it), so that a packet recorded on
+// its way to one node cannot be replayed to another; OpenFor accepts packets
+// for the receiving node and broadcasts. A ReplayWindow then rejects replayed
+// sealed packets by their Incarnation and Counter. ParseKeys reads a key
+// file with several keys: the first seals, all open (key rotation).
 package wire

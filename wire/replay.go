@@ -34,6 +34,17 @@ const replayBlocks = 16 // a power of two; the ring holds replayBlocks*64 bits
 //
 // A ReplayWindow is safe for concurrent use (one mutex guards it).
 type ReplayWindow struct {
+	// Strict makes the first packet accepted from a sender, and the first
+	// of each new incarnation, a floor: older counters of that
+	// incarnation are then rejected, as if already seen. Without it they
+	// are accepted once while within the window, so a receiver that
+	// restarted (and so remembers no sender) would accept, once each, a
+	// sender's recorded packets of the last ReplayWindowSize counters.
+	// The price is that packets overtaken by the first one (reordering at
+	// the very start) are dropped; the protocol retransmits. Set it
+	// before the first Accept.
+	Strict bool
+
 	mu         sync.Mutex
 	maxSenders int
 	senders    map[NodeID]*replayEntry
@@ -83,10 +94,10 @@ func (w *ReplayWindow) Accept(h Header) error {
 		}
 		e = &replayEntry{id: h.From}
 		w.senders[h.From] = e
-		e.reset(h)
+		e.reset(h, w.Strict)
 	case h.Incarnation > e.incarnation:
 		w.unlink(e)
-		e.reset(h)
+		e.reset(h, w.Strict)
 	default:
 		if err := e.check(h); err != nil {
 			return err
@@ -130,11 +141,22 @@ func (e *replayEntry) check(h Header) error {
 	return nil
 }
 
-// reset starts a new incarnation whose first packet is h.
-func (e *replayEntry) reset(h Header) {
+// reset starts a new incarnation whose first packet is h. With floor, every
+// counter below h's is marked as seen.
+func (e *replayEntry) reset(h Header, floor bool) {
 	e.incarnation = h.Incarnation
 	e.last = h.Counter
 	e.ring = [replayBlocks]uint64{}
+	if floor {
+		// Older blocks are full; in h's block, bits up to h's counter.
+		// Later blocks are cleared as the counter reaches them.
+		for i := range e.ring {
+			e.ring[i] = ^uint64(0)
+		}
+		c := h.Counter
+		e.ring[(c/64)%replayBlocks] = 1<<(c%64+1) - 1 // all ones for c%64 == 63
+		return
+	}
 	e.record(h.Counter)
 }
 

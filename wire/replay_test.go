@@ -185,3 +185,40 @@ func TestReplayConcurrent(t *testing.T) {
 		}
 	}
 }
+
+// TestReplayWindowStrict: with Strict, a sender's first packet (and the
+// first of each new incarnation) is a floor, while reordering after it is
+// accepted as without Strict.
+func TestReplayWindowStrict(t *testing.T) {
+	const W = ReplayWindowSize
+	tests := []struct {
+		name string
+		pkts []pkt
+	}{
+		{"in order", []pkt{{1, 1, 0, false}, {1, 1, 1, false}, {1, 1, 2, false}}},
+		{"below the first is refused", []pkt{{1, 1, 1000, false}, {1, 1, 999, true}, {1, 1, 1, true}, {1, 1, 1000, true}}},
+		{"reordered after the first", []pkt{{1, 1, 1000, false}, {1, 1, 1003, false}, {1, 1, 1002, false}, {1, 1, 1001, false}, {1, 1, 1002, true}}},
+		{"end of a block", []pkt{{1, 1, 63, false}, {1, 1, 62, true}, {1, 1, 65, false}, {1, 1, 64, false}, {1, 1, 63, true}}},
+		{"far ahead", []pkt{{1, 1, 10, false}, {1, 1, 10 + 5*64, false}, {1, 1, 11, false}, {1, 1, 10 + 3*64, false}, {1, 1, 9, true}}},
+		{"past the window", []pkt{{1, 1, 5, false}, {1, 1, 5 + W + 64, false}, {1, 1, 5 + W + 10, false}, {1, 1, 5 + 64, false}, {1, 1, 5 + 63, true}}},
+		{"new incarnation is a new floor", []pkt{{1, 1, 500, false}, {1, 2, 7, false}, {1, 2, 6, true}, {1, 2, 8, false}, {1, 1, 501, true}}},
+		{"huge counters", []pkt{{1, 1, ^uint64(0) - 1, false}, {1, 1, ^uint64(0) - 2, true}, {1, 1, ^uint64(0), false}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := NewReplayWindow(10)
+			w.Strict = true
+			for i, p := range tt.pkts {
+				h := hdr(p)
+				checkErr := w.Check(h)
+				err := w.Accept(h)
+				if (err != nil) != p.wantReplay {
+					t.Fatalf("packet %d %+v: Accept = %v, want replay=%v", i, p, err, p.wantReplay)
+				}
+				if (checkErr != nil) != (err != nil) {
+					t.Fatalf("packet %d %+v: Check = %v but Accept = %v", i, p, checkErr, err)
+				}
+			}
+		})
+	}
+}

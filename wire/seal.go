@@ -6,6 +6,7 @@ import (
 	"crypto/cipher"
 	"crypto/rand"
 	"encoding/base64"
+	"encoding/binary"
 	"fmt"
 	"io"
 )
@@ -83,9 +84,20 @@ func NewSealer(primary []byte, others ...[]byte) (*Sealer, error) {
 
 // Seal appends the sealed form of plaintext, an encoded message, to dst and
 // returns the extended buffer; with enough capacity in dst it does not
-// allocate. dst must not overlap plaintext. It fails if plaintext is over
-// MaxPacketSize or if the nonce source fails.
+// allocate (SealTo a single node allocates a few bytes). dst must not overlap plaintext. It fails if plaintext is over
+// MaxPacketSize or if the nonce source fails. The packet is sealed for every
+// node (SealTo with Broadcast).
 func (s *Sealer) Seal(dst, plaintext []byte) ([]byte, error) {
+	return s.SealTo(dst, plaintext, Broadcast)
+}
+
+// SealTo is Seal for a packet meant for node to only. The destination is
+// authenticated (GCM additional data: the marker, then to as 8 big-endian
+// bytes; the marker alone for Broadcast), so that a packet recorded on its
+// way to one node and replayed to another does not open there (see
+// OpenFor). It costs no byte on the wire. Broadcast seals the packet for
+// every node, exactly like Seal.
+func (s *Sealer) SealTo(dst, plaintext []byte, to NodeID) ([]byte, error) {
 	if len(plaintext) > MaxPacketSize {
 		return dst, errorf(ErrTooLarge, "wire: cannot seal %d bytes, over the %d-byte limit", len(plaintext), MaxPacketSize)
 	}
@@ -100,7 +112,18 @@ func (s *Sealer) Seal(dst, plaintext []byte) ([]byte, error) {
 	if _, err := io.ReadFull(r, nonce); err != nil {
 		return dst, fmt.Errorf("wire: cannot make a nonce: %w", err)
 	}
-	return s.aeads[0].Seal(out, nonce, plaintext, out[start:start+1]), nil
+	return s.aeads[0].Seal(out, nonce, plaintext, additionalData(out[start:start+1], to)), nil
+}
+
+// additionalData returns the GCM additional data of a packet for node to:
+// the marker, then to (big-endian) unless to is Broadcast. marker is the
+// packet's first byte, used as is for Broadcast so that Seal and Open do not
+// allocate; a packet for one node costs one small allocation.
+func additionalData(marker []byte, to NodeID) []byte {
+	if to == Broadcast {
+		return marker
+	}
+	return binary.BigEndian.AppendUint64([]byte{sealedMarker}, uint64(to))
 }
 
 // Open authenticates and decrypts a sealed packet, appends the encoded
@@ -108,8 +131,17 @@ func (s *Sealer) Seal(dst, plaintext []byte) ([]byte, error) {
 // packet. It tries the primary key first, then the others. Any tampered byte,
 // a wrong key, a truncated packet, or a plain (unsealed) packet gives an
 // error wrapping ErrAuth; an unknown sealing format gives ErrVersion and a
-// packet over MaxDatagramSize ErrTooLarge.
+// packet over MaxDatagramSize ErrTooLarge. Open accepts only packets sealed
+// for every node (Seal, or SealTo with Broadcast); see OpenFor.
 func (s *Sealer) Open(dst, packet []byte) ([]byte, error) {
+	return s.OpenFor(dst, packet, Broadcast)
+}
+
+// OpenFor is Open for node self: it accepts a packet sealed for self
+// (SealTo(…, self)) or for every node (Seal). A packet sealed for another
+// node fails with ErrAuth, like a tampered one. With self Broadcast it is
+// Open.
+func (s *Sealer) OpenFor(dst, packet []byte, self NodeID) ([]byte, error) {
 	if len(packet) == 0 {
 		return dst, errorf(ErrAuth, "wire: sealed packet is empty")
 	}
@@ -127,12 +159,43 @@ func (s *Sealer) Open(dst, packet []byte) ([]byte, error) {
 	}
 	nonce := packet[1 : 1+nonceSize]
 	ciphertext := packet[1+nonceSize:]
-	for _, aead := range s.aeads {
-		if out, err := aead.Open(dst, nonce, ciphertext, packet[:1]); err == nil {
-			return out, nil
+	for _, to := range [2]NodeID{self, Broadcast} {
+		ad := additionalData(packet[:1], to)
+		for _, aead := range s.aeads {
+			if out, err := aead.Open(dst, nonce, ciphertext, ad); err == nil {
+				return out, nil
+			}
+		}
+		if self == Broadcast {
+			break
 		}
 	}
-	return dst, errorf(ErrAuth, "wire: cannot open sealed packet: wrong key or tampered packet")
+	return dst, errorf(ErrAuth, "wire: cannot open sealed packet: wrong key, tampered, or sealed for another node")
+}
+
+// ParseKeys parses a key file that holds one key per line, each as
+// ParseKey reads it; blank lines and lines starting with # are skipped. The
+// first key is the primary (it seals), the others are only accepted when
+// opening: during a key rotation a node lists the new key and the old one
+// (see Sealer). It fails on an invalid line, naming it, or when there is
+// no key at all.
+func ParseKeys(text []byte) (primary []byte, others [][]byte, err error) {
+	var keys [][]byte
+	for i, line := range bytes.Split(text, []byte("\n")) {
+		line = bytes.TrimSpace(line)
+		if len(line) == 0 || line[0] == '#' {
+			continue
+		}
+		key, err := ParseKey(line)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w (line %d)", err, i+1)
+		}
+		keys = append(keys, key)
+	}
+	if len(keys) == 0 {
+		return nil, nil, fmt.Errorf("wire: key is empty: want %d bytes in base64", KeySize)
+	}
+	return keys[0], keys[1:], nil
 }
 
 // IsSealed reports whether packet looks sealed (starts with the sealing

@@ -270,3 +270,81 @@ func TestParseKey(t *testing.T) {
 		}
 	}
 }
+
+// TestSealTo: a packet sealed for one node opens there (and not at any
+// other node, nor as a broadcast); a broadcast packet opens everywhere.
+func TestSealTo(t *testing.T) {
+	s := mustSealer(t, testKey(1), testKey(2))
+	plain := readGolden(t, TypeInvitation)
+	for3, err := s.SealTo(nil, plain, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.OpenFor(nil, for3, 3); err != nil || !bytes.Equal(got, plain) {
+		t.Fatalf("OpenFor(3) of a packet for 3: %x, %v", got, err)
+	}
+	for _, self := range []NodeID{1, 2, 4, 1 << 40, Broadcast} {
+		if _, err := s.OpenFor(nil, for3, self); !errors.Is(err, ErrAuth) || !strings.Contains(err.Error(), "another node") {
+			t.Fatalf("OpenFor(%d) of a packet for 3: %v", self, err)
+		}
+	}
+	if _, err := s.Open(nil, for3); !errors.Is(err, ErrAuth) {
+		t.Fatalf("Open of a packet for 3: %v", err)
+	}
+	all, _ := s.SealTo(nil, plain, Broadcast)
+	for _, self := range []NodeID{1, 3, Broadcast} {
+		if got, err := s.OpenFor(nil, all, self); err != nil || !bytes.Equal(got, plain) {
+			t.Fatalf("OpenFor(%d) of a broadcast packet: %v", self, err)
+		}
+	}
+	// Seal is SealTo(Broadcast): same bytes with the same nonces.
+	a, b := mustSealer(t, testKey(1)), mustSealer(t, testKey(1))
+	a.Rand, b.Rand = &countingReader{}, &countingReader{}
+	x, _ := a.Seal(nil, plain)
+	y, _ := b.SealTo(nil, plain, Broadcast)
+	if !bytes.Equal(x, y) {
+		t.Fatalf("Seal and SealTo(Broadcast) differ")
+	}
+	// The secondary key opens addressed packets too (rotation).
+	old := mustSealer(t, testKey(2))
+	fromOld, _ := old.SealTo(nil, plain, 7)
+	if got, err := s.OpenFor(nil, fromOld, 7); err != nil || !bytes.Equal(got, plain) {
+		t.Fatalf("secondary key, addressed packet: %v", err)
+	}
+}
+
+func TestParseKeys(t *testing.T) {
+	k1, k2 := testKey(1), testKey(2)
+	e1, e2 := base64.StdEncoding.EncodeToString(k1), base64.StdEncoding.EncodeToString(k2)
+	tests := []struct {
+		in      string
+		err     string
+		primary []byte
+		others  [][]byte
+	}{
+		{e1 + "\n", "", k1, nil},
+		{"# new key first\n" + e2 + "\n\n  " + e1 + "  \r\n", "", k2, [][]byte{k1}},
+		{"", "wire: key is empty: want 32 bytes in base64", nil, nil},
+		{"# only a comment\n\n", "wire: key is empty: want 32 bytes in base64", nil, nil},
+		{e1 + "\nnot base64!\n", "wire: key is not valid base64: illegal base64 data at input byte 3 (line 2)", nil, nil},
+		{e1 + "\n" + base64.StdEncoding.EncodeToString(make([]byte, 16)), "wire: key must be 32 bytes, got 16 (line 2)", nil, nil},
+	}
+	for _, tt := range tests {
+		p, o, err := ParseKeys([]byte(tt.in))
+		if tt.err != "" {
+			if err == nil || err.Error() != tt.err {
+				t.Errorf("ParseKeys(%q) = %v; want error %q", tt.in, err, tt.err)
+			}
+			continue
+		}
+		if err != nil || !bytes.Equal(p, tt.primary) || len(o) != len(tt.others) {
+			t.Errorf("ParseKeys(%q) = %x, %x, %v", tt.in, p, o, err)
+			continue
+		}
+		for i := range o {
+			if !bytes.Equal(o[i], tt.others[i]) {
+				t.Errorf("ParseKeys(%q): other %d = %x", tt.in, i, o[i])
+			}
+		}
+	}
+}

@@ -73,6 +73,8 @@ times shorter, for experiments); an interval flag overrides its one value.
 
 Without --key-file, traffic is not authenticated and groupd warns at start.
 Generate a key with: head -c 32 /dev/urandom | base64 > /etc/groupd/key
+The key file may hold several keys, one per line: the first seals, all are
+accepted; that is how a key is rotated without a flag day (see README.md).
 
 Logs go to stderr (JSON lines, or --log-format console).
 
@@ -121,7 +123,11 @@ func runCommand() *cli.Command {
 		&cli.DurationFlag{Name: "hook-timeout", EnvVars: env("hook-timeout"), Value: lan.HookTimeout,
 			Usage: "kill an --on-change command still running after `DURATION`"},
 		&cli.StringFlag{Name: "key-file", EnvVars: env("key-file"),
-			Usage: "`FILE` holding a base64 32-byte key that seals all traffic"},
+			Usage: "`FILE` of base64 32-byte keys, one per line: the first seals all traffic, the others are also accepted (key rotation)"},
+		&cli.IntFlag{Name: "rate-limit", EnvVars: env("rate-limit"), Value: lan.RateLimit,
+			Usage: "`PACKETS` per second accepted from one source address before decoding; the rest is dropped (0: no limit)"},
+		&cli.Uint64Flag{Name: "min-counter", EnvVars: env("min-counter"),
+			Usage: "raise the saved group-number counter to at least `N` at start (to recover from lost or corrupt state)"},
 		&cli.StringFlag{Name: "log-level", EnvVars: env("log-level"), Value: "info",
 			Usage: "`LEVEL`: debug, info, warn or error"},
 		&cli.StringFlag{Name: "log-format", EnvVars: env("log-format"), Value: "json",
@@ -349,12 +355,17 @@ func configFromFlags(c *cli.Context) (group.Config, runSettings, error) {
 	}
 
 	if path := c.String("key-file"); path != "" {
-		key, mode, err := readKeyFile(path)
+		key, others, mode, err := readKeyFile(path)
 		if err != nil {
 			return cfg, rs, err
 		}
-		cfg.Key, rs.keyMode = key, mode
+		cfg.Key, cfg.AcceptKeys, rs.keyMode = key, others, mode
 	}
+	cfg.RateLimit = c.Int("rate-limit")
+	if cfg.RateLimit < 0 {
+		return cfg, rs, badConfig("--rate-limit must be >= 0 (0: no limit), got %d", cfg.RateLimit)
+	}
+	cfg.MinCounter = c.Uint64("min-counter")
 	return cfg, rs, nil
 }
 
@@ -371,28 +382,29 @@ func flagNames(msg string) string {
 	return strings.Join(words, " ")
 }
 
-// readKeyFile reads and parses --key-file.
-func readKeyFile(path string) ([]byte, os.FileMode, error) {
+// readKeyFile reads and parses --key-file: one key per line (wire.ParseKeys),
+// the first one primary, the others accepted during a key rotation.
+func readKeyFile(path string) ([]byte, [][]byte, os.FileMode, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, 0, badConfig("--key-file: %v", err)
+		return nil, nil, 0, badConfig("--key-file: %v", err)
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return nil, 0, badConfig("--key-file: %v", err)
+		return nil, nil, 0, badConfig("--key-file: %v", err)
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, 0, badConfig("--key-file %s is not a regular file", path)
+		return nil, nil, 0, badConfig("--key-file %s is not a regular file", path)
 	}
 	data, err := io.ReadAll(io.LimitReader(f, 4096))
 	if err != nil {
-		return nil, 0, badConfig("--key-file: %v", err)
+		return nil, nil, 0, badConfig("--key-file: %v", err)
 	}
-	key, err := wire.ParseKey(data)
+	key, others, err := wire.ParseKeys(data)
 	if err != nil {
-		return nil, 0, badConfig("--key-file %s: %s (generate one with: head -c 32 /dev/urandom | base64)",
+		return nil, nil, 0, badConfig("--key-file %s: %s (generate one with: head -c 32 /dev/urandom | base64)",
 			path, strings.TrimPrefix(err.Error(), "wire: "))
 	}
-	return key, fi.Mode().Perm(), nil
+	return key, others, fi.Mode().Perm(), nil
 }

@@ -65,7 +65,7 @@ main() {
 		[[ -n $delay ]] && args+=(delay "$delay")
 		[[ -n $jitter ]] && args+=("$jitter")
 		for ((i = 1; i <= n; i++)); do
-			gd_chain_flush "$i" GD-LOSS
+			gd_chain_flush "$i" "$GD_CHAIN_LOSS"
 			if [[ " $nodes " == *" $i "* ]]; then
 				tc -n "$(gd_ns "$i")" qdisc replace dev eth0 root netem "${args[@]}"
 			elif tc -n "$(gd_ns "$i")" qdisc show dev eth0 root 2>/dev/null | grep -q netem; then
@@ -96,7 +96,7 @@ main() {
 					rules+="-i eth0 -s $(gd_ip "$i")/32 -m statistic --mode random --probability $prob -j DROP"$'\n'
 				done
 			fi
-			gd_chain_replace "$j" GD-LOSS "$rules"
+			gd_chain_replace "$j" "$GD_CHAIN_LOSS" "$rules"
 		done
 		gd_record_fault loss "$loss%$spec_nodes"
 		gd_say "loss: $loss% on packets sent by node(s) ${nodes// /,}"

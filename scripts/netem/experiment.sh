@@ -14,14 +14,27 @@ scenarios:
   flapping           partition and heal every --period seconds, --flaps times
   lossy              20% loss on every link, then a split-heal under that loss
   rolling-restart    restart nodes 1..N one at a time, waiting for convergence after each
+  chaos              for --minutes M: rounds of 1-3 random faults (partitions into 2 or 3
+                     sides, one-way cuts, loss, kill -9, restarts) held 2..--fault-max s, then
+                     a quiet period: heal, restart the killed, wait --settle s (T_heal + slack),
+                     then a check point where every node must be converged (L1), then --quiet s;
+                     the recorded history must show no S1-S4 violation and L1 at every check
+                     point (internal/cmd/checkhistory)
 options:
-  --nodes N          lab size (default 5)
+  --nodes N          lab size (default 5; 8 for chaos)
   --out DIR          where results go (default /tmp/groupd-experiments/SCENARIO-TIMESTAMP)
   --timeout S        deadline for every convergence wait (default 60)
   --hold S           how long a fault stays once the sides settled (default 5)
   --flaps K          flapping: number of partition/heal cycles (default 4)
   --period S         flapping: seconds between partition and heal (default 3)
   --profile P        groupd interval profile, lan or fast (default $GROUPD_PROFILE or lan)
+  --minutes M        chaos: how long to inject faults (default 10; the round running at
+                     the deadline finishes)
+  --seed S           chaos: seed of the fault schedule (default: random, printed)
+  --fault-max S      chaos: longest a round's faults stay (default 8)
+  --settle S         chaos: from the heal (and restarts) to the L1 check point (default:
+                     T_heal + 2 s rounded up: 11 for lan, 4 for fast)
+  --quiet S          chaos: quiet time after each check point (default 3)
   --keep             leave the lab up (and the daemons running) at the end
 The lab (run dir $GROUPD_LAB_DIR, default /tmp/groupd-lab) is reset first: any
 running lab is stopped and its node directories are removed.
@@ -33,7 +46,8 @@ PARTITION=$GD_SCRIPT_DIR/partition.sh
 HEAL=$GD_SCRIPT_DIR/heal.sh
 DEGRADE=$GD_SCRIPT_DIR/degrade.sh
 
-SCENARIO="" N=5 OUT="" TIMEOUT=60 HOLD=5 FLAPS=4 PERIOD=3 KEEP=0
+SCENARIO="" N="" OUT="" TIMEOUT=60 HOLD=5 FLAPS=4 PERIOD=3 KEEP=0
+MINUTES=10 SEED="" FAULT_MAX=8 QUIET=3 ROUNDS=0 SETTLE=""
 RUN_ARGS=()
 NOTES=()
 CONVERGED=true
@@ -42,9 +56,14 @@ T_FAULT="" T_RECOVER="" T_CONV="" T_STOP=""
 parse_args() {
 	while (($# > 0)); do
 		case $1 in
-		--nodes | --out | --timeout | --hold | --flaps | --period | --profile)
+		--nodes | --out | --timeout | --hold | --flaps | --period | --profile | --minutes | --seed | --fault-max | --quiet | --settle)
 			(($# >= 2)) || gd_die "$1 needs a value"
 			case $1 in
+			--minutes) MINUTES=$2 ;;
+			--seed) SEED=$2 ;;
+			--fault-max) FAULT_MAX=$2 ;;
+			--quiet) QUIET=$2 ;;
+			--settle) SETTLE=$2 ;;
 			--nodes) N=$2 ;;
 			--out) OUT=$2 ;;
 			--timeout) TIMEOUT=$2 ;;
@@ -77,18 +96,29 @@ parse_args() {
 		esac
 	done
 	case $SCENARIO in
-	split-heal | coordinator-crash | flapping | lossy | rolling-restart) ;;
+	split-heal | coordinator-crash | flapping | lossy | rolling-restart | chaos) ;;
 	"")
 		usage >&2
 		exit 2
 		;;
-	*) gd_die "unknown scenario '$SCENARIO' (split-heal, coordinator-crash, flapping, lossy, rolling-restart)" ;;
+	*) gd_die "unknown scenario '$SCENARIO' (split-heal, coordinator-crash, flapping, lossy, rolling-restart, chaos)" ;;
 	esac
+	if [[ -z $N ]]; then
+		N=5
+		[[ $SCENARIO == chaos ]] && N=8
+	fi
+	[[ -n $SEED ]] || SEED=$(((RANDOM << 15) | RANDOM))
+	if [[ -z $SETTLE ]]; then
+		# T_heal (README, "The T_failover and T_heal bounds") plus slack.
+		SETTLE=11
+		[[ ${GROUPD_PROFILE:-lan} == fast ]] && SETTLE=4
+	fi
 	local v
-	for v in N TIMEOUT HOLD FLAPS PERIOD; do
+	for v in N TIMEOUT HOLD FLAPS PERIOD MINUTES SEED FAULT_MAX QUIET SETTLE; do
 		[[ ${!v} =~ ^[0-9]+$ ]] || gd_die "--${v,,} wants a whole number, got '${!v}'"
 	done
 	((N >= 2 && N <= GD_MAX_NODES)) || gd_die "--nodes must be 2..$GD_MAX_NODES"
+	((FAULT_MAX >= 2)) || gd_die "--fault-max must be at least 2"
 	[[ -n $OUT ]] || OUT=/tmp/groupd-experiments/$SCENARIO-$(date +%Y%m%d-%H%M%S)
 }
 
@@ -180,6 +210,144 @@ scenario_rolling_restart() {
 	done
 	T_CONV=$(gd_now)
 	note "time_to_converge_s is measured from the last restart command (node $N, the coordinator; includes its graceful stop)"
+}
+
+# chaos_shuffle: the nodes 1..N in a random order (Fisher-Yates on $RANDOM,
+# so that --seed reproduces the schedule), one per line.
+chaos_shuffle() {
+	local -a a
+	local i j t
+	mapfile -t a < <(seq 1 "$N")
+	for ((i = N - 1; i > 0; i--)); do
+		j=$((RANDOM % (i + 1)))
+		t=${a[i]} a[i]=${a[j]} a[j]=$t
+	done
+	printf '%s\n' "${a[@]}"
+}
+
+# chaos_fault: inject one random fault. Kills and restarts spare the nodes
+# already killed in this round, and at most N/2 nodes are down at once.
+chaos_fault() {
+	local -a perm sides
+	local k i from to pct nodes
+	mapfile -t perm < <(chaos_shuffle)
+	case $((RANDOM % 6)) in
+	0 | 1) # a partition into 2 (or, from 4 nodes, 3) non-empty sides
+		k=2
+		((N >= 4 && RANDOM % 3 == 0)) && k=3
+		sides=()
+		for ((i = 0; i < N; i++)); do
+			if ((i < k)); then
+				sides[i]=${perm[i]}
+			else
+				sides[RANDOM % k]+=,${perm[i]}
+			fi
+		done
+		"$PARTITION" "$(
+			IFS='|'
+			echo "${sides[*]}"
+		)" >/dev/null || note "partition.sh failed"
+		;;
+	2) # a one-way cut
+		from=${perm[0]} to=${perm[1]}
+		"$PARTITION" --oneway "$from" "$to" >/dev/null || note "partition.sh --oneway failed"
+		;;
+	3) # loss on every node, or on some
+		pct=$((5 * (1 + RANDOM % 6)))
+		if ((RANDOM % 2)); then
+			"$DEGRADE" --loss "$pct%" >/dev/null || note "degrade.sh failed"
+		else
+			nodes=$(printf '%s\n' "${perm[@]:0:$((1 + RANDOM % (N - 1)))}" | sort -n | paste -sd, -)
+			"$DEGRADE" --loss "$pct%" --nodes "$nodes" >/dev/null || note "degrade.sh failed"
+		fi
+		;;
+	4) # kill -9
+		for i in "${perm[@]}"; do
+			((${#CHAOS_KILLED[@]} < N / 2)) || break
+			if [[ " ${CHAOS_KILLED[*]} " != *" $i "* ]]; then
+				"$LAB" kill "$i" >/dev/null || note "lab.sh kill $i failed"
+				CHAOS_KILLED+=("$i")
+				break
+			fi
+		done
+		;;
+	5) # a graceful restart (SIGTERM, start again on the same data dir)
+		for i in "${perm[@]}"; do
+			if [[ " ${CHAOS_KILLED[*]} " != *" $i "* ]]; then
+				"$LAB" restart "$i" >/dev/null || note "lab.sh restart $i failed"
+				break
+			fi
+		done
+		;;
+	esac
+}
+
+scenario_chaos() {
+	local deadline round=0 k nf hold i t0 t1 before
+	CHAOS_KILLED=()
+	RANDOM=$SEED
+	deadline=$(($(date +%s) + MINUTES * 60))
+	gd_say "chaos: seed $SEED, $MINUTES minute(s), faults held 2..${FAULT_MAX}s, L1 check ${SETTLE}s after each heal, then ${QUIET}s quiet"
+	while (($(date +%s) < deadline)); do
+		round=$((round + 1))
+		CHAOS_KILLED=()
+		before=$(wc -l <"$GD_LAB_DIR/faults.ndjson")
+		nf=$((1 + RANDOM % 3))
+		for ((k = 0; k < nf; k++)); do
+			chaos_fault
+		done
+		[[ -n $T_FAULT ]] || T_FAULT=$(jq -r 'select(.kind != "heal" and .kind != "quiet") | .time' "$GD_LAB_DIR/faults.ndjson" | head -n 1)
+		hold=$((2 + RANDOM % (FAULT_MAX - 1)))
+		gd_say "chaos round $round: $(tail -n "+$((before + 1))" "$GD_LAB_DIR/faults.ndjson" | jq -r '.kind + " " + .spec' | paste -sd';' - | sed 's/;/; /g'); held ${hold}s"
+		sleep "$hold"
+		"$HEAL" >/dev/null
+		T_RECOVER=$(last_fault_time)
+		for i in "${CHAOS_KILLED[@]}"; do
+			"$LAB" restart "$i" >/dev/null || note "round $round: node $i failed to restart"
+		done
+		# L1: connected and quiet for T_heal, every node is converged.
+		t0=$(date +%s.%N)
+		if "$LAB" wait --timeout "$TIMEOUT" "$(all)" >/dev/null; then
+			t1=$(date +%s.%N)
+			sleep "$(awk -v a="$t0" -v b="$t1" -v s="$SETTLE" 'BEGIN{d = s - (b - a); printf "%.3f", (d > 0 ? d : 0)}')"
+			"$LAB" wait --timeout "$TIMEOUT" "$(all)" >/dev/null || note "round $round: converged after the heal, then not at the check point"
+			gd_record_fault quiet "round $round"
+			gd_say "chaos round $round: converged $(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.1f", b-a}')s after the heal and restarts; check point at +${SETTLE}s"
+		else
+			CONVERGED=false
+			note "round $round: nodes $(all) did not converge within ${TIMEOUT}s of the heal"
+			gd_record_fault quiet "round $round (timed out)"
+		fi
+		T_CONV=$(gd_now)
+		sleep "$QUIET"
+	done
+	ROUNDS=$round
+}
+
+# check_history: replay the recorded history through the invariant checker
+# (internal/cmd/checkhistory); its report goes to check.json and check.txt
+# and into summary.json. Fails when it found a violation.
+CHECKER=""
+build_checker() {
+	if [[ -n ${GROUPD_CHECKHISTORY:-} ]]; then
+		CHECKER=$GROUPD_CHECKHISTORY
+		return
+	fi
+	command -v go >/dev/null 2>&1 || gd_die "go is missing: needed to build internal/cmd/checkhistory (or set GROUPD_CHECKHISTORY)"
+	(cd "$GD_REPO_ROOT" && go build -o "$GD_LAB_DIR/checkhistory" ./internal/cmd/checkhistory) ||
+		gd_die "go build ./internal/cmd/checkhistory failed"
+	CHECKER=$GD_LAB_DIR/checkhistory
+}
+
+check_history() {
+	local rc=0
+	"$CHECKER" -events "$OUT/events.ndjson" -faults "$OUT/faults.ndjson" >"$OUT/check.txt" 2>&1 || rc=$?
+	"$CHECKER" -json -events "$OUT/events.ndjson" -faults "$OUT/faults.ndjson" >"$OUT/check.json" 2>/dev/null || true
+	sed 's/^/check: /' "$OUT/check.txt"
+	jq --slurpfile c "$OUT/check.json" --argjson rounds "$ROUNDS" --argjson seed "$SEED" --argjson minutes "$MINUTES" \
+		'. + {rounds: $rounds, seed: $seed, minutes: $minutes, check: $c[0]}' "$OUT/summary.json" >"$OUT/summary.json.new" &&
+		mv "$OUT/summary.json.new" "$OUT/summary.json"
+	return "$rc"
 }
 
 # ------------------------------------------------------------- results
@@ -363,6 +531,7 @@ main() {
 	trap 'exit 130' INT TERM
 
 	gd_say "scenario $SCENARIO with $N nodes (profile ${GROUPD_PROFILE:-lan}); results in $OUT"
+	[[ $SCENARIO == chaos ]] && build_checker
 	# A fresh lab: no old data dirs, events or faults.
 	"$LAB" stop >/dev/null 2>&1 || true
 	"$LAB" down >/dev/null
@@ -387,12 +556,23 @@ main() {
 	collect
 	render_timeline || true
 	write_summary "$MSGS"
+	local checked=0
+	if [[ $SCENARIO == chaos ]]; then
+		check_history || checked=$?
+	fi
 	gd_say "results in $OUT:"
 	local f
 	for f in "$OUT"/*; do printf '  %s\n' "${f##*/}"; done
-	jq . "$OUT/summary.json"
+	if [[ $SCENARIO == chaos ]]; then
+		jq 'del(.groups) | .check |= del(.bad_lines)' "$OUT/summary.json"
+	else
+		jq . "$OUT/summary.json"
+	fi
 	if [[ $CONVERGED != true ]]; then
 		gd_die "FAILED: some convergence wait timed out (see notes in summary.json)"
+	fi
+	if ((checked != 0)); then
+		gd_die "FAILED: the invariant checker found violations (see check.txt)"
 	fi
 }
 

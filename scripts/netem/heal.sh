@@ -26,10 +26,10 @@ main() {
 	gd_need_cmd iptables iptables
 	n=$(gd_n)
 	for ((i = 1; i <= n; i++)); do
-		gd_chain_flush "$i" GD-PART
-		gd_chain_flush "$i" GD-CUT
+		gd_chain_flush "$i" "$GD_CHAIN_PART"
+		gd_chain_flush "$i" "$GD_CHAIN_CUT"
 		if [[ $what == all ]]; then
-			gd_chain_flush "$i" GD-LOSS
+			gd_chain_flush "$i" "$GD_CHAIN_LOSS"
 			qdisc=$(tc -n "$(gd_ns "$i")" qdisc show dev eth0 root 2>/dev/null || true)
 			if [[ $qdisc == *netem* ]]; then
 				tc -n "$(gd_ns "$i")" qdisc del dev eth0 root

@@ -6,12 +6,12 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 usage() {
-	cat <<'EOF'
+	cat <<EOF
 usage: lab.sh COMMAND [ARGS]
-  up N                      create namespaces gd-1..gd-N on bridge gd-br0 (10.77.0.I/24); idempotent
-  down                      stop everything and remove every gd-* namespace, veth and the bridge
+  up N                      create namespaces $GD_PREFIX-1..$GD_PREFIX-N on bridge $GD_BRIDGE ($GD_SUBNET.I/24); idempotent
+  down                      stop everything and remove every $GD_PREFIX-* namespace, veth and the bridge
   status                    show the lab, the daemons and their views
-  start [-- RUN-ARGS...]    start groupd (and a `groupd watch` recorder) in every namespace
+  start [-- RUN-ARGS...]    start groupd (and a \`groupd watch\` recorder) in every namespace
   stop                      stop all daemons (SIGTERM, SIGKILL after 3 s) and recorders
   kill I                    kill -9 node I's daemon (recorded as a fault)
   restart I                 stop node I and start it again with its data dir (recorded as a fault)
@@ -21,6 +21,12 @@ usage: lab.sh COMMAND [ARGS]
 environment: GROUPD_LAB_DIR (run dir, default /tmp/groupd-lab), GROUPD_BIN (groupd binary; default:
   built from this repository into the run dir), GROUPD_PROFILE (lan|fast, default lan)
 EOF
+	if [[ $GD_PREFIX != gd || $GD_SUBNET != 10.77.0 ]]; then
+		cat <<EOF
+  GROUPD_LAB_PREFIX (name prefix, default gd; now $GD_PREFIX), GROUPD_LAB_SUBNET (default 10.77.0;
+  now $GD_SUBNET); run dir now $GD_LAB_DIR
+EOF
+	fi
 }
 
 # ---------------------------------------------------------------- up / down
@@ -36,7 +42,7 @@ cmd_up() {
 
 	# Nodes beyond N from an earlier, larger lab go away.
 	for ns in $(list_namespaces); do
-		i=${ns#gd-}
+		i=${ns#"$GD_PREFIX"-}
 		if ((i > n)); then
 			stop_node "$i" quiet
 			remove_namespace "$ns"
@@ -52,7 +58,7 @@ cmd_up() {
 
 	for ((i = 1; i <= n; i++)); do
 		ns=$(gd_ns "$i")
-		veth=gd-v$i
+		veth=$(gd_veth "$i")
 		gd_ns_exists "$ns" || ip netns add "$ns"
 		if ! ip link show "$veth" >/dev/null 2>&1; then
 			# A stale eth0 in the namespace would block the new pair's name.
@@ -68,7 +74,7 @@ cmd_up() {
 	done
 	printf '%s\n' "$n" >"$GD_LAB_DIR/n"
 	host_firewall_check
-	gd_say "up: $n node(s) gd-1..gd-$n on $GD_BRIDGE, addresses $(gd_ip 1)..$(gd_ip "$n")/24, run dir $GD_LAB_DIR"
+	gd_say "up: $n node(s) $(gd_ns 1)..$(gd_ns "$n") on $GD_BRIDGE, addresses $(gd_ip 1)..$(gd_ip "$n")/24, run dir $GD_LAB_DIR"
 }
 
 # host_firewall_check warns when bridged lab traffic would meet a DROP policy
@@ -82,11 +88,12 @@ host_firewall_check() {
 	fi
 }
 
-# list_namespaces prints the lab's node namespaces (gd-<number>).
+# list_namespaces prints the lab's node namespaces (gd-<number>, with the
+# default prefix).
 list_namespaces() {
 	local ns
 	for ns in $(ip netns list 2>/dev/null | awk '{print $1}'); do
-		[[ $ns =~ ^gd-[0-9]+$ ]] && printf '%s\n' "$ns"
+		[[ $ns =~ ^$GD_PREFIX-[0-9]+$ ]] && printf '%s\n' "$ns"
 	done
 	return 0
 }
@@ -113,12 +120,12 @@ cmd_down() {
 		[[ $i =~ ^[0-9]+$ ]] && stop_node "$i" quiet
 		[[ $i =~ ^[0-9]+$ ]] && stop_watch "$i"
 	done
-	for ns in $(list_namespaces) $(ip netns list 2>/dev/null | awk '$1 ~ /^gd-probe-[0-9]+$/ {print $1}'); do
+	for ns in $(list_namespaces) $(ip netns list 2>/dev/null | awk -v p="$GD_PREFIX" '$1 ~ ("^" p "-probe-[0-9]+$") {print $1}'); do
 		remove_namespace "$ns"
 		n=$((n + 1))
 	done
 	for link in $(ip -o link show 2>/dev/null | awk -F': ' '{print $2}' | sed 's/@.*//'); do
-		if [[ $link =~ ^gd-v[0-9]+$ ]]; then
+		if [[ $link =~ ^$GD_PREFIX-v[0-9]+$ ]]; then
 			ip link del "$link" 2>/dev/null || true
 		fi
 	done
@@ -399,7 +406,7 @@ cmd_status() {
 		fi
 		local rules=0
 		if gd_ns_exists "$ns" && command -v iptables >/dev/null 2>&1; then
-			rules=$(ip netns exec "$ns" iptables -w -S 2>/dev/null | grep -c -E '^-A GD-(PART|CUT|LOSS) ' || true)
+			rules=$(ip netns exec "$ns" iptables -w -S 2>/dev/null | grep -c -E "^-A ($GD_CHAIN_PART|$GD_CHAIN_CUT|$GD_CHAIN_LOSS) " || true)
 		fi
 		printf '%-5s %-6s %-13s %-5s %-14s %-7s %s\n' "$i" "$ns" "$(gd_ip "$i")/24" "${state:-?}" "$daemon" "$rules" "$view"
 	done

@@ -2,22 +2,51 @@
 # lib.sh: helpers shared by the groupd network lab scripts (lab.sh,
 # partition.sh, heal.sh, degrade.sh, experiment.sh). Source it, do not run it.
 #
-# Everything the lab creates carries the "gd-" prefix, so that down can find
-# it again after a crash:
-#   bridge     gd-br0                      (root namespace, no address)
-#   namespaces gd-1 .. gd-N                (eth0 = 10.77.0.I/24)
-#   veths      gd-v1 .. gd-vN              (root side, enslaved to gd-br0)
-#   probe      gd-probe-PID                (short-lived, to detect sch_netem)
-#   iptables   chains GD-PART, GD-CUT, GD-LOSS inside each gd-I namespace
+# Everything the lab creates carries the prefix P (default "gd"), so that down
+# can find it again after a crash:
+#   bridge     P-br0                       (root namespace, no address)
+#   namespaces P-1 .. P-N                  (eth0 = SUBNET.I/24, default 10.77.0.I)
+#   veths      P-v1 .. P-vN                (root side, enslaved to P-br0)
+#   probe      P-probe-PID                 (short-lived, to detect sch_netem)
+#   iptables   chains P-PART, P-CUT, P-LOSS (P in capitals) inside each P-I namespace
 # State and logs live in the run directory, $GROUPD_LAB_DIR (default
-# /tmp/groupd-lab).
+# /tmp/groupd-lab, or /tmp/groupd-lab-P with a prefix other than gd).
+#
+# Two labs can run side by side when they differ in all three of
+# GROUPD_LAB_PREFIX (P: a lower-case letter, then up to 7 lower-case letters
+# or digits), GROUPD_LAB_SUBNET (SUBNET: the first three octets of a /24,
+# default 10.77.0) and GROUPD_LAB_DIR. Without them every name is as above
+# with P=gd.
 
+GD_PREFIX=${GROUPD_LAB_PREFIX:-gd}
+if ! [[ $GD_PREFIX =~ ^[a-z][a-z0-9]{0,7}$ ]]; then
+	printf '%s: GROUPD_LAB_PREFIX=%s: want a lower-case letter, then up to 7 lower-case letters or digits\n' \
+		"$(basename "$0" .sh)" "$GD_PREFIX" >&2
+	exit 1
+fi
+GD_SUBNET=${GROUPD_LAB_SUBNET:-10.77.0}
+if ! [[ $GD_SUBNET =~ ^([0-9]{1,3})\.([0-9]{1,3})\.([0-9]{1,3})$ ]] ||
+	((10#${BASH_REMATCH[1]} > 255 || 10#${BASH_REMATCH[2]} > 255 || 10#${BASH_REMATCH[3]} > 255)); then
+	printf '%s: GROUPD_LAB_SUBNET=%s: want the first three octets of a /24, e.g. 10.77.0\n' \
+		"$(basename "$0" .sh)" "$GD_SUBNET" >&2
+	exit 1
+fi
 # shellcheck disable=SC2034 # used by the scripts that source this file
-GD_BRIDGE=gd-br0
-GD_SUBNET=10.77.0
+GD_BRIDGE=$GD_PREFIX-br0
+# Fault chains: GD-PART, GD-CUT and GD-LOSS with the default prefix.
+# shellcheck disable=SC2034
+GD_CHAIN_PART=${GD_PREFIX^^}-PART
+# shellcheck disable=SC2034
+GD_CHAIN_CUT=${GD_PREFIX^^}-CUT
+# shellcheck disable=SC2034
+GD_CHAIN_LOSS=${GD_PREFIX^^}-LOSS
 # shellcheck disable=SC2034
 GD_MAX_NODES=200
-GD_LAB_DIR=${GROUPD_LAB_DIR:-/tmp/groupd-lab}
+if [[ $GD_PREFIX == gd ]]; then
+	GD_LAB_DIR=${GROUPD_LAB_DIR:-/tmp/groupd-lab}
+else
+	GD_LAB_DIR=${GROUPD_LAB_DIR:-/tmp/groupd-lab-$GD_PREFIX}
+fi
 GD_SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck disable=SC2034
 GD_REPO_ROOT=$(cd "$GD_SCRIPT_DIR/../.." && pwd)
@@ -55,7 +84,8 @@ gd_need_cmd() {
 
 gd_now() { date -u +%Y-%m-%dT%H:%M:%S.%NZ; }
 
-gd_ns() { printf 'gd-%s' "$1"; }
+gd_ns() { printf '%s-%s' "$GD_PREFIX" "$1"; }
+gd_veth() { printf '%s-v%s' "$GD_PREFIX" "$1"; }
 gd_ip() { printf '%s.%s' "$GD_SUBNET" "$1"; }
 gd_node_dir() { printf '%s/node%s' "$GD_LAB_DIR" "$1"; }
 gd_sock() { printf '%s/node%s/api.sock' "$GD_LAB_DIR" "$1"; }
@@ -134,7 +164,7 @@ gd_netem_available() {
 	local cache=$GD_LAB_DIR/netem ns result=no
 	if [[ ! -r $cache ]]; then
 		command -v tc >/dev/null 2>&1 || gd_need_cmd tc iproute2
-		ns=gd-probe-$$
+		ns=$GD_PREFIX-probe-$$
 		if ip netns add "$ns" 2>/dev/null; then
 			if ip -n "$ns" link add p0 type veth peer name p1 2>/dev/null &&
 				ip -n "$ns" link set p0 up 2>/dev/null &&
@@ -164,7 +194,7 @@ gd_ipt() {
 
 # gd_chain_replace I CHAIN RULES: atomically replace CHAIN's rules in node I
 # (creating the chain and its jump from INPUT when missing). RULES holds one
-# iptables rule spec per line ("-s 10.77.0.3 -j DROP"); empty flushes.
+# iptables rule spec per line ("-s SUBNET.3 -j DROP"); empty flushes.
 gd_chain_replace() {
 	local i=$1 chain=$2 rules=$3 input line
 	input="*filter"$'\n'":$chain - [0:0]"$'\n'

@@ -57,12 +57,12 @@ symmetric() {
 					rules+="-s $(gd_ip "$other")/32 -j DROP"$'\n'
 				done
 			done
-			gd_chain_replace "$i" GD-PART "$rules"
+			gd_chain_replace "$i" "$GD_CHAIN_PART" "$rules"
 		done
 	done
 	for ((i = 1; i <= n; i++)); do
 		if [[ $named != *" $i "* ]]; then
-			gd_chain_flush "$i" GD-PART
+			gd_chain_flush "$i" "$GD_CHAIN_PART"
 			unnamed+=("$i")
 		fi
 	done
@@ -82,11 +82,11 @@ oneway() {
 	((from != to)) || gd_die "--oneway needs two different nodes"
 	mechanism_line
 	# Keep the receiver's earlier cuts, add this one (once).
-	rules=$(gd_ipt "$to" -S GD-CUT 2>/dev/null | sed -n 's/^-A GD-CUT //p' || true)
+	rules=$(gd_ipt "$to" -S "$GD_CHAIN_CUT" 2>/dev/null | sed -n "s/^-A $GD_CHAIN_CUT //p" || true)
 	if ! grep -qx -- "-s $(gd_ip "$from")/32 -j DROP" <<<"$rules"; then
 		rules+=$'\n'"-s $(gd_ip "$from")/32 -j DROP"
 	fi
-	gd_chain_replace "$to" GD-CUT "$rules"
+	gd_chain_replace "$to" "$GD_CHAIN_CUT" "$rules"
 	gd_record_fault oneway "$from->$to"
 	gd_say "one-way cut: packets from node $from to node $to are dropped ($to -> $from still flows)"
 }

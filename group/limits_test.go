@@ -1,0 +1,357 @@
+package group
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/groupd/groupd/wire"
+)
+
+func udpAddr(s string) *net.UDPAddr {
+	a, err := net.ResolveUDPAddr("udp4", s)
+	if err != nil {
+		panic(err)
+	}
+	return a
+}
+
+func TestSourceLimiter(t *testing.T) {
+	if newSourceLimiter(0) != nil || newSourceLimiter(-1) != nil {
+		t.Fatal("a zero or negative rate must mean no limiter")
+	}
+	var off *sourceLimiter
+	if !off.allow(udpAddr("10.0.0.1:1"), time.Now()) {
+		t.Fatal("a nil limiter refused a packet")
+	}
+
+	l := newSourceLimiter(100) // burst 200
+	t0 := time.Unix(1000, 0)
+	a, b := udpAddr("10.0.0.1:7950"), udpAddr("10.0.0.2:7950")
+	n := 0
+	for range 1000 {
+		if l.allow(a, t0) {
+			n++
+		}
+	}
+	if n != 200 {
+		t.Fatalf("burst: %d packets allowed at once, want 200", n)
+	}
+	// Another address has its own bucket; another port of the same
+	// address does not.
+	if !l.allow(b, t0) {
+		t.Fatal("a second source was limited by the first one's flood")
+	}
+	if l.allow(udpAddr("10.0.0.1:9999"), t0) {
+		t.Fatal("another port of a flooding address got through")
+	}
+	// Refill: 100 per second.
+	n = 0
+	for i := range 1000 {
+		if l.allow(a, t0.Add(time.Duration(i)*time.Millisecond)) {
+			n++
+		}
+	}
+	if n < 95 || n > 105 {
+		t.Fatalf("one second at 1000/s: %d allowed, want about 100", n)
+	}
+	// IPv4-mapped IPv6 is the same address.
+	if l.allow(&net.UDPAddr{IP: net.ParseIP("::ffff:10.0.0.1"), Port: 1}, t0.Add(time.Second)) {
+		t.Fatal("IPv4-mapped form of a flooding address got through")
+	}
+	if !l.allow(nil, t0) || !l.allow(&net.UDPAddr{}, t0) {
+		t.Fatal("unknown sources must pass (nothing to key them by)")
+	}
+}
+
+// TestSourceLimiterBounded: spoofed addresses never grow the table past
+// maxSources; idle buckets are reclaimed; meanwhile new addresses share
+// the overflow bucket.
+func TestSourceLimiterBounded(t *testing.T) {
+	l := newSourceLimiter(10)
+	t0 := time.Unix(1000, 0)
+	for i := range maxSources + 500 {
+		l.allow(&net.UDPAddr{IP: net.IPv4(10, byte(i>>16), byte(i>>8), byte(i)), Port: 1}, t0)
+	}
+	if got := l.sources(); got != maxSources {
+		t.Fatalf("%d buckets, want %d", got, maxSources)
+	}
+	// The overflow bucket (burst 20) was shared by the 500 extra
+	// addresses: it is empty.
+	if l.allow(udpAddr("192.0.2.1:1"), t0) {
+		t.Fatal("the overflow bucket should be empty")
+	}
+	// Two seconds later every bucket is full again: the sweep reclaims
+	// them and new addresses get their own.
+	later := t0.Add(2 * time.Second)
+	if !l.allow(udpAddr("192.0.2.1:1"), later) {
+		t.Fatal("a new address after the sweep was refused")
+	}
+	if got := l.sources(); got != 1 {
+		t.Fatalf("%d buckets after the sweep, want 1", got)
+	}
+}
+
+func TestSourceLimiterConcurrent(t *testing.T) {
+	l := newSourceLimiter(1000)
+	now := time.Now()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	allowed := 0
+	for g := range 4 {
+		wg.Go(func() {
+			for i := range 2000 {
+				if l.allow(&net.UDPAddr{IP: net.IPv4(10, 0, 0, byte(i%2)), Port: g}, now) {
+					mu.Lock()
+					allowed++
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if allowed != 2*2000 { // two addresses, burst 2000 each
+		t.Fatalf("%d allowed, want 4000", allowed)
+	}
+}
+
+func TestLogLimiter(t *testing.T) {
+	l := newLogLimiter(10 * time.Second)
+	t0 := time.Unix(1000, 0)
+	if ok, n := l.allow("auth", t0); !ok || n != 0 {
+		t.Fatalf("first line: %v %d", ok, n)
+	}
+	for i := range 99 {
+		if ok, _ := l.allow("auth", t0.Add(time.Duration(i)*time.Millisecond)); ok {
+			t.Fatal("a second line within the interval got through")
+		}
+	}
+	if ok, _ := l.allow("truncated", t0); !ok {
+		t.Fatal("another reason is limited separately")
+	}
+	if ok, n := l.allow("auth", t0.Add(10*time.Second)); !ok || n != 99 {
+		t.Fatalf("after the interval: %v, suppressed %d, want true, 99", ok, n)
+	}
+	if ok, n := l.allow("auth", t0.Add(25*time.Second)); !ok || n != 0 {
+		t.Fatalf("quiet interval: %v, suppressed %d", ok, n)
+	}
+	// Keys are bounded.
+	for i := range 3 * maxLogKeys {
+		l.allow(fmt.Sprint("k", i), t0)
+	}
+	if len(l.keys) > maxLogKeys+1 {
+		t.Fatalf("%d keys, want at most %d", len(l.keys), maxLogKeys+1)
+	}
+}
+
+func TestMemberlistLogKey(t *testing.T) {
+	for _, tc := range []struct{ a, b string }{
+		{"Decrypt packet failed: cipher: message authentication failed from=10.0.0.1:7951",
+			"Decrypt packet failed: No installed keys could decrypt the message from=10.0.0.9:1"},
+		{"msg type (12) not supported from=10.0.0.1:7951", "msg type (200) not supported from=10.0.0.2:7951"},
+		{"Received invalid msgType (9) from=10.0.0.1:3", "Received invalid msgType (77) from=10.0.0.8:4"},
+		{"Got ping for unexpected node 'x' from=1.2.3.4:5", "Got ping for unexpected node 'yy' from=1.2.3.4:6"},
+		{"ignoring alive message for 'abc': node name \"abc\" is not", "ignoring alive message for '99999': the address book"},
+	} {
+		ka, kb := memberlistLogKey("error", tc.a), memberlistLogKey("error", tc.b)
+		if ka != kb {
+			t.Errorf("%q and %q: keys %q and %q differ", tc.a, tc.b, ka, kb)
+		}
+	}
+	if memberlistLogKey("error", "Decrypt packet failed: x") == memberlistLogKey("warn", "Decrypt packet failed: x") {
+		t.Error("the level is part of the key")
+	}
+	if memberlistLogKey("error", "Failed to send ack: x") == memberlistLogKey("error", "Failed to decode ping: x") {
+		t.Error("different complaints share a key")
+	}
+}
+
+// TestMemberlistLogRateLimited: a flood of one memberlist complaint gives
+// one line per logEvery; other complaints and info lines are not held back.
+func TestMemberlistLogRateLimited(t *testing.T) {
+	var buf bytes.Buffer
+	l := newStdLogger(zerolog.New(&buf).Level(zerolog.InfoLevel))
+	for i := range 1000 {
+		l.Printf("[ERR] memberlist: Decrypt packet failed: no key %d from=10.0.0.%d:7951", i, i%250)
+	}
+	l.Printf("[WARN] memberlist: Got ping for unexpected node 'x' from=10.0.0.1:1")
+	l.Printf("[INFO] memberlist: Suspect 3 has failed, no acks received")
+	l.Printf("[INFO] memberlist: Suspect 4 has failed, no acks received")
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != 4 {
+		t.Fatalf("%d lines, want 4:\n%s", len(lines), buf.String())
+	}
+}
+
+// newReceiver returns an agent (not run) for feeding receive directly,
+// with its log in buf.
+func newReceiver(t *testing.T, id wire.NodeID, key []byte, rate int, buf *bytes.Buffer) *Agent {
+	t.Helper()
+	c := newTestConfig(t)
+	c.ID = id
+	c.Key = key
+	c.RateLimit = rate
+	c.Logger = zerolog.New(&lockedWriter{w: buf}).Level(zerolog.InfoLevel)
+	a, err := New(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	return a
+}
+
+type lockedWriter struct {
+	mu sync.Mutex
+	w  *bytes.Buffer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+func (l *lockedWriter) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.String()
+}
+
+func encodeT(t *testing.T, m wire.Message) []byte {
+	t.Helper()
+	b, err := wire.Encode(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestReceiveKeyed feeds the receive path of a keyed node (ID 1) the
+// packets a rogue or a replayer would send, and checks what it accepts and
+// how it counts and logs the rest.
+func TestReceiveKeyed(t *testing.T) {
+	key, wrong := bytes.Repeat([]byte{1}, wire.KeySize), bytes.Repeat([]byte{2}, wire.KeySize)
+	var logs bytes.Buffer
+	a := newReceiver(t, 1, key, 50, &logs)
+	good, _ := wire.NewSealer(key)
+	bad, _ := wire.NewSealer(wrong)
+	src := udpAddr("10.0.0.2:7950")
+	buf := make([]byte, 0, wire.MaxDatagramSize)
+	msg := func(ctr uint64, body wire.Body) []byte {
+		return encodeT(t, wire.Message{Header: wire.Header{From: 2, Priority: 255, Incarnation: 7, Counter: ctr,
+			Group: wire.GroupNumber{Seq: 9, ID: 2}, State: wire.StateNormal}, Body: body})
+	}
+	inv := wire.Invitation{Group: wire.GroupNumber{Seq: 10, ID: 2}}
+	seal := func(s *wire.Sealer, p []byte, to wire.NodeID) []byte {
+		out, err := s.SealTo(nil, p, to)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	dropped := func(reason string) float64 { return metricValue(a.metrics.dropped.WithLabelValues(reason)) }
+	accepted := func() int { return len(a.inbox) }
+
+	a.receive(msg(5, inv), src, false, buf) // plain
+	a.receive(seal(bad, msg(6, inv), 1), src, false, buf)
+	a.receive(seal(good, msg(7, inv), 3), src, false, buf) // sealed for node 3
+	if accepted() != 0 || dropped("auth") != 3 {
+		t.Fatalf("plain, wrong-key and misaddressed packets: %d accepted, %v auth drops", accepted(), dropped("auth"))
+	}
+	a.receive(seal(good, msg(10, inv), 1), src, false, buf)
+	a.receive(seal(good, msg(11, wire.Beacon{Addr: "10.0.0.2:7951"}), wire.Broadcast), src, true, buf)
+	if accepted() != 2 {
+		t.Fatalf("genuine packets: %d accepted, want 2", accepted())
+	}
+	a.receive(seal(good, msg(10, inv), 1), src, false, buf) // the same counter again
+	a.receive(seal(good, msg(9, inv), 1), src, false, buf)  // below the first packet (Strict)
+	a.receive(seal(good, msg(12, inv), 1), src, false, buf) // new
+	a.receive(seal(good, msg(12, inv), 1), src, false, buf) // replayed
+	if accepted() != 3 || dropped("replay") != 3 {
+		t.Fatalf("replays: %d accepted (want 3), %v replay drops (want 3)", accepted(), dropped("replay"))
+	}
+	a.receive(make([]byte, wire.MaxDatagramSize+1), src, false, buf)
+	if dropped("too_large") != 1 {
+		t.Fatalf("oversized: %v too_large drops", dropped("too_large"))
+	}
+	// A flood from one address: the burst (2×50) passes the limiter
+	// (and fails authentication), the rest is dropped before any work.
+	flood := udpAddr("10.0.0.66:1234")
+	for range 1000 {
+		a.receive([]byte{0x81, 1, 2, 3}, flood, false, buf)
+	}
+	if got := dropped("rate_limited"); got < 850 || got > 900 {
+		t.Fatalf("flood of 1000: %v rate_limited drops, want about 900", got)
+	}
+	// Meanwhile the genuine sender still gets through.
+	a.receive(seal(good, msg(13, inv), 1), src, false, buf)
+	if accepted() != 4 {
+		t.Fatalf("genuine sender during a flood: %d accepted, want 4", accepted())
+	}
+	// Logs: one warn line per reason (the interval is 10s); replays are
+	// at debug, so not shown at info.
+	counts := map[string]int{}
+	for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		if strings.Contains(line, "dropped packet") {
+			for _, r := range []string{"auth", "replay", "too_large", "rate_limited"} {
+				if strings.Contains(line, `"reason":"`+r+`"`) {
+					counts[r]++
+				}
+			}
+		}
+	}
+	want := map[string]int{"auth": 1, "too_large": 1, "rate_limited": 1}
+	for r, n := range want {
+		if counts[r] != n {
+			t.Errorf("%d log lines for %s, want %d\n%s", counts[r], r, n, logs.String())
+		}
+	}
+	if counts["replay"] != 0 {
+		t.Errorf("replays logged at info:\n%s", logs.String())
+	}
+}
+
+// TestReceiveUnkeyed: without a key, sealed packets and garbage are
+// dropped by reason; decoding errors are counted, never fatal.
+func TestReceiveUnkeyed(t *testing.T) {
+	var logs bytes.Buffer
+	a := newReceiver(t, 1, nil, 0, &logs)
+	src := udpAddr("10.0.0.2:7950")
+	buf := make([]byte, 0, wire.MaxDatagramSize)
+	s, _ := wire.NewSealer(bytes.Repeat([]byte{1}, wire.KeySize))
+	good := encodeT(t, wire.Message{Header: wire.Header{From: 2, Incarnation: 1, Counter: 1, State: wire.StateNormal},
+		Body: wire.AreYouCoordinator{}})
+	sealed, _ := s.Seal(nil, good)
+	for _, p := range [][]byte{sealed, {}, {9}, good[:10], append(bytes.Clone(good), 0), {1, 99}} {
+		a.receive(p, src, false, buf)
+	}
+	for reason, want := range map[string]float64{"auth": 1, "truncated": 2, "version": 1, "malformed": 1, "type": 1} {
+		if got := metricValue(a.metrics.dropped.WithLabelValues(reason)); got != want {
+			t.Errorf("%s drops: %v, want %v", reason, got, want)
+		}
+	}
+	if len(a.inbox) != 0 {
+		t.Errorf("%d packets accepted", len(a.inbox))
+	}
+}
+
+// TestAPILoopbackByDefault: the API listens on loopback unless told
+// otherwise (a unix socket is the other local choice).
+func TestAPILoopbackByDefault(t *testing.T) {
+	for _, cfg := range []Config{DefaultLANConfig(), DefaultFastConfig()} {
+		network, addr, err := parseAPI(cfg.API)
+		if err != nil || network != "tcp" {
+			t.Fatalf("default API %q: %s, %v", cfg.API, network, err)
+		}
+		host, _, _ := net.SplitHostPort(addr)
+		if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+			t.Errorf("default API %q is not on loopback", cfg.API)
+		}
+	}
+}
