@@ -1,0 +1,110 @@
+package main
+
+import (
+	"encoding/xml"
+	"io"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/groupd/groupd/invitation"
+)
+
+func TestQuantile(t *testing.T) {
+	xs := []float64{5, 1, 4, 2, 3, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20}
+	for _, c := range []struct{ q, want float64 }{{0.5, 10}, {0.95, 19}, {1, 20}, {0, 1}} {
+		if got := quantile(xs, c.q); got != c.want {
+			t.Errorf("quantile(%v) = %v, want %v", c.q, got, c.want)
+		}
+	}
+	if !math.IsNaN(quantile(nil, .5)) {
+		t.Error("quantile of nothing should be NaN")
+	}
+}
+
+func TestParsePromAndByType(t *testing.T) {
+	before, err := parseProm(strings.NewReader(`# HELP groupd_messages_sent_total Wire messages sent, by type.
+# TYPE groupd_messages_sent_total counter
+groupd_messages_sent_total{type="Beacon"} 10
+groupd_messages_sent_total{type="Election"} 0
+groupd_bytes_sent_total{type="Beacon"} 450
+go_goroutines 12
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, _ := parseProm(strings.NewReader(`groupd_messages_sent_total{type="Beacon"} 12
+groupd_messages_sent_total{type="Election"} 3
+groupd_bytes_sent_total{type="Beacon"} 540
+`))
+	got := byType("groupd_messages_sent_total", map[int]map[string]float64{1: before}, map[int]map[string]float64{1: after})
+	if len(got) != 2 || got["Beacon"] != 2 || got["Election"] != 3 {
+		t.Errorf("byType = %v", got)
+	}
+}
+
+func ev(node int, at time.Time, state, group string, coord uint64, members ...uint64) nodeEvent {
+	return nodeEvent{node: node, ev: eventJ{Time: at, Node: uint64(node), Reason: "ready",
+		New: statusJ{ID: uint64(node), State: state, Group: group, Coordinator: coord, Members: members}}}
+}
+
+func TestTracker(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	tr := newTracker()
+	for i := 1; i <= 3; i++ {
+		tr.apply(ev(i, t0, "normal", "4.3", 3, 1, 2, 3))
+	}
+	if !tr.converged([]int{1, 2, 3}) {
+		t.Fatal("should be converged")
+	}
+	if tr.failedOver([]int{1, 2}) {
+		t.Fatal("coordinator 3 is not a survivor")
+	}
+	tr.setMark(t0.Add(time.Second))
+	tr.apply(ev(2, t0.Add(1500*time.Millisecond), "normal", "5.2", 2, 1, 2))
+	if tr.failedOver([]int{1, 2}) {
+		t.Fatal("node 1 is still in 4.3")
+	}
+	tr.apply(ev(1, t0.Add(1700*time.Millisecond), "normal", "5.2", 2, 1, 2))
+	// A repeat of the same view does not move "since".
+	tr.apply(ev(2, t0.Add(1900*time.Millisecond), "normal", "5.2", 2, 1, 2))
+	if !tr.failedOver([]int{1, 2}) {
+		t.Fatal("should have failed over")
+	}
+	if d := tr.doneAt([]int{1, 2}).Sub(t0); d != 1700*time.Millisecond {
+		t.Errorf("doneAt = %v, want 1.7s", d)
+	}
+	if d := tr.firstAt.Sub(t0); d != 1500*time.Millisecond {
+		t.Errorf("firstAt = %v, want 1.5s", d)
+	}
+}
+
+func TestChartSVGIsXML(t *testing.T) {
+	c := Chart{Title: "t <&>", YLabel: "s", XLabel: "N", HLines: map[float64]string{1: "target"},
+		Series: []Series{
+			{Name: "a", Points: []Point{{X: 3, P50: 0.7, P95: 0.8, Count: 20}, {X: 16, P50: 0.9, P95: 1.2, Count: 20}}},
+			{Name: "b", Dashed: true, Points: []Point{{X: 5, P50: 3, P95: 3.4, Count: 20}}},
+		}}
+	d := xml.NewDecoder(strings.NewReader(c.SVG()))
+	for {
+		_, err := d.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("not well-formed: %v", err)
+		}
+	}
+}
+
+func TestSimFailoverCounts(t *testing.T) {
+	tm, _ := timing("lan")
+	r, err := simFailover(5, 1, tm, invitation.ElectionBully, "sim-lan")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Seconds <= 0 || r.Coordinator != 4 || r.Msgs["Invitation"] == 0 {
+		t.Errorf("unexpected failover result %+v", r)
+	}
+}

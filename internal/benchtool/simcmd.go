@@ -1,0 +1,455 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"math/rand"
+	"os"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/groupd/groupd/internal/invariant"
+	"github.com/groupd/groupd/invitation"
+	"github.com/groupd/groupd/sim"
+	"github.com/groupd/groupd/wire"
+)
+
+func parseInts(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		v, err := strconv.Atoi(f)
+		if err != nil {
+			return nil, fmt.Errorf("bad number %q", f)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+func timing(profile string) (invitation.Timing, error) {
+	switch profile {
+	case "lan":
+		return invitation.DefaultTiming(), nil
+	case "fast":
+		return invitation.FastTiming(), nil
+	}
+	return invitation.Timing{}, fmt.Errorf("unknown profile %q", profile)
+}
+
+func countsBy(c sim.Counts) (msgs, bytes map[string]float64) {
+	msgs, bytes = map[string]float64{}, map[string]float64{}
+	for _, t := range wire.Types() {
+		if c.Sent[t] != 0 {
+			msgs[t.String()] = float64(c.Sent[t])
+			bytes[t.String()] = float64(c.Bytes[t])
+		}
+	}
+	return msgs, bytes
+}
+
+// simRun is a simulation run under a wall-clock limit: RunUntil cannot be
+// interrupted, so this steps the virtual clock by sim.Poll and checks the
+// wall clock between steps.
+type simRun struct {
+	s        *sim.Sim
+	wallStop time.Time
+	memLimit float64 // KiB of VmRSS; 0: none
+	checked  time.Time
+	virt     atomic.Int64 // virtual time reached, for the memory watchdog
+}
+
+var (
+	errWall = errors.New("wall-clock limit reached")
+	errMem  = errors.New("memory guard reached")
+)
+
+// stop reports whether the run must end: past its wall-clock limit, or
+// (checked once a second) its resident memory above the guard, so that a
+// huge N ends cleanly instead of meeting the kernel's OOM killer on a
+// shared machine.
+func (r *simRun) stop() error {
+	if r.wallStop.IsZero() && r.memLimit == 0 {
+		return nil
+	}
+	now := time.Now()
+	if !r.wallStop.IsZero() && now.After(r.wallStop) {
+		return errWall
+	}
+	if r.memLimit > 0 && now.Sub(r.checked) > time.Second {
+		r.checked = now
+		if rss := statusKiB("/proc/self/status", "VmRSS"); rss > r.memLimit {
+			return fmt.Errorf("%w: VmRSS %.1f GiB > %.1f GiB", errMem, rss/(1<<20), r.memLimit/(1<<20))
+		}
+	}
+	return nil
+}
+
+// until runs until cond holds (checked every sim.Poll of virtual time),
+// for at most max virtual time.
+func (r *simRun) until(cond func() bool, max time.Duration) (time.Duration, error) {
+	start := r.s.Elapsed()
+	for !cond() {
+		if r.s.Elapsed()-start >= max {
+			return r.s.Elapsed() - start, fmt.Errorf("condition not reached within %v of virtual time", max)
+		}
+		if err := r.stop(); err != nil {
+			return r.s.Elapsed() - start, err
+		}
+		if err := r.s.RunFor(sim.Poll); err != nil {
+			return r.s.Elapsed() - start, err
+		}
+		r.virt.Store(int64(r.s.Elapsed()))
+	}
+	return r.s.Elapsed() - start, nil
+}
+
+func (r *simRun) runFor(d time.Duration) error {
+	end := r.s.Elapsed() + d
+	for r.s.Elapsed() < end {
+		if err := r.stop(); err != nil {
+			return err
+		}
+		if err := r.s.RunFor(min(100*time.Millisecond, end-r.s.Elapsed())); err != nil {
+			return err
+		}
+		r.virt.Store(int64(r.s.Elapsed()))
+	}
+	return nil
+}
+
+func (r *simRun) allUp() bool { return len(r.s.LiveIDs()) == r.s.N() }
+
+// simFailover is the lab's failover trial in the simulator: converge, a
+// random phase, crash the coordinator, and count until L2's condition holds.
+func simFailover(n int, seed int64, t invitation.Timing, alg invitation.Election, impl string) (Result, error) {
+	s, err := sim.New(sim.Config{N: n, Seed: seed, Timing: t, Election: alg, Detect: sim.Detect{Partitions: true}, StartSpread: time.Second})
+	if err != nil {
+		return Result{}, err
+	}
+	r := &simRun{s: s}
+	wall := time.Now()
+	if _, err := r.until(func() bool { return r.allUp() && s.Converged() }, 3*s.HealBound()); err != nil {
+		return Result{}, err
+	}
+	ph := time.Duration(rand.New(rand.NewSource(seed)).Int63n(int64(2 * t.CheckInterval)))
+	if err := s.RunFor(ph); err != nil {
+		return Result{}, err
+	}
+	victim := s.Highest()
+	var survivors []wire.NodeID
+	for _, id := range s.LiveIDs() {
+		if id != victim {
+			survivors = append(survivors, id)
+		}
+	}
+	c0 := s.Counts()
+	s.Crash(victim)
+	view := make([]invitation.Status, 0, len(survivors))
+	d, err := r.until(func() bool {
+		view = view[:0]
+		for _, id := range survivors {
+			st, _ := s.Status(id)
+			view = append(view, st)
+		}
+		return len(invariant.FailedOver(time.Time{}, view)) == 0
+	}, 3*s.FailoverBound())
+	if err != nil {
+		return Result{}, err
+	}
+	msgs, bytes := countsBy(s.Counts().Sub(c0))
+	st, _ := s.Status(survivors[0])
+	return Result{Kind: "failover", Impl: impl, Source: "sim", N: n, Trial: int(seed), Seconds: secs(d),
+		PhaseS: secs(ph), Victim: int(victim), Coordinator: int(st.Group.ID), Highest: st.Group.ID == survivors[len(survivors)-1],
+		Group: st.Group.String(), Msgs: msgs, Bytes: bytes, WindowS: secs(d), Load: load(),
+		WallS: time.Since(wall).Seconds(), Events: s.Events()}, nil
+}
+
+// simHeal is the lab's heal trial: halves 1..N/2 | N/2+1..N for hold, then
+// heal, and count until L1 holds.
+func simHeal(n int, seed int64, t invitation.Timing, alg invitation.Election, hold time.Duration, impl string) (Result, error) {
+	s, err := sim.New(sim.Config{N: n, Seed: seed, Timing: t, Election: alg, Detect: sim.Detect{Partitions: true}, StartSpread: time.Second})
+	if err != nil {
+		return Result{}, err
+	}
+	r := &simRun{s: s}
+	wall := time.Now()
+	if _, err := r.until(func() bool { return r.allUp() && s.Converged() }, 3*s.HealBound()); err != nil {
+		return Result{}, err
+	}
+	ph := time.Duration(rand.New(rand.NewSource(seed)).Int63n(int64(2 * t.CheckInterval)))
+	if err := s.RunFor(ph); err != nil {
+		return Result{}, err
+	}
+	var a, b []wire.NodeID
+	for i := 1; i <= n; i++ {
+		if i <= n/2 {
+			a = append(a, wire.NodeID(i))
+		} else {
+			b = append(b, wire.NodeID(i))
+		}
+	}
+	s.Partition(a, b)
+	if err := s.RunFor(hold); err != nil {
+		return Result{}, err
+	}
+	c0 := s.Counts()
+	s.Heal()
+	d, err := r.until(s.Converged, 3*s.HealBound())
+	if err != nil {
+		return Result{}, err
+	}
+	msgs, bytes := countsBy(s.Counts().Sub(c0))
+	st, _ := s.Status(wire.NodeID(n))
+	return Result{Kind: "heal", Impl: impl, Source: "sim", N: n, Trial: int(seed), Seconds: secs(d),
+		PhaseS: secs(ph), Coordinator: int(st.Group.ID), Highest: int(st.Group.ID) == n, Group: st.Group.String(),
+		Msgs: msgs, Bytes: bytes, WindowS: secs(d), Load: load(), WallS: time.Since(wall).Seconds(), Events: s.Events()}, nil
+}
+
+func cmdSimMsgs(args []string) error {
+	fs := flag.NewFlagSet("sim-msgs", flag.ExitOnError)
+	sizes := fs.String("n", "3,5,16", "cluster sizes")
+	trials := fs.Int("trials", 20, "seeds per size")
+	profile := fs.String("profile", "lan", "lan or fast")
+	hold := fs.Duration("hold", 10*time.Second, "partition length for the heal")
+	what := fs.String("what", "failover,heal", "failover, heal or both")
+	election := fs.String("election", "bully", "bully or ring")
+	fs.Parse(args)
+	alg, err := invitation.ParseElection(*election)
+	if err != nil {
+		return err
+	}
+	ns, err := parseInts(*sizes)
+	if err != nil {
+		return err
+	}
+	t, err := timing(*profile)
+	if err != nil {
+		return err
+	}
+	impl := "sim-" + *profile
+	if alg == invitation.ElectionRing {
+		impl = "sim-ring" // lan timing
+		if *profile != "lan" {
+			impl += "-" + *profile
+		}
+	}
+	for _, n := range ns {
+		for seed := int64(1); seed <= int64(*trials); seed++ {
+			if strings.Contains(*what, "failover") {
+				r, err := simFailover(n, seed, t, alg, impl)
+				if err != nil {
+					return fmt.Errorf("failover N=%d seed %d: %w", n, seed, err)
+				}
+				if err := emit(r); err != nil {
+					return err
+				}
+			}
+			if strings.Contains(*what, "heal") {
+				r, err := simHeal(n, seed, t, alg, *hold, impl)
+				if err != nil {
+					return fmt.Errorf("heal N=%d seed %d: %w", n, seed, err)
+				}
+				if err := emit(r); err != nil {
+					return err
+				}
+			}
+		}
+		say("sim      %-12s N=%-3d %d seeds done", impl, n, *trials)
+	}
+	return nil
+}
+
+// ScaleResult is one simulator run at a large N.
+type ScaleResult struct {
+	Kind        string  `json:"kind"` // "sim-scale"
+	N           int     `json:"n"`
+	Seed        int64   `json:"seed"`
+	Status      string  `json:"status"` // ok | wall-limit | error
+	Error       string  `json:"error,omitempty"`
+	ConvergeS   float64 `json:"converge_s"` // virtual: from the first start until L1
+	ConvWallS   float64 `json:"converge_wall_s"`
+	HealS       float64 `json:"heal_s"` // virtual: from the heal until L1
+	HealWallS   float64 `json:"heal_wall_s"`
+	WallS       float64 `json:"wall_s"`
+	SimulatedS  float64 `json:"simulated_s"`
+	Events      uint64  `json:"events"`
+	MsgsPerNode float64 `json:"msgs_per_node"`
+	// Where the run stood when it ended: the number of distinct groups
+	// among the live nodes and the size of the largest.
+	Groups  int    `json:"groups_at_end"`
+	Largest int    `json:"largest_group_at_end"`
+	Phase   string `json:"phase_at_end"` // converge | hold | heal | done
+	// Peak resident memory of the process so far (VmHWM), GiB.
+	RSSGiB float64    `json:"peak_rss_gib"`
+	Load   [3]float64 `json:"load"`
+}
+
+func cmdSimScale(args []string) error {
+	fs := flag.NewFlagSet("sim-scale", flag.ExitOnError)
+	sizes := fs.String("n", "100,1000,5000", "cluster sizes")
+	limit := fs.Duration("limit", 10*time.Minute, "wall-clock limit per size")
+	memGiB := fs.Float64("mem", 8, "stop a size when the process's resident memory exceeds this many GiB")
+	seed := fs.Int64("seed", 1, "seed")
+	hold := fs.Duration("hold", 10*time.Second, "partition length")
+	fs.Parse(args)
+	ns, err := parseInts(*sizes)
+	if err != nil {
+		return err
+	}
+	for _, n := range ns {
+		res := ScaleResult{Kind: "sim-scale", N: n, Seed: *seed, Status: "ok"}
+		wall := time.Now()
+		s, err := sim.New(sim.Config{N: n, Seed: *seed, Detect: sim.Detect{Partitions: true}, StartSpread: time.Second})
+		if err != nil {
+			return err
+		}
+		r := &simRun{s: s, wallStop: wall.Add(*limit), memLimit: *memGiB * (1 << 20)}
+		// The memory watchdog: one step of the simulator (sim.Poll of
+		// virtual time) can allocate gigabytes at large N (every
+		// broadcast is N queued deliveries), so the check between steps
+		// is not enough. Above the guard it writes what it knows and ends
+		// the process before the kernel's OOM killer picks a victim on
+		// this shared machine.
+		var phase atomic.Pointer[string]
+		var convS, convWallS atomic.Int64 // ns, once the converge phase ended
+		setPhase := func(p string) { res.Phase = p; phase.Store(&p) }
+		stopWatch := make(chan struct{})
+		go func() {
+			tk := time.NewTicker(200 * time.Millisecond)
+			defer tk.Stop()
+			for {
+				select {
+				case <-stopWatch:
+					return
+				case <-tk.C:
+				}
+				rss := statusKiB("/proc/self/status", "VmRSS")
+				if r.memLimit == 0 || rss <= r.memLimit {
+					continue
+				}
+				out := ScaleResult{Kind: "sim-scale", N: n, Seed: *seed, Status: "memory-limit",
+					Error: fmt.Sprintf("VmRSS %.1f GiB > guard %.1f GiB: stopped inside a simulation step", rss/(1<<20), *memGiB),
+					Phase: *phase.Load(), SimulatedS: time.Duration(r.virt.Load()).Seconds(), WallS: time.Since(wall).Seconds(),
+					RSSGiB: statusKiB("/proc/self/status", "VmHWM") / (1 << 20), Load: load(),
+					ConvergeS: time.Duration(convS.Load()).Seconds(), ConvWallS: time.Duration(convWallS.Load()).Seconds()}
+				say("sim-scale N=%-5d memory-limit (phase %s): %s after %.1fs wall, %.2fs virtual reached", n, out.Phase, out.Error, out.WallS, out.SimulatedS)
+				_ = emit(out)
+				os.Exit(0)
+			}
+		}()
+		fail := func(err error) {
+			res.Status = "error"
+			if errors.Is(err, errWall) {
+				res.Status = "wall-limit"
+			}
+			if errors.Is(err, errMem) {
+				res.Status = "memory-limit"
+			}
+			res.Error = err.Error()
+		}
+		setPhase("converge")
+		d, err := r.until(func() bool { return r.allUp() && s.Converged() }, 3*s.HealBound())
+		res.ConvergeS, res.ConvWallS = secs(d), time.Since(wall).Seconds()
+		convS.Store(int64(d))
+		convWallS.Store(int64(time.Since(wall)))
+		if err != nil {
+			fail(err)
+		} else {
+			var a, b []wire.NodeID
+			for i := 1; i <= n; i++ {
+				if i <= n/2 {
+					a = append(a, wire.NodeID(i))
+				} else {
+					b = append(b, wire.NodeID(i))
+				}
+			}
+			s.Partition(a, b)
+			setPhase("hold")
+			if err := r.runFor(*hold); err != nil {
+				fail(err)
+			} else {
+				s.Heal()
+				setPhase("heal")
+				hw := time.Now()
+				d, err := r.until(s.Converged, 3*s.HealBound())
+				res.HealS, res.HealWallS = secs(d), time.Since(hw).Seconds()
+				if err != nil {
+					fail(err)
+				} else {
+					setPhase("done")
+				}
+			}
+		}
+		sizes := map[wire.GroupNumber]int{}
+		for _, st := range s.Statuses() {
+			sizes[st.Group]++
+		}
+		res.Groups = len(sizes)
+		for _, v := range sizes {
+			res.Largest = max(res.Largest, v)
+		}
+		close(stopWatch)
+		res.WallS = time.Since(wall).Seconds()
+		res.SimulatedS = s.Elapsed().Seconds()
+		res.Events = s.Events()
+		res.MsgsPerNode = float64(s.Counts().TotalSent()) / float64(n)
+		res.Load = load()
+		res.RSSGiB = statusKiB("/proc/self/status", "VmHWM") / (1 << 20)
+		say("sim-scale N=%-5d %s (phase %s, %d groups, largest %d): converged in %.2fs virtual (%.1fs wall), heal %.2fs virtual (%.1fs wall), %d events, %.0f msgs/node, %.1fs wall in all",
+			n, res.Status, res.Phase, res.Groups, res.Largest, res.ConvergeS, res.ConvWallS, res.HealS, res.HealWallS, res.Events, res.MsgsPerNode, res.WallS)
+		if err := emit(res); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// BullyResult compares sim.BullyRun with the seed's formulas.
+type BullyResult struct {
+	Kind        string `json:"kind"` // "bully"
+	N           int    `json:"n"`
+	Starter     int    `json:"starter"`
+	Case        string `json:"case"` // worst (lowest starts) | best (highest starts)
+	Election    int    `json:"election"`
+	Answer      int    `json:"answer"`
+	Coordinator int    `json:"coordinator"`
+	Total       int    `json:"total"`
+	SeedFormula int    `json:"seed_formula"` // n(n-1) worst, n-1 best
+	Winner      int    `json:"winner"`
+}
+
+func cmdBully(args []string) error {
+	fs := flag.NewFlagSet("bully", flag.ExitOnError)
+	sizes := fs.String("n", "2,4,15", "survivor counts")
+	fs.Parse(args)
+	ns, err := parseInts(*sizes)
+	if err != nil {
+		return err
+	}
+	for _, n := range ns {
+		for _, c := range []struct {
+			name    string
+			starter int
+			formula int
+		}{{"worst", 1, n * (n - 1)}, {"best", n, n - 1}} {
+			bc, err := sim.BullyRun(n, wire.NodeID(c.starter))
+			if err != nil {
+				return err
+			}
+			r := BullyResult{Kind: "bully", N: n, Starter: c.starter, Case: c.name, Election: bc.Election,
+				Answer: bc.Answer, Coordinator: bc.Coordinator, Total: bc.Total(), SeedFormula: c.formula, Winner: int(bc.Winner)}
+			say("bully    n=%-3d %-5s Election %d Answer %d Coordinator %d (seed formula %d)", n, c.name, r.Election, r.Answer, r.Coordinator, r.SeedFormula)
+			if err := emit(r); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
