@@ -716,7 +716,12 @@ func (a *Agent) rememberGroup(s invitation.Status) bool {
 	}
 	err := a.store.Save(store.State{NodeID: a.id, Counter: s.Counter, Incarnation: a.incarnation, LastGroup: s.Group})
 	if err != nil {
-		a.log.Warn().Err(err).Str("group", s.Group.String()).Msg("cannot save the last group (numbers stay unique)")
+		// The disk fault is logged once per distinct error, like the
+		// counter's, not once per group change.
+		if msg := err.Error(); msg != a.lastPersistErr {
+			a.lastPersistErr = msg
+			a.log.Warn().Err(err).Str("group", s.Group.String()).Msg("cannot save the last group (numbers stay unique)")
+		}
 		return false
 	}
 	a.savedSeq = s.Group.Seq
