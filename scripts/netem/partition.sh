@@ -27,9 +27,19 @@ mechanism_line() {
 	fi
 }
 
+# apply_partition I: install node I's rules from part_rules (empty: none).
+apply_partition() {
+	if [[ -n ${part_rules[$1]} ]]; then
+		gd_chain_replace "$1" "$GD_CHAIN_PART" "${part_rules[$1]}"
+	else
+		gd_chain_flush "$1" "$GD_CHAIN_PART"
+	fi
+}
+
 symmetric() {
 	local spec=$1 n side i j k rules nsides=0 norm="" named=" " unnamed=()
 	local -a sides=() raw=()
+	part_rules=() # global: apply_partition reads it in gd_parallel's subshells
 	local other
 	n=$(gd_n)
 	[[ $spec == *"|"* ]] || gd_die "a partition needs at least two sides separated by '|', e.g. '1,2|3,4,5'"
@@ -48,24 +58,27 @@ symmetric() {
 	((nsides >= 2)) || gd_die "a partition needs at least two non-empty sides"
 
 	mechanism_line
+	# Build every node's rules first, then apply them in all namespaces at
+	# once (gd_parallel), so the cut lands everywhere within milliseconds.
 	for ((k = 0; k < nsides; k++)); do
 		for i in ${sides[k]}; do
 			rules=""
 			for ((j = 0; j < nsides; j++)); do
 				((j == k)) && continue
 				for other in ${sides[j]}; do
-					rules+="-s $(gd_ip "$other")/32 -j DROP"$'\n'
+					rules+="-s $GD_SUBNET.$other/32 -j DROP"$'\n'
 				done
 			done
-			gd_chain_replace "$i" "$GD_CHAIN_PART" "$rules"
+			part_rules[i]=$rules
 		done
 	done
 	for ((i = 1; i <= n; i++)); do
 		if [[ $named != *" $i "* ]]; then
-			gd_chain_flush "$i" "$GD_CHAIN_PART"
+			part_rules[i]=""
 			unnamed+=("$i")
 		fi
 	done
+	gd_parallel apply_partition "${!part_rules[@]}" || gd_die "partition '$spec' was not applied everywhere (see above); run heal.sh"
 	gd_record_fault partition "$norm"
 	gd_say "partition: ${norm//|/ | } (nodes on different sides exchange no packets)"
 	if ((${#unnamed[@]} > 0)); then
