@@ -6,6 +6,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/groupd/groupd/invitation"
 )
 
 // Resource bounds against floods (issue 7).
@@ -32,7 +34,8 @@ const (
 	// to a few dozen packets per second (AreYouThere and its Yes every
 	// AliveInterval, beacons, a merge's Invitation/Accept/Ready with their
 	// retransmissions every AnswerTimeout), and a Ready split for a
-	// 4096-member group is 28 datagrams per retransmission: 500/s leaves
+	// 4096-member group is 28 datagrams per retransmission (57 at
+	// invitation.MaxGroupSize, which the burst absorbs): 500/s leaves
 	// room for several nodes behind one address (several daemons on one
 	// host, NAT) in the fast profile.
 	DefaultRateLimit = 500
@@ -41,7 +44,7 @@ const (
 	// spoofed addresses), buckets idle long enough to be full again are
 	// reclaimed at most once a second, and new addresses meanwhile share
 	// one overflow bucket.
-	maxSources = 4096
+	maxSources = invitation.MaxGroupSize
 
 	// logEvery is the period of logLimiter: at most one line per key.
 	logEvery = 10 * time.Second

@@ -6,13 +6,14 @@ import (
 	"sync"
 	"time"
 
+	"github.com/groupd/groupd/invitation"
 	"github.com/groupd/groupd/wire"
 )
 
 // maxPeers bounds the address book, so that a flood of forged sender IDs
 // (without a key anyone can send packets) cannot grow it without bound.
 // It matches the largest group the algorithm accepts.
-const maxPeers = 4096
+const maxPeers = invitation.MaxGroupSize
 
 // peerForget is how long a peer that memberlist declared dead or left, or
 // that only ever sent wire packets, is remembered after it was last

@@ -67,7 +67,7 @@ func (n *Node) tickCoordinator(now time.Time, sweep bool) Reason {
 		// higher coordinator may have absorbed them meanwhile.
 		var targets []wire.NodeID
 		for _, id := range n.mergeWith {
-			if p := n.peers[id]; p != nil && p.isCoordinator(id) && p.group != n.group {
+			if p := n.coords[id]; p != nil && p.isCoordinator(id) && p.group != n.group {
 				targets = append(targets, id)
 			}
 		}
@@ -93,8 +93,8 @@ func (n *Node) startCheck(now time.Time) {
 		return
 	}
 	var targets []wire.NodeID
-	for _, id := range sortedIDs(n.peers) {
-		p := n.peers[id]
+	for _, id := range sortedIDs(n.coords) {
+		p := n.coords[id]
 		if p.isCoordinator(id) && p.group != n.group {
 			targets = append(targets, id)
 		}
@@ -135,9 +135,9 @@ func (n *Node) finishCheck(now time.Time) bool {
 	}
 	// Count every higher-ranked coordinator seen, by reply or by beacon: a
 	// reply can lose a race with the beacon that announced it.
-	for id, p := range n.peers {
+	for id, p := range n.coords {
 		if p.isCoordinator(id) && p.state == wire.StateNormal && p.group != n.group &&
-			n.rank().Less(p.rank) && !c.higher[id] {
+			n.rank().Less(p.rank(id)) && !c.higher[id] {
 			c.higher[id] = true
 		}
 	}

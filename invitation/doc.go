@@ -30,9 +30,11 @@
 // # Messages
 //
 //	message            sent by → to                          receiver's rule
-//	Beacon             everyone → multicast, each            learn the peer; a coordinator
-//	                   BeaconInterval                        hearing a lower coordinator
-//	                                                         of another group Checks now
+//	Beacon             everyone → multicast, each            remember the sender while it
+//	                   BeaconInterval                        says it coordinates; a
+//	                                                         coordinator hearing a lower
+//	                                                         coordinator of another group
+//	                                                         Checks now
 //	AreYouCoordinator  coordinator → peers that last said    reply Yes iff Normal and
 //	                   they coordinate another group         coordinator; a lower sender
 //	                                                         prompts an early Check
@@ -69,4 +71,13 @@
 //
 // Timing.FailoverBound and Timing.HealBound give T_failover and T_heal, the
 // bounds of invariants L2 and L1 in DESIGN.md §4.
+//
+// # Cost
+//
+// A node keeps its member list and the nodes that last said they
+// coordinate a group, not every node it heard: in a settled LAN that is one
+// or two entries, so memory and the periodic sweep do not grow with the LAN.
+// Status and Event share the member list with the machine, which replaces
+// it rather than editing it, so reporting a view is O(1) in the group size.
+// A group holds at most MaxGroupSize members.
 package invitation

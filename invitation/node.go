@@ -26,15 +26,21 @@ type pendingGroup struct {
 	sent    bool          // Persist emitted; waiting for Persisted
 }
 
-// peer is what the node last heard from another node.
+// peer is what the node last heard from a node that said it coordinates a
+// group.
+//
+// It is kept small (32 bytes) because during a cold start of a large LAN
+// every node hears every other node coordinate its singleton group.
 type peer struct {
-	rank      wire.Rank
-	group     wire.GroupNumber
-	state     wire.State
-	lastHeard time.Time
+	group wire.GroupNumber
+	heard time.Duration // when, as time since the node's start (monotonic)
+	prio  uint8
+	state wire.State
 }
 
 func (p *peer) isCoordinator(id wire.NodeID) bool { return p.group.ID == id }
+
+func (p *peer) rank(id wire.NodeID) wire.Rank { return wire.Rank{Priority: p.prio, ID: id} }
 
 // member is a coordinator's record of one member of its group.
 type member struct {
@@ -101,8 +107,10 @@ type Node struct {
 	gen     uint64        // bumped whenever members is replaced
 	version uint64
 	since   time.Time
+	born    time.Time // New's now: the origin of peer.heard
 
-	peers      map[wire.NodeID]*peer
+	coords     map[wire.NodeID]*peer // nodes that last said they coordinate a group
+	coordsDel  int                   // deletions from coords since it was built
 	nextBeacon time.Time
 
 	// Coordinator.
@@ -152,10 +160,11 @@ func New(cfg Config, now time.Time) (*Node, error) {
 		alg:     cfg.Election,
 		counter: cfg.Counter,
 		maxSeen: cfg.Counter,
-		peers:   make(map[wire.NodeID]*peer),
+		coords:  make(map[wire.NodeID]*peer),
 		up:      make(map[wire.NodeID]*member),
 		state:   wire.StateElection,
 		since:   now,
+		born:    now,
 	}
 	n.last = n.Status()
 	n.nextBeacon = now
@@ -180,7 +189,7 @@ func (n *Node) Status() Status {
 		Priority: n.prio,
 		State:    n.state,
 		Group:    n.group,
-		Members:  append([]wire.Member(nil), n.members...),
+		Members:  n.members, // shared: replaced, never edited in place
 		Version:  n.version,
 		Since:    n.since,
 		Counter:  n.counter,
@@ -401,7 +410,7 @@ func (n *Node) jitter(d time.Duration) time.Duration {
 // PeerDown tells the machine that the failure detector (memberlist)
 // declared id dead or gone.
 func (n *Node) PeerDown(now time.Time, id wire.NodeID) {
-	delete(n.peers, id)
+	n.forgetCoord(id)
 	switch {
 	case id == n.id:
 	case n.isCoordinator() && n.state == wire.StateNormal:
@@ -463,20 +472,48 @@ func (n *Node) observe(now time.Time, m wire.Message) {
 	if seq > n.maxSeen {
 		n.maxSeen = seq
 	}
-	p := n.peers[m.From]
+	if mb := n.up[m.From]; mb != nil && m.Group == n.group {
+		mb.lastHeard = now
+	}
+	if !m.IsCoordinator() {
+		// It no longer coordinates (if it ever did): only coordinators
+		// are worth remembering, and keeping every node of a large LAN
+		// would cost each node memory and sweep time in N.
+		n.forgetCoord(m.From)
+		return
+	}
+	p := n.coords[m.From]
 	if p == nil {
-		if len(n.peers) >= MaxGroupSize {
+		if len(n.coords) >= MaxGroupSize {
 			return
 		}
 		p = &peer{}
-		n.peers[m.From] = p
+		n.coords[m.From] = p
 	}
-	p.rank = m.Rank()
+	p.prio = m.Priority
 	p.group = m.Group
 	p.state = m.State
-	p.lastHeard = now
-	if mb := n.up[m.From]; mb != nil && m.Group == n.group {
-		mb.lastHeard = now
+	p.heard = now.Sub(n.born)
+}
+
+// forgetCoord removes id from the known coordinators. After a cold start of
+// a large LAN the table held every node's singleton group and soon holds
+// one or two coordinators; a Go map never shrinks, and its deleted slots
+// make each lookup of an absent key (one per message from a member) probe
+// as far as at the peak. So the table is rebuilt once deletions outnumber
+// what it holds, which keeps the cost amortised O(1) per deletion.
+func (n *Node) forgetCoord(id wire.NodeID) {
+	if _, ok := n.coords[id]; !ok {
+		return
+	}
+	delete(n.coords, id)
+	n.coordsDel++
+	if n.coordsDel > 2*len(n.coords)+64 {
+		m := make(map[wire.NodeID]*peer, len(n.coords))
+		for k, p := range n.coords {
+			m[k] = p
+		}
+		n.coords, n.coordsDel = m, 0
 	}
 }
 
@@ -490,9 +527,9 @@ func (n *Node) Tick(now time.Time) {
 	sweep := !now.Before(n.nextSweep)
 	if sweep {
 		n.nextSweep = now.Add(n.t.sweepInterval())
-		for id, p := range n.peers {
-			if now.Sub(p.lastHeard) > n.t.PeerTimeout {
-				delete(n.peers, id)
+		for id, p := range n.coords {
+			if now.Sub(n.born)-p.heard > n.t.PeerTimeout {
+				n.forgetCoord(id)
 			}
 		}
 	}

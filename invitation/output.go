@@ -55,7 +55,10 @@ type Status struct {
 	// group while the new number is being saved.
 	Group wire.GroupNumber
 	// Members is the member list of Version, sorted by ID. Empty while
-	// Reorganization waits for Ready.
+	// Reorganization waits for Ready. It is shared with the machine (and
+	// with every Event and Status that reports the same list), which
+	// replaces the list rather than editing it: read it, never modify it.
+	// Sharing keeps a report O(1) in the group size.
 	Members []wire.Member
 	Version uint64
 	// Since is when Group last changed.

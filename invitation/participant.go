@@ -246,8 +246,8 @@ func (n *Node) memberRank(id wire.NodeID) wire.Rank {
 			return m.Rank()
 		}
 	}
-	if p := n.peers[id]; p != nil {
-		return p.rank
+	if p := n.coords[id]; p != nil {
+		return p.rank(id)
 	}
 	return wire.Rank{ID: id}
 }

@@ -14,7 +14,8 @@ import (
 // Observation is one node's view at one instant. Alive false means the node
 // is down (the same as a Crash record). The Checker keeps Status.Members as
 // given: callers must not modify the slice afterwards (invitation.Status and
-// the Old/New views of invitation.Event are fresh copies).
+// the Old/New views of invitation.Event share the machine's list, which it
+// replaces and never edits).
 type Observation struct {
 	Time   time.Time
 	Node   wire.NodeID
