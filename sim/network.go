@@ -46,6 +46,10 @@ type Counts struct {
 	LazyMisses uint64
 	// FirstLazyMiss describes the first of them.
 	FirstLazyMiss string
+	// PeerDowns counts the failure detector's reports that reached a
+	// live node (invitation.Node.PeerDown calls), after crashes and network
+	// changes.
+	PeerDowns uint64
 }
 
 // TotalSent is the number of datagrams sent, all types.
@@ -69,6 +73,7 @@ func (c Counts) Sub(o Counts) Counts {
 	}
 	c.Duplicated -= o.Duplicated
 	c.EncodeErrors -= o.EncodeErrors
+	c.PeerDowns -= o.PeerDowns
 	return c
 }
 

@@ -12,7 +12,8 @@ const (
 	evSaved                         // node's pending save completes
 	evDetectCrash                   // the failure detector notices about's crash
 	evDetectNetwork                 // the failure detector notices a partition
-	evPeerDown                      // node is told about is down
+	evPeerDown                      // node is told about (crashed) is down
+	evNetworkNews                   // node's next item of downNews is due
 )
 
 // event is one entry of the queue. Events are ordered by time, then by the
@@ -24,7 +25,7 @@ type event struct {
 	node  int32  // index of the node concerned (ID-1)
 	inc   uint32 // its incarnation when scheduled (ticks, saves)
 	about wire.NodeID
-	epoch uint64 // network epoch (evDetectNetwork)
+	epoch uint64 // network epoch (evDetectNetwork, evNetworkNews)
 	msg   wire.Message
 }
 
