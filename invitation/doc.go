@@ -63,6 +63,13 @@
 // invites the old members into a new group. When bully fails twice the node
 // runs Recovery (a singleton group) and merging takes over.
 //
+// The failure detector usually tells every survivor at once, and bully among
+// n survivors that all start then costs close to its n² worst case. So only
+// the highest survivor starts at once (it wins without a message); the
+// others hold back for one AnswerTimeout, answering any Election meanwhile,
+// and join its invitation. They run bully only if none came, which costs one
+// AnswerTimeout more when the highest survivor died too.
+//
 // Config.Election selects the algorithm the survivors run: ElectionBully
 // (the default) or ElectionRing (package ring, Chang-Roberts). Both are
 // embedded the same way: the winner invites instead of announcing, a member

@@ -134,6 +134,7 @@ type Node struct {
 	resendAcc  time.Time
 	asm        *assembly
 	election   election
+	electAt    time.Time // when a held-back bully election starts; zero once started
 
 	out     Output
 	last    Status // last reported view, to emit change events
@@ -572,7 +573,11 @@ func (n *Node) NextDeadline() time.Time {
 		return d
 	}
 	if n.election != nil {
-		add(n.election.Deadline())
+		if !n.electAt.IsZero() {
+			add(n.electAt)
+		} else {
+			add(n.election.Deadline())
+		}
 		return d
 	}
 	if n.isCoordinator() {

@@ -97,11 +97,41 @@ func (n *Node) startElection(now time.Time) {
 	n.resetRoles()
 	n.state = wire.StateElection
 	n.election = e
+	n.electAt = time.Time{}
+	if n.alg == ElectionBully && n.outranked(cands) {
+		// Every survivor usually learns of the failure at once (the
+		// failure detector's gossip), and bully among n of them then
+		// costs up to n² messages. The highest survivor wins at once
+		// and invites the others, so the rest hold back for one
+		// AnswerTimeout and join it; they run bully only if no
+		// invitation came, e.g. because the highest survivor died too.
+		// Meanwhile an Election from a lower survivor is answered.
+		n.electAt = now.Add(n.t.AnswerTimeout)
+		return
+	}
 	e.Start(now)
 	n.afterElection(now)
 }
 
+// outranked reports whether a candidate outranks me.
+func (n *Node) outranked(cands []wire.Member) bool {
+	for _, m := range cands {
+		if n.rank().Less(m.Rank()) {
+			return true
+		}
+	}
+	return false
+}
+
 func (n *Node) tickElection(now time.Time) Reason {
+	if !n.electAt.IsZero() {
+		if now.Before(n.electAt) {
+			return ""
+		}
+		n.electAt = time.Time{}
+		n.election.Start(now)
+		return n.afterElection(now)
+	}
 	n.election.Tick(now)
 	return n.afterElection(now)
 }

@@ -298,22 +298,56 @@ func TestTransitions(t *testing.T) {
 			state: N, sent: []string{"7:AreYouThere"},
 		},
 		{
-			name:  "silent coordinator: bully asks the higher survivors",
+			name:  "silent coordinator: a survivor below others holds back for an AnswerTimeout",
 			setup: func(t *testing.T) *Node { return participant(t, 2, g(5, 7), 2, 4, 6, 7) },
 			input: func(n *Node) { n.Tick(at(751)) },
+			state: E, sent: []string{},
+		},
+		{
+			name:  "silent coordinator: then bully asks the higher survivors",
+			setup: func(t *testing.T) *Node { return participant(t, 2, g(5, 7), 2, 4, 6, 7) },
+			input: func(n *Node) { n.Tick(at(751)); n.Tick(at(850)); n.Tick(at(851)) },
 			state: E, sent: []string{"4:Election", "6:Election"},
 		},
 		{
 			name:  "a No from the coordinator starts bully",
 			setup: func(t *testing.T) *Node { return participant(t, 2, g(5, 7), 2, 4, 7) },
-			input: func(n *Node) { n.Step(at(1), from(7, g(6, 7), N, wire.No{Query: wire.TypeAreYouThere})) },
+			input: func(n *Node) {
+				n.Step(at(1), from(7, g(6, 7), N, wire.No{Query: wire.TypeAreYouThere}))
+				n.Tick(at(101))
+			},
 			state: E, sent: []string{"4:Election"},
 		},
 		{
 			name:  "memberlist declaring the coordinator dead starts bully",
 			setup: func(t *testing.T) *Node { return participant(t, 2, g(5, 7), 2, 4, 7) },
-			input: func(n *Node) { n.PeerDown(at(1), 7) },
+			input: func(n *Node) { n.PeerDown(at(1), 7); n.Tick(at(101)) },
 			state: E, sent: []string{"4:Election"},
+		},
+		{
+			name: "a held-back survivor answers a lower survivor's Election",
+			setup: func(t *testing.T) *Node {
+				n := participant(t, 4, g(5, 7), 2, 4, 6, 7)
+				n.PeerDown(at(0), 7)
+				n.Output()
+				return n
+			},
+			input: func(n *Node) { n.Step(at(10), from(2, g(5, 7), E, wire.Election{Group: g(5, 7)})) },
+			state: E, sent: []string{"2:Answer"},
+		},
+		{
+			name: "a held-back survivor joins the highest survivor without an election",
+			setup: func(t *testing.T) *Node {
+				n := participant(t, 2, g(5, 7), 2, 4, 6, 7)
+				n.PeerDown(at(0), 7)
+				n.Output()
+				return n
+			},
+			input: func(n *Node) {
+				n.Step(at(20), from(6, g(6, 6), E, wire.Invitation{Group: g(6, 6)}))
+				n.Tick(at(110)) // past the hold-back: no Election now
+			},
+			state: R, group: g(6, 6), sent: []string{"6:Accept"},
 		},
 		{
 			name:  "the highest survivor wins at once and saves a number first",
@@ -346,7 +380,7 @@ func TestTransitions(t *testing.T) {
 				n.Output()
 				return n
 			},
-			input: func(n *Node) { n.Tick(at(201)) },
+			input: func(n *Node) { n.Tick(at(201)); n.Tick(at(301)) },
 			state: E, sent: []string{"6:Election"},
 		},
 		{
@@ -368,15 +402,16 @@ func TestTransitions(t *testing.T) {
 			setup: func(t *testing.T) *Node {
 				n := participant(t, 2, g(5, 7), 2, 4, 7)
 				n.PeerDown(at(0), 7)
+				n.Tick(at(100)) // held back for an AnswerTimeout
 				n.Output()
 				return n
 			},
 			input: func(n *Node) {
-				n.Step(at(10), from(4, g(5, 7), E, wire.Answer{Group: g(5, 7)}))
-				n.Tick(at(510)) // ElectionTimeout: round 2
-				n.Step(at(520), from(4, g(5, 7), E, wire.Answer{Group: g(5, 7)}))
+				n.Step(at(110), from(4, g(5, 7), E, wire.Answer{Group: g(5, 7)}))
+				n.Tick(at(610)) // ElectionTimeout: round 2
+				n.Step(at(620), from(4, g(5, 7), E, wire.Answer{Group: g(5, 7)}))
 				n.Output()
-				n.Tick(at(1020)) // second failure
+				n.Tick(at(1120)) // second failure
 			},
 			state: E, save: true,
 		},

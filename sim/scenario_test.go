@@ -203,3 +203,20 @@ func TestDeterministic(t *testing.T) {
 		t.Fatalf("suspiciously short trace: %d bytes", len(a))
 	}
 }
+
+// The coordinator and the highest survivor crash together: the survivors
+// that held back for the highest one (see invitation's startElection) run
+// bully after all, and still fail over within T_failover.
+func TestScenarioTwoHighestCrash(t *testing.T) {
+	for seed := int64(1); seed <= 20; seed++ {
+		s := newSim(t, Config{N: 6, Seed: seed})
+		settle(t, s, 6)
+		s.Crash(6)
+		s.Crash(5)
+		must(t, s.RunFor(s.FailoverBound()))
+		must(t, s.CheckFailover([]wire.NodeID{1, 2, 3, 4}))
+		if st, _ := s.Status(1); st.Group.ID != 4 {
+			t.Fatalf("seed %d: survivors' coordinator is %d, want 4", seed, st.Group.ID)
+		}
+	}
+}
