@@ -565,7 +565,7 @@ func cmdReport(args []string) error {
 		w("\n")
 	}
 	if len(labScale) > 0 || len(labScaleS) > 0 {
-		w("## Scale: lab\n\nRaw: `lab-scale.ndjson`. converge = from the moment `lab.sh start` returned (all daemons running) until the recorded events show one group.\n\n| N | measure | impl | s | detail | load1 |\n|---|---|---|---|---|---|\n")
+		w("## Scale: lab\n\nRaw: `lab-scale.ndjson`. converge = from the moment `lab.sh start` was called (it starts every daemon at once) until the recorded events show one group.\n\n| N | measure | impl | s | detail | load1 |\n|---|---|---|---|---|---|\n")
 		for _, r := range labScale {
 			d := fmt.Sprintf("group %s, coordinator %d", r.Group, r.Coordinator)
 			if r.Kind == "heal" {

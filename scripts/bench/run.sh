@@ -453,7 +453,7 @@ labscale_block() {
 	t1=$(date +%s.%N)
 	say "lab.sh start of $n daemons took $(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.1f", b-a}') s"
 	if bt_wait "$n" 120; then
-		"$BT" converge --run "$RUN" --nodes "$n" --since "$t1" --note "cold start of all $n at once; lab.sh start took $(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.1f", b-a}') s" >>"$OUT/lab-scale.ndjson" || true
+		"$BT" converge --run "$RUN" --nodes "$n" --since "$t0" --note "cold start of all $n at once; lab.sh start took $(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.1f", b-a}') s" >>"$OUT/lab-scale.ndjson" || true
 	else
 		labscale_diag "$n" cold-start
 		note labscale "$n" "cold start of all $n daemons at once: no single group within 120 s (load $(loadavg)); see labscale-$n-cold-start.txt; growing 8 nodes at a time instead"
