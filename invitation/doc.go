@@ -65,10 +65,12 @@
 //
 // The failure detector usually tells every survivor at once, and bully among
 // n survivors that all start then costs close to its n² worst case. So only
-// the highest survivor starts at once (it wins without a message); the
-// others hold back for one AnswerTimeout, answering any Election meanwhile,
-// and join its invitation. They run bully only if none came, which costs one
-// AnswerTimeout more when the highest survivor died too.
+// the highest survivor starts at once (it wins without a message); each of
+// the others sends it one Election, so that it probes the coordinator now if
+// it has not noticed yet, then holds back for one AnswerTimeout, answering
+// any Election meanwhile, and joins its invitation. They run bully only if
+// none came, which costs one AnswerTimeout more when the highest survivor
+// died too.
 //
 // Config.Election selects the algorithm the survivors run: ElectionBully
 // (the default) or ElectionRing (package ring, Chang-Roberts). Both are

@@ -17,10 +17,11 @@ type Election string
 const (
 	// ElectionBully is Garcia-Molina's bully algorithm (the default):
 	// it decides within one AnswerTimeout whatever the group size. The
-	// highest survivor wins at once while the others hold back for one
-	// AnswerTimeout, so the usual failover (the coordinator alone died)
-	// sends no Election at all; only if the highest survivor is gone too
-	// do the rest run bully, at up to O(n²) messages.
+	// highest survivor wins at once while the others tell it (one
+	// Election each) and hold back for one AnswerTimeout, so the usual
+	// failover (the coordinator alone died) costs about n−1 election
+	// messages; only if the highest survivor is gone too do the rest run
+	// bully, at up to O(n²) messages.
 	ElectionBully Election = "bully"
 	// ElectionRing is Chang and Roberts' ring election: at most 2n-1
 	// messages inside groupd (3n-1 with the textbook's Elected round),

@@ -98,7 +98,7 @@ func (n *Node) startElection(now time.Time) {
 	n.state = wire.StateElection
 	n.election = e
 	n.electAt = time.Time{}
-	if n.alg == ElectionBully && n.outranked(cands) {
+	if top, ok := n.highest(cands); ok && n.alg == ElectionBully {
 		// Every survivor usually learns of the failure at once (the
 		// failure detector's gossip), and bully among n of them then
 		// costs up to n² messages. The highest survivor wins at once
@@ -106,21 +106,27 @@ func (n *Node) startElection(now time.Time) {
 		// AnswerTimeout and join it; they run bully only if no
 		// invitation came, e.g. because the highest survivor died too.
 		// Meanwhile an Election from a lower survivor is answered.
+		// One Election goes to the highest survivor at once: if it has
+		// not noticed the failure yet, it probes the coordinator now
+		// rather than at its own timeout, as it did when every lower
+		// survivor sent it one.
 		n.electAt = now.Add(n.t.AnswerTimeout)
+		n.send(top, wire.Election{Group: n.group})
 		return
 	}
 	e.Start(now)
 	n.afterElection(now)
 }
 
-// outranked reports whether a candidate outranks me.
-func (n *Node) outranked(cands []wire.Member) bool {
+// highest returns the highest-ranked candidate, and whether it outranks me.
+func (n *Node) highest(cands []wire.Member) (wire.NodeID, bool) {
+	best := n.rank()
 	for _, m := range cands {
-		if n.rank().Less(m.Rank()) {
-			return true
+		if best.Less(m.Rank()) {
+			best = m.Rank()
 		}
 	}
-	return false
+	return best.ID, best.ID != n.id
 }
 
 func (n *Node) tickElection(now time.Time) Reason {
