@@ -126,20 +126,44 @@ func (r *simRun) runFor(d time.Duration) error {
 
 func (r *simRun) allUp() bool { return len(r.s.LiveIDs()) == r.s.N() }
 
-// simFailover is the lab's failover trial in the simulator: converge, a
-// random phase, crash the coordinator, and count until L2's condition holds.
-func simFailover(n int, seed int64, t invitation.Timing, alg invitation.Election, impl string) (Result, error) {
+// settledSim is the start of every simulated trial: N nodes boot within a
+// second and converge, then a random phase of up to two CheckIntervals
+// passes so that the fault does not strike in step with the timers.
+func settledSim(n int, seed int64, t invitation.Timing, alg invitation.Election) (*sim.Sim, *simRun, time.Duration, error) {
 	s, err := sim.New(sim.Config{N: n, Seed: seed, Timing: t, Election: alg, Detect: sim.Detect{Partitions: true}, StartSpread: time.Second})
 	if err != nil {
-		return Result{}, err
+		return nil, nil, 0, err
 	}
 	r := &simRun{s: s}
-	wall := time.Now()
 	if _, err := r.until(func() bool { return r.allUp() && s.Converged() }, 3*s.HealBound()); err != nil {
-		return Result{}, err
+		return nil, nil, 0, err
 	}
 	ph := time.Duration(rand.New(rand.NewSource(seed)).Int63n(int64(2 * t.CheckInterval)))
 	if err := s.RunFor(ph); err != nil {
+		return nil, nil, 0, err
+	}
+	return s, r, ph, nil
+}
+
+// halves returns the sides 1..n/2 and n/2+1..n, the split of every heal
+// trial and of the lab's partition.sh.
+func halves(n int) (a, b []wire.NodeID) {
+	for i := 1; i <= n; i++ {
+		if i <= n/2 {
+			a = append(a, wire.NodeID(i))
+		} else {
+			b = append(b, wire.NodeID(i))
+		}
+	}
+	return a, b
+}
+
+// simFailover is the lab's failover trial in the simulator: converge, a
+// random phase, crash the coordinator, and count until L2's condition holds.
+func simFailover(n int, seed int64, t invitation.Timing, alg invitation.Election, impl string) (Result, error) {
+	wall := time.Now()
+	s, r, ph, err := settledSim(n, seed, t, alg)
+	if err != nil {
 		return Result{}, err
 	}
 	victim := s.Highest()
@@ -174,28 +198,12 @@ func simFailover(n int, seed int64, t invitation.Timing, alg invitation.Election
 // simHeal is the lab's heal trial: halves 1..N/2 | N/2+1..N for hold, then
 // heal, and count until L1 holds.
 func simHeal(n int, seed int64, t invitation.Timing, alg invitation.Election, hold time.Duration, impl string) (Result, error) {
-	s, err := sim.New(sim.Config{N: n, Seed: seed, Timing: t, Election: alg, Detect: sim.Detect{Partitions: true}, StartSpread: time.Second})
+	wall := time.Now()
+	s, r, ph, err := settledSim(n, seed, t, alg)
 	if err != nil {
 		return Result{}, err
 	}
-	r := &simRun{s: s}
-	wall := time.Now()
-	if _, err := r.until(func() bool { return r.allUp() && s.Converged() }, 3*s.HealBound()); err != nil {
-		return Result{}, err
-	}
-	ph := time.Duration(rand.New(rand.NewSource(seed)).Int63n(int64(2 * t.CheckInterval)))
-	if err := s.RunFor(ph); err != nil {
-		return Result{}, err
-	}
-	var a, b []wire.NodeID
-	for i := 1; i <= n; i++ {
-		if i <= n/2 {
-			a = append(a, wire.NodeID(i))
-		} else {
-			b = append(b, wire.NodeID(i))
-		}
-	}
-	s.Partition(a, b)
+	s.Partition(halves(n))
 	if err := s.RunFor(hold); err != nil {
 		return Result{}, err
 	}
@@ -362,15 +370,7 @@ func cmdSimScale(args []string) error {
 		if err != nil {
 			fail(err)
 		} else {
-			var a, b []wire.NodeID
-			for i := 1; i <= n; i++ {
-				if i <= n/2 {
-					a = append(a, wire.NodeID(i))
-				} else {
-					b = append(b, wire.NodeID(i))
-				}
-			}
-			s.Partition(a, b)
+			s.Partition(halves(n))
 			setPhase("hold")
 			if err := r.runFor(*hold); err != nil {
 				fail(err)

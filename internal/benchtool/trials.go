@@ -82,13 +82,9 @@ func cmdFailover(args []string) error {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	ch, err := l.watch(ctx, all)
+	ch, t, err := l.watchConverged(ctx, all, time.Now().Add(*timeout))
 	if err != nil {
-		return err
-	}
-	t := newTracker()
-	if err := t.waitFor(ch, func() bool { return t.converged(all) }, time.Now().Add(*timeout)); err != nil {
-		return fmt.Errorf("not converged before the kill: %w", err)
+		return fmt.Errorf("before the kill: %w", err)
 	}
 	pid, err := l.pid(*victim)
 	if err != nil {
@@ -160,13 +156,9 @@ func cmdHeal(args []string) error {
 	a, b := rangeInts(1, k), rangeInts(k+1, *n)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	ch, err := l.watch(ctx, all)
+	ch, t, err := l.watchConverged(ctx, all, time.Now().Add(*timeout))
 	if err != nil {
-		return err
-	}
-	t := newTracker()
-	if err := t.waitFor(ch, func() bool { return t.converged(all) }, time.Now().Add(*timeout)); err != nil {
-		return fmt.Errorf("not converged before the partition: %w", err)
+		return fmt.Errorf("before the partition: %w", err)
 	}
 	ph := phaseSleep(*phase)
 	spec := fmt.Sprintf("1-%d|%d-%d", k, k+1, *n)
@@ -407,6 +399,21 @@ func cmdConverge(args []string) error {
 	return emit(r)
 }
 
+// watchConverged follows the event streams of nodes until they are one
+// group (lab.sh wait's condition) or the deadline passes, and returns the
+// stream and the views for the trial that follows.
+func (l lab) watchConverged(ctx context.Context, nodes []int, deadline time.Time) (<-chan nodeEvent, *tracker, error) {
+	ch, err := l.watch(ctx, nodes)
+	if err != nil {
+		return nil, nil, err
+	}
+	t := newTracker()
+	if err := t.waitFor(ch, func() bool { return t.converged(nodes) }, deadline); err != nil {
+		return nil, nil, fmt.Errorf("not converged: %w", err)
+	}
+	return ch, t, nil
+}
+
 // cmdWait waits until nodes 1..N are one group (lab.sh wait's condition),
 // from their event streams: lighter than polling `groupd status` on a
 // loaded machine.
@@ -420,12 +427,8 @@ func cmdWait(args []string) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	start := time.Now()
-	ch, err := lab{run: *run}.watch(ctx, all)
+	_, t, err := lab{run: *run}.watchConverged(ctx, all, start.Add(*timeout))
 	if err != nil {
-		return err
-	}
-	t := newTracker()
-	if err := t.waitFor(ch, func() bool { return t.converged(all) }, start.Add(*timeout)); err != nil {
 		return err
 	}
 	say("wait: nodes 1..%d in group %s (coordinator %d) after %.1fs", *n, t.views[*n].st.Group, t.views[*n].st.Coordinator, time.Since(start).Seconds())
