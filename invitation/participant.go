@@ -130,15 +130,15 @@ func (n *Node) highest(cands []wire.Member) (wire.NodeID, bool) {
 }
 
 func (n *Node) tickElection(now time.Time) Reason {
-	if !n.electAt.IsZero() {
-		if now.Before(n.electAt) {
-			return ""
-		}
+	switch {
+	case n.electAt.IsZero():
+		n.election.Tick(now)
+	case now.Before(n.electAt):
+		return "" // still holding back
+	default:
 		n.electAt = time.Time{}
 		n.election.Start(now)
-		return n.afterElection(now)
 	}
-	n.election.Tick(now)
 	return n.afterElection(now)
 }
 

@@ -379,7 +379,7 @@ func (s *Sim) after(n *node, tr entry) {
 	}
 	if *s.cfg.VerifyStatus {
 		st := n.m.Status()
-		if st.State != n.last.State || st.Group != n.last.Group || st.Version != n.last.Version || !sameMembers(st.Members, n.last.Members) {
+		if st.State != n.last.State || st.Group != n.last.Group || st.Version != n.last.Version || !invariant.SameMembers(st.Members, n.last.Members) {
 			s.fail(invariant.Violation{Invariant: "EV", Time: now, Group: st.Group, Nodes: []wire.NodeID{n.id},
 				Detail: fmt.Sprintf("node %d's view changed to %s but its last Event said %s", n.id, st, n.last)})
 			s.observe(n, st)
@@ -431,19 +431,6 @@ func (s *Sim) after(n *node, tr entry) {
 	}
 	tr.at, tr.node, tr.out = s.now, n.id, out
 	s.record(tr)
-}
-
-// sameMembers compares two member lists, at once when they are the same
-// slice (invitation shares one list among its reports): comparing element
-// by element after every input would cost O(N) per event at large N.
-func sameMembers(a, b []wire.Member) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	if len(a) == 0 || &a[0] == &b[0] {
-		return true
-	}
-	return slices.Equal(a, b)
 }
 
 // observe feeds one view of n to the checker.
@@ -574,17 +561,24 @@ func (s *Sim) SetDurable(id wire.NodeID, counter uint64) error {
 // (one side of a partition): Normal in one group coordinated by the
 // highest-ranked of them, listing exactly them.
 func (s *Sim) CheckConvergedAmong(ids []wire.NodeID) error {
+	sts, vs := s.liveViews(ids, "L1", "node is down")
+	return s.failNow(append(vs, invariant.Converged(s.Now(), sts)...))
+}
+
+// liveViews returns the views of the live nodes among ids, and a violation
+// of invariant inv for each one that is down.
+func (s *Sim) liveViews(ids []wire.NodeID, inv, down string) ([]invitation.Status, []invariant.Violation) {
 	var sts []invitation.Status
 	var vs []invariant.Violation
 	for _, id := range ids {
 		n := s.nodes[s.index(id)]
 		if !n.alive {
-			vs = append(vs, invariant.Violation{Invariant: "L1", Time: s.Now(), Nodes: []wire.NodeID{id}, Detail: "node is down"})
+			vs = append(vs, invariant.Violation{Invariant: inv, Time: s.Now(), Nodes: []wire.NodeID{id}, Detail: down})
 			continue
 		}
 		sts = append(sts, n.last)
 	}
-	return s.failNow(append(vs, invariant.Converged(s.Now(), sts)...))
+	return sts, vs
 }
 
 // Alive reports whether node id is up.
@@ -654,16 +648,7 @@ func (s *Sim) CheckConverged() error {
 // CheckFailover checks L2 now for the given survivors: call it
 // FailoverBound after their coordinator crashed.
 func (s *Sim) CheckFailover(survivors []wire.NodeID) error {
-	var sts []invitation.Status
-	var vs []invariant.Violation
-	for _, id := range survivors {
-		n := s.nodes[s.index(id)]
-		if !n.alive {
-			vs = append(vs, invariant.Violation{Invariant: "L2", Time: s.Now(), Nodes: []wire.NodeID{id}, Detail: "survivor is down"})
-			continue
-		}
-		sts = append(sts, n.last)
-	}
+	sts, vs := s.liveViews(survivors, "L2", "survivor is down")
 	return s.failNow(append(vs, invariant.FailedOver(s.Now(), sts)...))
 }
 

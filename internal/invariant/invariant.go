@@ -356,7 +356,7 @@ func (c *Checker) contribute(t time.Time, node wire.NodeID, st *invitation.Statu
 		c.lists[k] = &list{members: st.Members, holders: []wire.NodeID{node}}
 		return out
 	}
-	if !sameMembers(l.members, st.Members) {
+	if !SameMembers(l.members, st.Members) {
 		out = append(out, Violation{Invariant: "S4", Time: t, Group: st.Group, Nodes: []wire.NodeID{l.holders[0], node},
 			Detail: fmt.Sprintf("version %d has two member lists: node %d has %s, node %d has %s",
 				st.Version, l.holders[0], memberIDs(l.members), node, memberIDs(st.Members))})
@@ -399,7 +399,7 @@ func Converged(now time.Time, live []invitation.Status) []Violation {
 			add(s, "node %d is in group %s, the highest-ranked node %d in %s", s.ID, s.Group, best.ID, ref.Group)
 		case s.Version != ref.Version:
 			add(s, "node %d has version %d of group %s, the coordinator %d", s.ID, s.Version, s.Group, ref.Version)
-		case !sameMembers(s.Members, want):
+		case !SameMembers(s.Members, want):
 			add(s, "node %d's member list %s is not the live set %s", s.ID, memberIDs(s.Members), memberIDs(want))
 		}
 	}
@@ -523,7 +523,18 @@ func hasMember(ms []wire.Member, id wire.NodeID) bool {
 	return false
 }
 
-func sameMembers(a, b []wire.Member) bool { return slices.Equal(a, b) }
+// SameMembers compares two member lists, at once when they are the same
+// slice: invitation shares one list among its reports, and comparing
+// element by element on every view would cost O(N) per report at large N.
+func SameMembers(a, b []wire.Member) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	if len(a) == 0 || &a[0] == &b[0] {
+		return true
+	}
+	return slices.Equal(a, b)
+}
 
 func memberIDs(ms []wire.Member) string {
 	ids := make([]wire.NodeID, len(ms))
