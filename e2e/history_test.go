@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/groupd/groupd/group"
+	recorded "github.com/groupd/groupd/internal/history"
 	"github.com/groupd/groupd/internal/invariant"
 	"github.com/groupd/groupd/invitation"
 	"github.com/groupd/groupd/wire"
@@ -170,18 +171,7 @@ func (h *history) sorted() []record {
 func (h *history) toInv(s group.Status) invitation.Status {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	ms := make([]wire.Member, len(s.Members))
-	for i, id := range s.Members {
-		p, ok := h.prio[id]
-		if !ok {
-			p = wire.DefaultPriority
-		}
-		ms[i] = wire.Member{ID: id, Priority: p}
-	}
-	return invitation.Status{
-		ID: s.ID, Priority: s.Priority, State: s.State, Group: s.Group, Members: ms,
-		Version: s.Version, Since: s.Since, Counter: s.Counter, PersistError: s.PersistError,
-	}
+	return recorded.ToStatus(s, h.prio)
 }
 
 // replayResult is what a replay of the history found.

@@ -233,10 +233,15 @@ func (r Result) OK() bool {
 }
 
 // toInv converts a recorded view to the checker's type.
-func (h *History) toInv(s group.Status) invitation.Status {
+func (h *History) toInv(s group.Status) invitation.Status { return ToStatus(s, h.prio) }
+
+// ToStatus converts a recorded view (group.Status, member IDs only) to the
+// checker's type, taking each member's priority from prio
+// (wire.DefaultPriority when unknown).
+func ToStatus(s group.Status, prio map[wire.NodeID]uint8) invitation.Status {
 	ms := make([]wire.Member, len(s.Members))
 	for i, id := range s.Members {
-		p, ok := h.prio[id]
+		p, ok := prio[id]
 		if !ok {
 			p = wire.DefaultPriority
 		}
