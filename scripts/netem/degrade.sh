@@ -65,7 +65,7 @@ main() {
 		[[ -n $delay ]] && args+=(delay "$delay")
 		[[ -n $jitter ]] && args+=("$jitter")
 		for ((i = 1; i <= n; i++)); do
-			gd_chain_flush "$i" "$GD_CHAIN_LOSS"
+			gd_chains_flush "$i" "$GD_CHAIN_LOSS"
 			if [[ " $nodes " == *" $i "* ]]; then
 				tc -n "$(gd_ns "$i")" qdisc replace dev eth0 root netem "${args[@]}"
 			elif tc -n "$(gd_ns "$i")" qdisc show dev eth0 root 2>/dev/null | grep -q netem; then

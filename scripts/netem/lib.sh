@@ -239,11 +239,6 @@ gd_chains_flush() {
 		gd_die "iptables-restore failed in $(gd_ns "$i") flushing ${*}"
 }
 
-# gd_chain_flush I CHAIN: empty CHAIN in node I if it exists.
-gd_chain_flush() {
-	gd_ipt "$1" -F "$2" 2>/dev/null || true
-}
-
 # gd_bin prints the groupd binary the lab runs.
 gd_bin() {
 	if [[ -n ${GROUPD_BIN:-} ]]; then

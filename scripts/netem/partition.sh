@@ -32,7 +32,7 @@ apply_partition() {
 	if [[ -n ${part_rules[$1]} ]]; then
 		gd_chain_replace "$1" "$GD_CHAIN_PART" "${part_rules[$1]}"
 	else
-		gd_chain_flush "$1" "$GD_CHAIN_PART"
+		gd_chains_flush "$1" "$GD_CHAIN_PART"
 	fi
 }
 
