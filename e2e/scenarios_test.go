@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -104,38 +106,7 @@ func TestPartitionHeal(t *testing.T) {
 	requireFaults(t)
 	l := newLab(t, 5, "lan")
 	l.converge()
-	a, b := []int{1, 2}, []int{3, 4, 5}
-	part := l.partition(a, b)
-	stsA, polledA := l.waitFor("side 1,2 converges", a, 30*time.Second, l.convergedCond(a))
-	stsB, polledB := l.waitFor("side 3,4,5 converges", b, 30*time.Second, l.convergedCond(b))
-	dA := l.measure("side 1,2", part.start, a, isConverged, polledA)
-	dB := l.measure("side 3,4,5", part.start, b, isConverged, polledB)
-	gA := expectSide(t, stsA, a, 2)
-	gB := expectSide(t, stsB, b, 5)
-	if gA == gB {
-		t.Errorf("both sides are in group %s", gA)
-	}
-	bound := l.timing.HealBound() + slack
-	t.Logf("partition 1,2|3,4,5: side 1,2 in group %s (coordinator 2) after %.3fs, side 3,4,5 in group %s (coordinator 5) after %.3fs",
-		gA, dA.Seconds(), gB, dB.Seconds())
-	for _, d := range []time.Duration{dA, dB} {
-		if d > bound {
-			t.Errorf("a side took %v to settle, more than T_heal + slack = %v", d, bound)
-		}
-	}
-	l.checkpoint(recCheckSide, part.end.Add(bound), a, "L1 on side 1,2 at partition + T_heal + slack")
-	l.checkpoint(recCheckSide, part.end.Add(bound), b, "L1 on side 3,4,5 at partition + T_heal + slack")
-
-	heal := l.heal()
-	sts, polled := l.waitFor("healed nodes converge", l.all(), 30*time.Second, l.convergedCond(l.all()))
-	d := l.measure("heal", heal.start, l.all(), isConverged, polled)
-	g := expectSide(t, sts, l.all(), 5)
-	t.Logf("heal: nodes 1-5 in group %s coordinated by 5 %.3fs after the heal (T_heal %v + slack %v = %v)",
-		g, d.Seconds(), l.timing.HealBound(), slack, bound)
-	if d > bound {
-		t.Errorf("heal took %v, more than T_heal + slack = %v", d, bound)
-	}
-	l.checkpoint(recCheckL1, heal.end.Add(bound), nil, "L1 at heal + T_heal + slack")
+	splitAndHeal(t, l, []int{1, 2}, []int{3, 4, 5}, 30*time.Second)
 }
 
 // (4) An asymmetric cut: everything coordinator 5 sends is dropped (5 still
@@ -344,36 +315,60 @@ func TestSplitHeal16(t *testing.T) {
 	requireFaults(t)
 	l := newLab(t, 16, "lan")
 	l.converge()
-	a, b := span(1, 8), span(9, 16)
+	splitAndHeal(t, l, span(1, 8), span(9, 16), 60*time.Second)
+}
+
+// splitAndHeal partitions a converged lab into sides a | b, checks that each
+// side settles, under its highest node and in a group of its own, within
+// T_heal + slack, then heals and checks that all nodes settle under node N
+// within T_heal + slack (waiting up to healWait). L1 check points go into the
+// recorded history at partition + bound and heal + bound.
+func splitAndHeal(t *testing.T, l *lab, a, b []int, healWait time.Duration) {
+	t.Helper()
+	na, nb := sideName(a), sideName(b)
 	part := l.partition(a, b)
-	stsA, polledA := l.waitFor("side 1-8 converges", a, 30*time.Second, l.convergedCond(a))
-	stsB, polledB := l.waitFor("side 9-16 converges", b, 30*time.Second, l.convergedCond(b))
-	dA := l.measure("side 1-8", part.start, a, isConverged, polledA)
-	dB := l.measure("side 9-16", part.start, b, isConverged, polledB)
-	gA := expectSide(t, stsA, a, 8)
-	gB := expectSide(t, stsB, b, 16)
+	stsA, polledA := l.waitFor("side "+na+" converges", a, 30*time.Second, l.convergedCond(a))
+	stsB, polledB := l.waitFor("side "+nb+" converges", b, 30*time.Second, l.convergedCond(b))
+	dA := l.measure("side "+na, part.start, a, isConverged, polledA)
+	dB := l.measure("side "+nb, part.start, b, isConverged, polledB)
+	topA, topB := a[len(a)-1], b[len(b)-1]
+	gA := expectSide(t, stsA, a, topA)
+	gB := expectSide(t, stsB, b, topB)
 	if gA == gB {
 		t.Errorf("both sides are in group %s", gA)
 	}
 	bound := l.timing.HealBound() + slack
-	t.Logf("partition 1-8|9-16: side 1-8 in group %s (coordinator 8) after %.3fs, side 9-16 in group %s (coordinator 16) after %.3fs",
-		gA, dA.Seconds(), gB, dB.Seconds())
+	t.Logf("partition %s|%s: side %s in group %s (coordinator %d) after %.3fs, side %s in group %s (coordinator %d) after %.3fs",
+		na, nb, na, gA, topA, dA.Seconds(), nb, gB, topB, dB.Seconds())
 	for _, d := range []time.Duration{dA, dB} {
 		if d > bound {
 			t.Errorf("a side took %v to settle, more than T_heal + slack = %v", d, bound)
 		}
 	}
-	l.checkpoint(recCheckSide, part.end.Add(bound), a, "L1 on side 1-8 at partition + T_heal + slack")
-	l.checkpoint(recCheckSide, part.end.Add(bound), b, "L1 on side 9-16 at partition + T_heal + slack")
+	l.checkpoint(recCheckSide, part.end.Add(bound), a, "L1 on side "+na+" at partition + T_heal + slack")
+	l.checkpoint(recCheckSide, part.end.Add(bound), b, "L1 on side "+nb+" at partition + T_heal + slack")
 
 	heal := l.heal()
-	sts, polled := l.waitFor("16 healed nodes converge", l.all(), 60*time.Second, l.convergedCond(l.all()))
-	d := l.measure("heal of 16", heal.start, l.all(), isConverged, polled)
-	g := expectSide(t, sts, l.all(), 16)
-	t.Logf("heal: nodes 1-16 in group %s coordinated by 16 %.3fs after the heal (T_heal %v + slack %v = %v)",
-		g, d.Seconds(), l.timing.HealBound(), slack, bound)
+	sts, polled := l.waitFor(fmt.Sprintf("%d healed nodes converge", l.n), l.all(), healWait, l.convergedCond(l.all()))
+	d := l.measure(fmt.Sprintf("heal of %d", l.n), heal.start, l.all(), isConverged, polled)
+	g := expectSide(t, sts, l.all(), l.n)
+	t.Logf("heal: nodes 1-%d in group %s coordinated by %d %.3fs after the heal (T_heal %v + slack %v = %v)",
+		l.n, g, l.n, d.Seconds(), l.timing.HealBound(), slack, bound)
 	if d > bound {
-		t.Errorf("heal of 16 nodes took %v, more than T_heal + slack = %v", d, bound)
+		t.Errorf("heal of %d nodes took %v, more than T_heal + slack = %v", l.n, d, bound)
 	}
 	l.checkpoint(recCheckL1, heal.end.Add(bound), nil, "L1 at heal + T_heal + slack")
+}
+
+// sideName writes node numbers as "1,2" or, for a run of three or more,
+// "3-5".
+func sideName(ids []int) string {
+	if len(ids) >= 3 && ids[len(ids)-1]-ids[0] == len(ids)-1 {
+		return fmt.Sprintf("%d-%d", ids[0], ids[len(ids)-1])
+	}
+	parts := make([]string, len(ids))
+	for i, id := range ids {
+		parts[i] = strconv.Itoa(id)
+	}
+	return strings.Join(parts, ",")
 }
