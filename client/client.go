@@ -1,0 +1,312 @@
+// Package client talks to a groupd daemon's local HTTP API: the one client
+// of GET /v1/status, /v1/members, /v1/events, /metrics and /healthz, used
+// by the groupd command, the benchmarks, the timeline and the tests.
+//
+// The API's JSON shapes are package group's types (Status, Member, Event),
+// so the schema is declared once:
+//
+//	c, err := client.New("unix:/run/groupd.sock") // or "127.0.0.1:7953"
+//	st, err := c.Status(ctx)                       // a group.Status
+//	s, err := c.Watch(ctx)                         // the event stream
+//	for { e, err := s.Next(); ... }
+//
+// Errors say what went wrong in the operator's terms: errors.Is(err,
+// ErrNoDaemon) when nothing answers at the address, errors.Is(err,
+// ErrPermission) when the socket (mode 0600) or port may not be used by
+// this user, and an *HTTPError when the daemon answered with a status other
+// than 200.
+package client
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/groupd/groupd/group"
+)
+
+// Timeouts. Dialling a local API is immediate when a daemon runs; an
+// answer that takes longer than RequestTimeout means a stuck daemon.
+const (
+	DialTimeout    = 2 * time.Second
+	RequestTimeout = 5 * time.Second
+)
+
+// MaxBody bounds one API answer (and one event line): a member list of
+// invitation.MaxGroupSize entries fits many times over.
+const MaxBody = 16 << 20
+
+var (
+	// ErrNoDaemon: nothing answers at the address (no socket file,
+	// connection refused, timeout).
+	ErrNoDaemon = errors.New("no daemon answering")
+	// ErrPermission: the address exists but this user may not connect
+	// (a unix socket is mode 0600: run as the daemon's user, or root).
+	ErrPermission = errors.New("permission denied")
+)
+
+// HTTPError is an answer with a status other than 200.
+type HTTPError struct {
+	Addr   string
+	Path   string
+	Status string // "503 Service Unavailable"
+	Code   int
+	Body   string // the first line of the body
+}
+
+func (e *HTTPError) Error() string {
+	return fmt.Sprintf("daemon at %s answered GET %s with %s: %s", e.Addr, e.Path, e.Status, e.Body)
+}
+
+// Client is a client of one daemon's API. It is safe for concurrent use.
+type Client struct {
+	addr    string // as given, for messages
+	base    string // URL prefix
+	hc      *http.Client
+	network string
+	address string
+}
+
+// ParseAddr checks an API address, "unix:/path/to.sock" or "host:port",
+// and returns the network ("unix" or "tcp") and the address to dial.
+func ParseAddr(addr string) (network, address string, err error) {
+	if path, ok := strings.CutPrefix(addr, "unix:"); ok {
+		if path == "" {
+			return "", "", fmt.Errorf("API address %q: no socket path after unix:", addr)
+		}
+		return "unix", path, nil
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", "", fmt.Errorf("API address %q: want HOST:PORT or unix:/path", addr)
+	}
+	if host == "" {
+		return "", "", fmt.Errorf("API address %q: no host (use 127.0.0.1:%s for loopback)", addr, port)
+	}
+	if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
+		return "", "", fmt.Errorf("API address %q: port %q is not in 1-65535", addr, port)
+	}
+	return "tcp", addr, nil
+}
+
+// New returns a client of the API at addr ("host:port" or "unix:/path").
+// It does not connect: the first request does.
+func New(addr string) (*Client, error) {
+	network, address, err := ParseAddr(addr)
+	if err != nil {
+		return nil, err
+	}
+	dialer := &net.Dialer{Timeout: DialTimeout}
+	tr := &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return dialer.DialContext(ctx, network, address)
+		},
+		ResponseHeaderTimeout: RequestTimeout,
+		DisableCompression:    true, // streams must arrive line by line
+		MaxIdleConnsPerHost:   2,
+	}
+	base := "http://" + address
+	if network == "unix" {
+		base = "http://unix" // the host is ignored by DialContext
+	}
+	return &Client{addr: addr, base: base, hc: &http.Client{Transport: tr}, network: network, address: address}, nil
+}
+
+// Addr returns the address the client was made for.
+func (c *Client) Addr() string { return c.addr }
+
+// Close releases idle connections.
+func (c *Client) Close() { c.hc.CloseIdleConnections() }
+
+// get sends GET path and returns the response if its status is 200.
+func (c *Client) get(ctx context.Context, path string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+path, nil)
+	if err != nil {
+		return nil, fmt.Errorf("GET %s: %w", path, err)
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return nil, c.connError(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		defer resp.Body.Close()
+		line, _ := bufio.NewReader(io.LimitReader(resp.Body, 512)).ReadString('\n')
+		line = strings.TrimSpace(line)
+		if line == "" {
+			line = "(no body)"
+		}
+		return nil, &HTTPError{Addr: c.addr, Path: path, Status: resp.Status, Code: resp.StatusCode, Body: line}
+	}
+	return resp, nil
+}
+
+// connError classifies a failure to reach the daemon.
+func (c *Client) connError(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err // drop the `Get "http://...":` prefix
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) && !isTimeout(err) {
+		return err
+	}
+	if errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.EPERM) {
+		hint := ""
+		if c.network == "unix" {
+			hint = " (the socket is mode 0600: run as the daemon's user, or root)"
+		}
+		return fmt.Errorf("%w on %s%s: %v", ErrPermission, c.addr, hint, err)
+	}
+	return fmt.Errorf("%w at %s: %w", ErrNoDaemon, c.addr, err)
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// body sends GET path and returns the whole body, at most MaxBody bytes.
+func (c *Client) body(ctx context.Context, path string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, RequestTimeout)
+	defer cancel()
+	resp, err := c.get(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, MaxBody+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading %s from daemon at %s: %w", path, c.addr, err)
+	}
+	if len(b) > MaxBody {
+		return nil, fmt.Errorf("answer to %s from daemon at %s is larger than %d bytes", path, c.addr, MaxBody)
+	}
+	return b, nil
+}
+
+// StatusRaw returns GET /v1/status as the daemon sent it, and decoded.
+func (c *Client) StatusRaw(ctx context.Context) ([]byte, group.Status, error) {
+	b, err := c.body(ctx, "/v1/status")
+	if err != nil {
+		return nil, group.Status{}, err
+	}
+	var st group.Status
+	if err := json.Unmarshal(b, &st); err != nil {
+		return b, group.Status{}, fmt.Errorf("daemon at %s sent a status that is not valid: %w", c.addr, err)
+	}
+	return b, st, nil
+}
+
+// Status returns the node's current view (GET /v1/status).
+func (c *Client) Status(ctx context.Context) (group.Status, error) {
+	_, st, err := c.StatusRaw(ctx)
+	return st, err
+}
+
+// MembersRaw returns GET /v1/members as the daemon sent it, and decoded.
+func (c *Client) MembersRaw(ctx context.Context) ([]byte, []group.Member, error) {
+	b, err := c.body(ctx, "/v1/members")
+	if err != nil {
+		return nil, nil, err
+	}
+	var ms []group.Member
+	if err := json.Unmarshal(b, &ms); err != nil {
+		return b, nil, fmt.Errorf("daemon at %s sent a member list that is not valid: %w", c.addr, err)
+	}
+	return b, ms, nil
+}
+
+// Members returns the nodes the daemon knows (GET /v1/members).
+func (c *Client) Members(ctx context.Context) ([]group.Member, error) {
+	_, ms, err := c.MembersRaw(ctx)
+	return ms, err
+}
+
+// Healthy returns nil when GET /healthz answers 200, the *HTTPError when
+// the daemon answers otherwise (its body says why), or the connection
+// error.
+func (c *Client) Healthy(ctx context.Context) error {
+	_, err := c.body(ctx, "/healthz")
+	return err
+}
+
+// Metrics returns the daemon's Prometheus metrics (GET /metrics), parsed.
+func (c *Client) Metrics(ctx context.Context) (map[string]*dto.MetricFamily, error) {
+	b, err := c.body(ctx, "/metrics")
+	if err != nil {
+		return nil, err
+	}
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(strings.NewReader(string(b)))
+	if err != nil {
+		return nil, fmt.Errorf("daemon at %s sent metrics that do not parse: %w", c.addr, err)
+	}
+	return fams, nil
+}
+
+// Stream is an open GET /v1/events. Next returns events in order; the
+// first is a snapshot of the current status.
+type Stream struct {
+	c    *Client
+	resp *http.Response
+	sc   *bufio.Scanner
+}
+
+// Watch opens the event stream. It stays open until ctx is done, Close is
+// called, or the daemon ends it.
+func (c *Client) Watch(ctx context.Context) (*Stream, error) {
+	resp, err := c.get(ctx, "/v1/events")
+	if err != nil {
+		return nil, err
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), MaxBody)
+	return &Stream{c: c, resp: resp, sc: sc}, nil
+}
+
+// NextRaw returns the next event line as the daemon sent it. At the end
+// of the stream it returns io.EOF.
+func (s *Stream) NextRaw() ([]byte, error) {
+	for s.sc.Scan() {
+		line := s.sc.Bytes()
+		if len(strings.TrimSpace(string(line))) == 0 {
+			continue
+		}
+		return line, nil
+	}
+	if err := s.sc.Err(); err != nil {
+		return nil, fmt.Errorf("lost the event stream from daemon at %s: %w", s.c.addr, err)
+	}
+	return nil, io.EOF
+}
+
+// Next returns the next event, decoded. At the end of the stream it
+// returns io.EOF.
+func (s *Stream) Next() (group.Event, error) {
+	line, err := s.NextRaw()
+	if err != nil {
+		return group.Event{}, err
+	}
+	var e group.Event
+	if err := json.Unmarshal(line, &e); err != nil {
+		return group.Event{}, fmt.Errorf("daemon at %s sent an event that is not valid: %w", s.c.addr, err)
+	}
+	return e, nil
+}
+
+// Close ends the stream.
+func (s *Stream) Close() error { return s.resp.Body.Close() }
