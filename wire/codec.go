@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 )
 
 // Size limits. Every packet must fit one UDP datagram without IP
@@ -27,7 +28,7 @@ const (
 
 	// HeaderSize is the size of the fixed header that starts every
 	// encoded message.
-	HeaderSize = 44
+	HeaderSize = 45
 
 	// MaxAddrLen is the longest Beacon.Addr, in bytes: its length is sent
 	// as one byte. A "host:port" with a DNS name is at most 253+1+5 bytes,
@@ -35,22 +36,29 @@ const (
 	MaxAddrLen = 255
 
 	// MaxReadyMembers is the largest member list one Ready datagram
-	// carries (146). Longer lists are split with SplitReady across several
+	// carries (143). Longer lists are split with SplitReady across several
 	// Ready datagrams that share Group and Version and differ in Offset.
 	// The limit already leaves room for sealing (see MaxPacketSize).
 	MaxReadyMembers = (MaxPacketSize - HeaderSize - readyFixedSize) / memberSize
 )
 
 const (
-	groupSize      = 8 + 8                      // Seq, ID
-	memberSize     = 8 + 1                      // ID, Priority
-	readyFixedSize = groupSize + 8 + 4 + 4 + 2  // Group, Version, Total, Offset, count
-	readyAckSize   = groupSize + 8              // Group, Version
-	yesSize        = 1 + 8                      // Query, Version
-	noSize         = 1                          // Query
-	ringSize       = groupSize + 4 + memberSize // Group, Round, Candidate or Leader
-	ringAckSize    = 1 + ringSize               // Of, then as ringSize
+	groupSize      = 8 + 8                                 // Seq, ID
+	memberSize     = 8 + 1                                 // ID, Priority
+	timingSize     = 7*4 + 1                               // seven durations in ms, Election
+	beaconFixed    = 1 + 8 + 8 + 4 + timingSize            // len(Addr), HighWater, Version, Size, Timing
+	invitationSize = groupSize + timingSize                // Group, Timing
+	readyFixedSize = groupSize + 8 + timingSize + 4 + 4 + 2 // Group, Version, Timing, Total, Offset, count
+	readyAckSize   = groupSize + 8                         // Group, Version
+	yesSize        = 1 + 8                                 // Query, Version
+	noSize         = 1                                     // Query
+	nonceSize64    = 8                                     // Challenge, Response
+	ringSize       = groupSize + 4 + memberSize            // Group, Round, Candidate or Leader
+	ringAckSize    = 1 + ringSize                          // Of, then as ringSize
 )
+
+// maxTimingMS is the longest duration Timing carries: uint32 milliseconds.
+const maxTimingMS = 1<<32 - 1
 
 // Sentinel errors: every error returned by Decode, Encode, Sealer and
 // ReplayWindow wraps exactly one of them, so that the runtime can count
@@ -72,9 +80,14 @@ var (
 	// ErrAuth: the packet is not authentic: wrong key, tampered or
 	// truncated sealed packet, or sealed on one side only.
 	ErrAuth = errors.New("wire: authentication failed")
-	// ErrReplay: the packet was already received, or is older than
-	// the replay window (see ReplayWindow).
+	// ErrReplay: the packet was already received, is older than the
+	// replay window, or comes from a boot of its sender that is no longer
+	// live (see ReplayWindow).
 	ErrReplay = errors.New("wire: replayed packet")
+	// ErrUnverified: the packet comes from a boot of its sender that the
+	// receiver has not verified yet; the runtime challenges the sender
+	// (see ReplayWindow).
+	ErrUnverified = errors.New("wire: sender's boot not verified")
 )
 
 var dropReasons = []struct {
@@ -88,11 +101,12 @@ var dropReasons = []struct {
 	{ErrMalformed, "malformed"},
 	{ErrAuth, "auth"},
 	{ErrReplay, "replay"},
+	{ErrUnverified, "unverified"},
 }
 
 // DropReason returns a short, fixed metric label for an error returned by
 // this package: "truncated", "too_large", "version", "type", "malformed",
-// "auth" or "replay". It returns "other" for any other error and "" for nil.
+// "auth", "replay" or "unverified". It returns "other" for any other error and "" for nil.
 // Labels are a closed set (see DropReasons) so that a hostile sender cannot
 // blow up the cardinality of a metric.
 func DropReason(err error) string {
@@ -176,7 +190,10 @@ func AppendEncode(dst []byte, m Message) ([]byte, error) {
 		if len(b.Addr) > MaxAddrLen {
 			return dst, errorf(ErrTooLarge, "wire: Beacon address is %d bytes, over the %d-byte limit", len(b.Addr), MaxAddrLen)
 		}
-		size = 1 + len(b.Addr)
+		if err := checkTiming(h.Type, b.Timing); err != nil {
+			return dst, err
+		}
+		size = beaconFixed + len(b.Addr)
 	case AreYouCoordinator:
 	case Yes:
 		if !b.Query.Valid() {
@@ -188,13 +205,23 @@ func AppendEncode(dst []byte, m Message) ([]byte, error) {
 			return dst, errorf(ErrMalformed, "wire: malformed No: query %d is not a message type", uint8(b.Query))
 		}
 		size = noSize
-	case AreYouThere, Invitation, Accept, Election, Answer, Coordinator:
+	case AreYouThere, Accept, Election, Answer, Coordinator:
 		size = groupSize
+	case Invitation:
+		if err := checkTiming(h.Type, b.Timing); err != nil {
+			return dst, err
+		}
+		size = invitationSize
+	case Challenge, Response:
+		size = nonceSize64
 	case Ready:
 		if len(b.Members) > MaxReadyMembers {
 			return dst, errorf(ErrTooLarge, "wire: Ready has %d members, over the %d that fit one packet (use SplitReady)", len(b.Members), MaxReadyMembers)
 		}
 		if err := checkReadyRange(b.Offset, len(b.Members), b.Total); err != nil {
+			return dst, err
+		}
+		if err := checkTiming(h.Type, b.Timing); err != nil {
 			return dst, err
 		}
 		size = readyFixedSize + memberSize*len(b.Members)
@@ -222,6 +249,10 @@ func AppendEncode(dst []byte, m Message) ([]byte, error) {
 	case Beacon:
 		out = append(out, byte(len(b.Addr)))
 		out = append(out, b.Addr...)
+		out = binary.BigEndian.AppendUint64(out, b.HighWater)
+		out = binary.BigEndian.AppendUint64(out, b.Version)
+		out = binary.BigEndian.AppendUint32(out, b.Size)
+		out = appendTiming(out, b.Timing)
 	case AreYouCoordinator:
 	case Yes:
 		out = append(out, byte(b.Query))
@@ -232,6 +263,11 @@ func AppendEncode(dst []byte, m Message) ([]byte, error) {
 		out = appendGroup(out, b.Group)
 	case Invitation:
 		out = appendGroup(out, b.Group)
+		out = appendTiming(out, b.Timing)
+	case Challenge:
+		out = binary.BigEndian.AppendUint64(out, b.Nonce)
+	case Response:
+		out = binary.BigEndian.AppendUint64(out, b.Nonce)
 	case Accept:
 		out = appendGroup(out, b.Group)
 	case Election:
@@ -243,6 +279,7 @@ func AppendEncode(dst []byte, m Message) ([]byte, error) {
 	case Ready:
 		out = appendGroup(out, b.Group)
 		out = binary.BigEndian.AppendUint64(out, b.Version)
+		out = appendTiming(out, b.Timing)
 		out = binary.BigEndian.AppendUint32(out, b.Total)
 		out = binary.BigEndian.AppendUint32(out, b.Offset)
 		out = binary.BigEndian.AppendUint16(out, uint16(len(b.Members)))
@@ -286,11 +323,46 @@ func isRingHop(t Type) bool { return t == TypeRingElection || t == TypeRingElect
 func appendHeader(b []byte, h Header) []byte {
 	b = append(b, h.Version, byte(h.Type))
 	b = binary.BigEndian.AppendUint64(b, uint64(h.From))
-	b = append(b, h.Priority)
-	b = binary.BigEndian.AppendUint64(b, h.Incarnation)
+	b = append(b, h.Priority, byte(h.Flags))
+	b = binary.BigEndian.AppendUint64(b, h.Boot)
 	b = binary.BigEndian.AppendUint64(b, h.Counter)
 	b = appendGroup(b, h.Group)
 	return append(b, byte(h.State))
+}
+
+// checkTiming refuses a Timing the encoding cannot carry exactly: a
+// negative duration, one longer than maxTimingMS milliseconds, or one that
+// is not a whole number of milliseconds (a canonical encoding must decode
+// to the value it was given).
+func checkTiming(t Type, tm Timing) error {
+	for _, d := range tm.durations() {
+		if d < 0 || d%time.Millisecond != 0 || d/time.Millisecond > maxTimingMS {
+			return errorf(ErrMalformed, "wire: malformed %s: timing %v is not a whole number of milliseconds in 0..%d", t, d, uint64(maxTimingMS))
+		}
+	}
+	return nil
+}
+
+func (t Timing) durations() [7]time.Duration {
+	return [7]time.Duration{t.AliveInterval, t.AliveTimeout, t.AnswerTimeout, t.AcceptWindow, t.ReadyTimeout, t.ElectionTimeout, t.MemberTimeout}
+}
+
+func appendTiming(b []byte, t Timing) []byte {
+	for _, d := range t.durations() {
+		b = binary.BigEndian.AppendUint32(b, uint32(d/time.Millisecond))
+	}
+	return append(b, t.Election)
+}
+
+func readTiming(b []byte) Timing {
+	ms := func(i int) time.Duration {
+		return time.Duration(binary.BigEndian.Uint32(b[4*i:])) * time.Millisecond
+	}
+	return Timing{
+		AliveInterval: ms(0), AliveTimeout: ms(1), AnswerTimeout: ms(2),
+		AcceptWindow: ms(3), ReadyTimeout: ms(4), ElectionTimeout: ms(5),
+		MemberTimeout: ms(6), Election: b[28],
+	}
 }
 
 func appendGroup(b []byte, g GroupNumber) []byte {
@@ -348,14 +420,15 @@ func DecodeHeader(b []byte) (Header, error) {
 		return Header{}, errorf(ErrTruncated, "wire: truncated %s header: want %d bytes, have %d", t, HeaderSize, len(b))
 	}
 	h := Header{
-		Version:     b[0],
-		Type:        t,
-		From:        NodeID(binary.BigEndian.Uint64(b[2:])),
-		Priority:    b[10],
-		Incarnation: binary.BigEndian.Uint64(b[11:]),
-		Counter:     binary.BigEndian.Uint64(b[19:]),
-		Group:       readGroup(b[27:]),
-		State:       State(b[43]),
+		Version:  b[0],
+		Type:     t,
+		From:     NodeID(binary.BigEndian.Uint64(b[2:])),
+		Priority: b[10],
+		Flags:    Flags(b[11]),
+		Boot:     binary.BigEndian.Uint64(b[12:]),
+		Counter:  binary.BigEndian.Uint64(b[20:]),
+		Group:    readGroup(b[28:]),
+		State:    State(b[44]),
 	}
 	if err := checkHeader(h); err != nil {
 		return Header{}, err
@@ -412,11 +485,16 @@ func decodeBody(t Type, b []byte) (Body, int, error) {
 		}
 		n := int(b[off])
 		off++
-		if err := need(n); err != nil {
+		if err := need(n + beaconFixed - 1); err != nil {
 			return nil, 0, err
 		}
-		addr := string(b[off : off+n])
-		return Beacon{Addr: addr}, off + n, nil
+		bc := Beacon{Addr: string(b[off : off+n])}
+		off += n
+		bc.HighWater = binary.BigEndian.Uint64(b[off:])
+		bc.Version = binary.BigEndian.Uint64(b[off+8:])
+		bc.Size = binary.BigEndian.Uint32(b[off+16:])
+		bc.Timing = readTiming(b[off+20:])
+		return bc, off + beaconFixed - 1, nil
 	case TypeAreYouCoordinator:
 		return AreYouCoordinator{}, off, nil
 	case TypeYes, TypeNo:
@@ -435,7 +513,21 @@ func decodeBody(t Type, b []byte) (Body, int, error) {
 			return No{Query: q}, off + size, nil
 		}
 		return Yes{Query: q, Version: binary.BigEndian.Uint64(b[off+1:])}, off + size, nil
-	case TypeAreYouThere, TypeInvitation, TypeAccept, TypeElection, TypeAnswer, TypeCoordinator:
+	case TypeInvitation:
+		if err := need(invitationSize); err != nil {
+			return nil, 0, err
+		}
+		return Invitation{Group: readGroup(b[off:]), Timing: readTiming(b[off+groupSize:])}, off + invitationSize, nil
+	case TypeChallenge, TypeResponse:
+		if err := need(nonceSize64); err != nil {
+			return nil, 0, err
+		}
+		nonce := binary.BigEndian.Uint64(b[off:])
+		if t == TypeChallenge {
+			return Challenge{Nonce: nonce}, off + nonceSize64, nil
+		}
+		return Response{Nonce: nonce}, off + nonceSize64, nil
+	case TypeAreYouThere, TypeAccept, TypeElection, TypeAnswer, TypeCoordinator:
 		if err := need(groupSize); err != nil {
 			return nil, 0, err
 		}
@@ -444,8 +536,6 @@ func decodeBody(t Type, b []byte) (Body, int, error) {
 		switch t {
 		case TypeAreYouThere:
 			return AreYouThere{Group: g}, off, nil
-		case TypeInvitation:
-			return Invitation{Group: g}, off, nil
 		case TypeAccept:
 			return Accept{Group: g}, off, nil
 		case TypeElection:
@@ -462,10 +552,11 @@ func decodeBody(t Type, b []byte) (Body, int, error) {
 		r := Ready{
 			Group:   readGroup(b[off:]),
 			Version: binary.BigEndian.Uint64(b[off+16:]),
-			Total:   binary.BigEndian.Uint32(b[off+24:]),
-			Offset:  binary.BigEndian.Uint32(b[off+28:]),
+			Timing:  readTiming(b[off+24:]),
+			Total:   binary.BigEndian.Uint32(b[off+24+timingSize:]),
+			Offset:  binary.BigEndian.Uint32(b[off+28+timingSize:]),
 		}
-		count := int(binary.BigEndian.Uint16(b[off+32:]))
+		count := int(binary.BigEndian.Uint16(b[off+32+timingSize:]))
 		off += readyFixedSize
 		// Check the count against the bytes present before allocating:
 		// a forged count must not make us allocate 65535 members.

@@ -25,12 +25,13 @@ var (
 // that a field written at the wrong offset shows in the golden files.
 func testHeader() Header {
 	return Header{
-		From:        0x0102030405060708,
-		Priority:    DefaultPriority,
-		Incarnation: 7,
-		Counter:     0x1122334455,
-		Group:       GroupNumber{Seq: 17, ID: 3},
-		State:       StateNormal,
+		From:     0x0102030405060708,
+		Priority: DefaultPriority,
+		Flags:    FlagDegraded | 0x40,
+		Boot:     0xb007b007b007b007,
+		Counter:  0x1122334455,
+		Group:    GroupNumber{Seq: 17, ID: 3},
+		State:    StateNormal,
 	}
 }
 
@@ -38,15 +39,19 @@ func testHeader() Header {
 // sure a new type cannot be added without one.
 func sampleBodies() map[Type]Body {
 	g := GroupNumber{Seq: 18, ID: 0x0102030405060708}
+	tm := Timing{AliveInterval: 250 * time.Millisecond, AliveTimeout: 750 * time.Millisecond, AnswerTimeout: 100 * time.Millisecond,
+		AcceptWindow: 200 * time.Millisecond, ReadyTimeout: 500 * time.Millisecond, ElectionTimeout: 4294967295 * time.Millisecond, MemberTimeout: 15 * time.Second, Election: AlgRing}
 	return map[Type]Body{
-		TypeBeacon:            Beacon{Addr: "192.168.1.10:7947"},
+		TypeBeacon:            Beacon{Addr: "192.168.1.10:7947", HighWater: 0x0a0b0c0d0e0f1011, Version: 12, Size: 0x01020304, Timing: tm},
 		TypeAreYouCoordinator: AreYouCoordinator{},
 		TypeYes:               Yes{Query: TypeAreYouThere, Version: 42},
 		TypeNo:                No{Query: TypeAreYouThere},
 		TypeAreYouThere:       AreYouThere{Group: g},
-		TypeInvitation:        Invitation{Group: g},
+		TypeInvitation:        Invitation{Group: g, Timing: tm},
+		TypeChallenge:         Challenge{Nonce: 0xc0ffee0000c0ffee},
+		TypeResponse:          Response{Nonce: 0xfeedfacefeedface},
 		TypeAccept:            Accept{Group: g},
-		TypeReady: Ready{Group: g, Version: 5, Total: 5, Offset: 2, Members: []Member{
+		TypeReady: Ready{Group: g, Version: 5, Timing: tm, Total: 5, Offset: 2, Members: []Member{
 			{ID: 9, Priority: 100}, {ID: 2, Priority: 200}, {ID: 0xffffffffffffffff, Priority: 0},
 		}},
 		TypeReadyAck:     ReadyAck{Group: g, Version: 5},
@@ -135,8 +140,10 @@ func formatGolden(m Message, b []byte) []byte {
 	body := b[HeaderSize:]
 	switch m.Body.Type() {
 	case TypeBeacon:
+		n := int(body[0])
 		line(body[:1])
-		line(body[1:])
+		line(body[1 : 1+n])
+		line(body[1+n:])
 	case TypeReady:
 		line(body[:readyFixedSize])
 		for p := body[readyFixedSize:]; len(p) > 0; p = p[memberSize:] {
@@ -223,13 +230,22 @@ func randomMessage(r *rand.Rand) Message {
 	grp := func() GroupNumber { return GroupNumber{Seq: u64(), ID: NodeID(u64())} }
 	types := Types()
 	query := func() Type { return types[r.IntN(len(types))] }
+	ms := func() time.Duration { return time.Duration(uint32(u64())) * time.Millisecond }
+	tm := func() Timing {
+		if r.IntN(4) == 0 {
+			return Timing{}
+		}
+		return Timing{AliveInterval: ms(), AliveTimeout: ms(), AnswerTimeout: ms(), AcceptWindow: ms(),
+			ReadyTimeout: ms(), ElectionTimeout: ms(), MemberTimeout: ms(), Election: uint8(r.Uint32())}
+	}
 	h := Header{
-		From:        NodeID(max(u64(), 1)),
-		Priority:    uint8(r.Uint32()),
-		Incarnation: u64(),
-		Counter:     u64(),
-		Group:       grp(),
-		State:       State(1 + r.IntN(3)),
+		From:     NodeID(max(u64(), 1)),
+		Priority: uint8(r.Uint32()),
+		Flags:    Flags(r.Uint32()),
+		Boot:     u64(),
+		Counter:  u64(),
+		Group:    grp(),
+		State:    State(1 + r.IntN(3)),
 	}
 	if r.IntN(2) == 0 {
 		h.Version = Version
@@ -241,7 +257,7 @@ func randomMessage(r *rand.Rand) Message {
 		for i := range addr {
 			addr[i] = byte(r.Uint32()) // any bytes, not only UTF-8
 		}
-		body = Beacon{Addr: string(addr)}
+		body = Beacon{Addr: string(addr), HighWater: u64(), Version: u64(), Size: uint32(u64()), Timing: tm()}
 	case TypeAreYouCoordinator:
 		body = AreYouCoordinator{}
 	case TypeYes:
@@ -251,7 +267,11 @@ func randomMessage(r *rand.Rand) Message {
 	case TypeAreYouThere:
 		body = AreYouThere{Group: grp()}
 	case TypeInvitation:
-		body = Invitation{Group: grp()}
+		body = Invitation{Group: grp(), Timing: tm()}
+	case TypeChallenge:
+		body = Challenge{Nonce: u64()}
+	case TypeResponse:
+		body = Response{Nonce: u64()}
 	case TypeAccept:
 		body = Accept{Group: grp()}
 	case TypeReady:
@@ -261,7 +281,7 @@ func randomMessage(r *rand.Rand) Message {
 			ms = append(ms, Member{ID: NodeID(u64()), Priority: uint8(r.Uint32())})
 		}
 		off := r.Uint32N(1000)
-		body = Ready{Group: grp(), Version: u64(), Offset: off, Total: off + uint32(n) + r.Uint32N(3), Members: ms}
+		body = Ready{Group: grp(), Version: u64(), Timing: tm(), Offset: off, Total: off + uint32(n) + r.Uint32N(3), Members: ms}
 	case TypeReadyAck:
 		body = ReadyAck{Group: grp(), Version: u64()}
 	case TypeElection:
@@ -327,7 +347,7 @@ func TestTruncated(t *testing.T) {
 func TestTruncatedMessage(t *testing.T) {
 	b := readGolden(t, TypeReady)
 	_, err := Decode(b[:len(b)-4])
-	const msg = "wire: truncated Ready: want 105 bytes, have 101"
+	const msg = "wire: truncated Ready: want 135 bytes, have 131"
 	if err == nil || err.Error() != msg {
 		t.Fatalf("got %v, want %q", err, msg)
 	}
@@ -347,8 +367,8 @@ func TestDecodeErrors(t *testing.T) {
 		msg  string // exact message, or "" for any
 	}{
 		{"empty", nil, ErrTruncated, "wire: truncated header: empty packet"},
-		{"only version", []byte{Version}, ErrTruncated, "wire: truncated header: want 44 bytes, have 1"},
-		{"short header", packet(t, TypeReady, func(b []byte) []byte { return b[:12] }), ErrTruncated, "wire: truncated Ready header: want 44 bytes, have 12"},
+		{"only version", []byte{Version}, ErrTruncated, "wire: truncated header: want 45 bytes, have 1"},
+		{"short header", packet(t, TypeReady, func(b []byte) []byte { return b[:12] }), ErrTruncated, "wire: truncated Ready header: want 45 bytes, have 12"},
 		{"version 0", packet(t, TypeBeacon, func(b []byte) []byte { b[0] = 0; return b }), ErrVersion, "wire: unknown version 0"},
 		{"version 7", packet(t, TypeBeacon, func(b []byte) []byte { b[0] = 7; return b }), ErrVersion, "wire: unknown version 7"},
 		{"type 0", packet(t, TypeBeacon, func(b []byte) []byte { b[1] = 0; return b }), ErrType, "wire: unknown message type 0"},
@@ -356,24 +376,26 @@ func TestDecodeErrors(t *testing.T) {
 		{"type 99 truncated", []byte{Version, 99}, ErrType, "wire: unknown message type 99"},
 		{"sealed", packet(t, TypeBeacon, func(b []byte) []byte { b[0] = sealedMarker; return b }), ErrAuth, ""},
 		{"too large", make([]byte, MaxPacketSize+1), ErrTooLarge, "wire: packet is 1401 bytes, over the 1400-byte limit"},
-		{"trailing byte", packet(t, TypeAccept, func(b []byte) []byte { return append(b, 0) }), ErrMalformed, "wire: malformed Accept: 1 trailing bytes after the 60-byte message"},
+		{"trailing byte", packet(t, TypeAccept, func(b []byte) []byte { return append(b, 0) }), ErrMalformed, "wire: malformed Accept: 1 trailing bytes after the 61-byte message"},
 		{"trailing after empty body", packet(t, TypeAreYouCoordinator, func(b []byte) []byte { return append(b, 1, 2) }), ErrMalformed, ""},
-		{"state 0", packet(t, TypeYes, func(b []byte) []byte { b[43] = 0; return b }), ErrMalformed, "wire: malformed Yes: invalid state 0"},
-		{"state 4", packet(t, TypeYes, func(b []byte) []byte { b[43] = 4; return b }), ErrMalformed, "wire: malformed Yes: invalid state 4"},
+		{"state 0", packet(t, TypeYes, func(b []byte) []byte { b[44] = 0; return b }), ErrMalformed, "wire: malformed Yes: invalid state 0"},
+		{"state 4", packet(t, TypeYes, func(b []byte) []byte { b[44] = 4; return b }), ErrMalformed, "wire: malformed Yes: invalid state 4"},
 		{"sender 0", packet(t, TypeNo, func(b []byte) []byte { clear(b[2:10]); return b }), ErrMalformed, "wire: malformed No: sender ID is 0"},
 		{"Yes bad query", packet(t, TypeYes, func(b []byte) []byte { b[HeaderSize] = 0; return b }), ErrMalformed, "wire: malformed Yes: query 0 is not a message type"},
 		{"No bad query", packet(t, TypeNo, func(b []byte) []byte { b[HeaderSize] = 200; return b }), ErrMalformed, "wire: malformed No: query 200 is not a message type"},
 		{"Beacon addr past end", packet(t, TypeBeacon, func(b []byte) []byte { b[HeaderSize]++; return b }), ErrTruncated, ""},
 		{"Beacon addr short", packet(t, TypeBeacon, func(b []byte) []byte { b[HeaderSize]--; return b }), ErrMalformed, ""},
-		// Ready body: Group 44..59, Version 60..67, Total 68..71, Offset 72..75, count 76..77.
-		{"Ready offset past total", packet(t, TypeReady, func(b []byte) []byte { b[75] = 3; return b }), ErrMalformed, "wire: malformed Ready: offset 3 + 3 members exceeds total 5"},
-		{"Ready offset overflow", packet(t, TypeReady, func(b []byte) []byte { copy(b[72:76], []byte{0xff, 0xff, 0xff, 0xff}); return b }), ErrMalformed, ""},
-		{"Ready huge count", packet(t, TypeReady, func(b []byte) []byte { b[76], b[77] = 0xff, 0xff; return b }), ErrTruncated, "wire: truncated Ready: want 589893 bytes, have 105"},
-		{"Ready count too small", packet(t, TypeReady, func(b []byte) []byte { b[77] = 2; return b }), ErrMalformed, ""},
-		// RingAck body: Of 44, Group 45..60, Round 61..64, Candidate 65..73.
+		// Ready body: Group 45..60, Version 61..68, Timing 69..97, Total 98..101, Offset 102..105, count 106..107.
+		{"Ready offset past total", packet(t, TypeReady, func(b []byte) []byte { b[105] = 3; return b }), ErrMalformed, "wire: malformed Ready: offset 3 + 3 members exceeds total 5"},
+		{"Ready offset overflow", packet(t, TypeReady, func(b []byte) []byte { copy(b[102:106], []byte{0xff, 0xff, 0xff, 0xff}); return b }), ErrMalformed, ""},
+		{"Ready huge count", packet(t, TypeReady, func(b []byte) []byte { b[106], b[107] = 0xff, 0xff; return b }), ErrTruncated, "wire: truncated Ready: want 589923 bytes, have 135"},
+		{"Ready count too small", packet(t, TypeReady, func(b []byte) []byte { b[107] = 2; return b }), ErrMalformed, ""},
+		{"Invitation truncated timing", packet(t, TypeInvitation, func(b []byte) []byte { return b[:len(b)-1] }), ErrTruncated, "wire: truncated Invitation: want 90 bytes, have 89"},
+		{"Challenge trailing byte", packet(t, TypeChallenge, func(b []byte) []byte { return append(b, 0) }), ErrMalformed, "wire: malformed Challenge: 1 trailing bytes after the 53-byte message"},
+		// RingAck body: Of 45, Group 46..61, Round 62..65, Candidate 66..74.
 		{"RingAck of Election", packet(t, TypeRingAck, func(b []byte) []byte { b[HeaderSize] = byte(TypeElection); return b }), ErrMalformed, "wire: malformed RingAck: Election is not a ring hop"},
 		{"RingAck of 0", packet(t, TypeRingAck, func(b []byte) []byte { b[HeaderSize] = 0; return b }), ErrMalformed, "wire: malformed RingAck: Type(0) is not a ring hop"},
-		{"RingElection trailing byte", packet(t, TypeRingElection, func(b []byte) []byte { return append(b, 0) }), ErrMalformed, "wire: malformed RingElection: 1 trailing bytes after the 73-byte message"},
+		{"RingElection trailing byte", packet(t, TypeRingElection, func(b []byte) []byte { return append(b, 0) }), ErrMalformed, "wire: malformed RingElection: 1 trailing bytes after the 74-byte message"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -395,7 +417,7 @@ func TestDecodeErrors(t *testing.T) {
 // allocate for members that are not in the packet.
 func TestDecodeBoundedAlloc(t *testing.T) {
 	b := bytes.Clone(readGolden(t, TypeReady)[:HeaderSize+readyFixedSize])
-	b[76], b[77] = 0xff, 0xff
+	b[106], b[107] = 0xff, 0xff
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
@@ -427,7 +449,10 @@ func TestEncodeErrors(t *testing.T) {
 		{"pointer body", with(func(m *Message) { m.Body = &Accept{} }), ErrType},
 		{"foreign body", with(func(m *Message) { m.Body = fakeBody{} }), ErrType},
 		{"unknown type body", with(func(m *Message) { m.Body = badTypeBody{} }), ErrType},
-		{"version 2", with(func(m *Message) { m.Version = 2 }), ErrVersion},
+		{"version 1", with(func(m *Message) { m.Version = 1 }), ErrVersion},
+		{"timing not in ms", with(func(m *Message) { m.Body = Invitation{Timing: Timing{AliveInterval: time.Microsecond}} }), ErrMalformed},
+		{"timing negative", with(func(m *Message) { m.Body = Ready{Timing: Timing{ReadyTimeout: -time.Millisecond}} }), ErrMalformed},
+		{"timing too long", with(func(m *Message) { m.Body = Beacon{Timing: Timing{ElectionTimeout: (1 << 32) * time.Millisecond}} }), ErrMalformed},
 		{"sender 0", with(func(m *Message) { m.From = 0 }), ErrMalformed},
 		{"state 0", with(func(m *Message) { m.State = 0 }), ErrMalformed},
 		{"Yes query 0", with(func(m *Message) { m.Body = Yes{} }), ErrMalformed},
@@ -471,8 +496,8 @@ func (badTypeBody) Type() Type     { return 0 }
 func (badTypeBody) String() string { return "bad" }
 
 func TestSizeLimits(t *testing.T) {
-	if MaxReadyMembers != 146 {
-		t.Errorf("MaxReadyMembers = %d; the package doc says 146", MaxReadyMembers)
+	if MaxReadyMembers != 143 {
+		t.Errorf("MaxReadyMembers = %d; the package doc says 143", MaxReadyMembers)
 	}
 	if HeaderSize+readyFixedSize+MaxReadyMembers*memberSize > MaxPacketSize {
 		t.Errorf("MaxReadyMembers does not fit")
@@ -566,20 +591,21 @@ func TestDropReason(t *testing.T) {
 		{errorf(ErrType, "x"), "type"},
 		{errorf(ErrMalformed, "x"), "malformed"},
 		{errorf(ErrAuth, "x"), "auth"},
+		{errorf(ErrUnverified, "x"), "unverified"},
 		{ErrReplay, "replay"},
 	} {
 		if got := DropReason(tt.err); got != tt.want {
 			t.Errorf("DropReason(%v) = %q, want %q", tt.err, got, tt.want)
 		}
 	}
-	if got := strings.Join(DropReasons(), ","); got != "truncated,too_large,version,type,malformed,auth,replay,other" {
+	if got := strings.Join(DropReasons(), ","); got != "truncated,too_large,version,type,malformed,auth,replay,unverified,other" {
 		t.Errorf("DropReasons() = %s", got)
 	}
 }
 
 func ExampleEncode() {
 	m := Message{
-		Header: Header{From: 3, Priority: DefaultPriority, Incarnation: 1, Counter: 1,
+		Header: Header{From: 3, Priority: DefaultPriority, Boot: 0x5eed, Counter: 1,
 			Group: GroupNumber{Seq: 17, ID: 3}, State: StateNormal},
 		Body: Invitation{Group: GroupNumber{Seq: 18, ID: 3}},
 	}
@@ -592,8 +618,8 @@ func ExampleEncode() {
 	_, err = Decode(b[:50])
 	fmt.Println(err, DropReason(err))
 	// Output:
-	// 60 Invitation(18.3) from=3/100 g=17.3 normal <nil>
-	// wire: truncated Invitation: want 60 bytes, have 50 truncated
+	// 90 Invitation(18.3) from=3/100 g=17.3 normal <nil>
+	// wire: truncated Invitation: want 90 bytes, have 50 truncated
 }
 
 func ExampleSplitReady() {
@@ -605,7 +631,7 @@ func ExampleSplitReady() {
 		fmt.Println(part.Offset, len(part.Members), part.Total)
 	}
 	// Output:
-	// 0 146 300
-	// 146 146 300
-	// 292 8 300
+	// 0 143 300
+	// 143 143 300
+	// 286 14 300
 }

@@ -2,8 +2,8 @@
 // encoding.
 //
 // Every packet is one UDP datagram: a fixed header (protocol version, message
-// type, sender, sender's rank and boot incarnation, packet counter, sender's
-// group number and state) followed by a type-specific body. The type enum is
+// type, sender, sender's priority and flags, boot nonce, packet counter,
+// sender's group number and state) followed by a type-specific body. The type enum is
 // append-only: a value, once released, keeps its meaning forever.
 //
 // The algorithm packages (invitation, bully, ring) only build and read the Go
@@ -14,29 +14,35 @@
 //
 // All integers are big-endian and fixed-width, so the encoding is canonical
 // (Encode(Decode(b)) == b) and every field sits at a known offset. The
-// header is HeaderSize (44) bytes:
+// header is HeaderSize (45) bytes:
 //
 //	offset size field
-//	     0    1 Version (1; versions stay below 0x80, see Sealer)
+//	     0    1 Version (2; versions stay below 0x80, see Sealer)
 //	     1    1 Type
 //	     2    8 From
 //	    10    1 Priority
-//	    11    8 Incarnation
-//	    19    8 Counter
-//	    27    8 Group.Seq
-//	    35    8 Group.ID
-//	    43    1 State (1..3)
+//	    11    1 Flags (bit 0: FlagDegraded, bit 1: FlagSettled; others carried unchanged)
+//	    12    8 Boot (random per start of the sender's process)
+//	    20    8 Counter
+//	    28    8 Group.Seq (zero with Group.ID: the sender is booting)
+//	    36    8 Group.ID
+//	    44    1 State (1..3)
 //
-// The body follows at offset 44:
+// Timing is 29 bytes: AliveInterval, AliveTimeout, AnswerTimeout,
+// AcceptWindow, ReadyTimeout, ElectionTimeout and MemberTimeout as uint32
+// milliseconds, then Election uint8 (0 unknown, 1 bully, 2 ring). The body follows at
+// offset 45:
 //
-//	Beacon            len(Addr) uint8, Addr (at most MaxAddrLen bytes)
+//	Beacon            len(Addr) uint8, Addr (at most MaxAddrLen bytes),
+//	                  HighWater uint64, Version uint64, Size uint32, Timing
 //	AreYouCoordinator (empty)
 //	Yes               Query uint8, Version uint64
 //	No                Query uint8
-//	AreYouThere, Invitation, Accept, Election, Answer, Coordinator:
+//	AreYouThere, Accept, Election, Answer, Coordinator:
 //	                  Group.Seq uint64, Group.ID uint64
+//	Invitation        Group.Seq uint64, Group.ID uint64, Timing
 //	Ready             Group.Seq uint64, Group.ID uint64, Version uint64,
-//	                  Total uint32, Offset uint32, count uint16,
+//	                  Timing, Total uint32, Offset uint32, count uint16,
 //	                  count × (ID uint64, Priority uint8)
 //	ReadyAck          Group.Seq uint64, Group.ID uint64, Version uint64
 //	RingElection, RingElected:
@@ -44,11 +50,13 @@
 //	                  Candidate (or Leader) ID uint64, Priority uint8
 //	RingAck           Of uint8 (RingElection or RingElected), then the
 //	                  acknowledged message's body as above
+//	Challenge, Response:
+//	                  Nonce uint64
 //
 // An encoded message is at most MaxPacketSize (1400) bytes, so that a sealed
 // one still fits a 1500-byte MTU without IP fragmentation (the arithmetic is
 // next to MaxPacketSize). A Ready therefore carries up to MaxReadyMembers
-// (146) members; longer lists are split across several Ready datagrams with
+// (143) members; longer lists are split across several Ready datagrams with
 // SplitReady, each giving the list's Total length and the Offset of its first
 // member, and the receiver reassembles them by (Group, Version).
 //
@@ -56,7 +64,7 @@
 // allocating, and rejects unknown versions and types, truncated or oversized
 // packets, trailing bytes and invalid fields. Each error wraps one sentinel
 // (ErrTruncated, ErrTooLarge, ErrVersion, ErrType, ErrMalformed, ErrAuth,
-// ErrReplay) and DropReason maps it to a metric label.
+// ErrReplay, ErrUnverified) and DropReason maps it to a metric label.
 //
 // # Sealing
 //
@@ -67,6 +75,7 @@
 // the destination node (without sending it), so that a packet recorded on
 // its way to one node cannot be replayed to another; OpenFor accepts packets
 // for the receiving node and broadcasts. A ReplayWindow then rejects replayed
-// sealed packets by their Incarnation and Counter. ParseKeys reads a key
+// sealed packets by their Boot and Counter, verifying each sender's live
+// boot with a Challenge and Response. ParseKeys reads a key
 // file with several keys: the first seals, all open (key rotation).
 package wire

@@ -12,39 +12,47 @@ const ReplayWindowSize = (replayBlocks - 1) * 64
 
 const replayBlocks = 16 // a power of two; the ring holds replayBlocks*64 bits
 
-// ReplayWindow rejects replayed packets, using the header's Incarnation
-// (bumped and persisted by the sender at every start) and Counter (bumped by
-// the sender for every packet it sends in one incarnation). For each sender
-// it remembers the highest incarnation seen and, within it, which counters
-// in a sliding window of ReplayWindowSize below the highest one were seen.
+// oldBoots is how many earlier verified boots of a sender are remembered, so
+// that their replayed packets are told apart from a boot not yet verified.
+const oldBoots = 4
+
+// ReplayWindow rejects replayed packets. It relies on the header's Boot (a
+// random nonce the sender draws at every start) and Counter (bumped by the
+// sender for every packet of one boot).
 //
-// A packet is a replay when its incarnation is lower than the sender's
-// highest, or when it has the same incarnation and a counter already seen or
-// too old for the window. A higher incarnation (the sender restarted) resets
-// the window.
+// # Why boots are verified, not ordered
+//
+// An earlier design ordered a sender's lives by an incarnation number that
+// had to grow across restarts. It did not survive state loss: a node whose
+// data dir was wiped, or whose clock was behind, came back with a smaller
+// incarnation and every peer dropped its packets as replays for as long as
+// it lived. Random boots cannot be ordered, so instead a receiver accepts a
+// boot only once the sender proved it is the live one: a packet from a boot
+// the window has not verified is refused with ErrUnverified, and the
+// runtime sends the sender a Challenge with a fresh random nonce, sealed
+// for the sender's ID. The sender answers from its live boot with a
+// Response echoing the nonce; Verify then records that boot, and packets of
+// any other boot stay refused. A recorded packet cannot pass: it carries a
+// boot that is either no longer live (so no Response will name it) or live
+// but with counters the window has seen. A recorded Response cannot pass
+// either, as it echoes a nonce no challenge is waiting for.
+//
+// What remains: the packet that prompted a challenge, if held by the
+// runtime, is accepted once its boot is verified even though it may be a
+// recording of that live boot's last few packets; its effect is that of a
+// delayed packet, which the protocol tolerates. The floor given to Verify
+// bounds how old it may be.
 //
 // Replay protection only means something for sealed packets: without a key
 // anyone can forge a fresh header. Call Accept only after Open and Decode
 // (or DecodeHeader) succeeded, or a forged packet could advance the window.
 //
 // Memory is bounded: at most maxSenders senders are remembered, the least
-// recently accepted is forgotten first. A forgotten sender's old packets
-// would be accepted again, so size maxSenders above the number of nodes on
-// the LAN.
+// recently accepted is forgotten first. A forgotten sender is simply
+// verified again.
 //
 // A ReplayWindow is safe for concurrent use (one mutex guards it).
 type ReplayWindow struct {
-	// Strict makes the first packet accepted from a sender, and the first
-	// of each new incarnation, a floor: older counters of that
-	// incarnation are then rejected, as if already seen. Without it they
-	// are accepted once while within the window, so a receiver that
-	// restarted (and so remembers no sender) would accept, once each, a
-	// sender's recorded packets of the last ReplayWindowSize counters.
-	// The price is that packets overtaken by the first one (reordering at
-	// the very start) are dropped; the protocol retransmits. Set it
-	// before the first Accept.
-	Strict bool
-
 	mu         sync.Mutex
 	maxSenders int
 	senders    map[NodeID]*replayEntry
@@ -53,11 +61,12 @@ type ReplayWindow struct {
 }
 
 type replayEntry struct {
-	id          NodeID
-	incarnation uint64
-	last        uint64               // highest counter seen in incarnation
-	ring        [replayBlocks]uint64 // bit c%len: counter c was seen
-	prev, next  *replayEntry
+	id         NodeID
+	boot       uint64               // the verified live boot
+	old        [oldBoots]uint64     // earlier verified boots, newest first
+	last       uint64               // highest counter seen in boot
+	ring       [replayBlocks]uint64 // bit c%len: counter c was seen
+	prev, next *replayEntry
 }
 
 // NewReplayWindow returns a window remembering at most maxSenders senders
@@ -71,47 +80,98 @@ func NewReplayWindow(maxSenders int) *ReplayWindow {
 }
 
 // Check reports whether a packet with header h would be accepted, without
-// recording it. It returns nil or an error wrapping ErrReplay.
+// recording it. It returns nil, or an error wrapping ErrReplay (a seen
+// counter, one older than the window, or a boot that is no longer live) or
+// ErrUnverified (a boot not yet verified: challenge the sender).
 func (w *ReplayWindow) Check(h Header) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if e := w.senders[h.From]; e != nil {
-		return e.check(h)
-	}
-	return nil
+	return w.check(w.senders[h.From], h)
 }
 
-// Accept checks h like Check and, if the packet is fresh, records it. It
-// returns nil or an error wrapping ErrReplay.
+// Accept checks h like Check and, if the packet is fresh, records it.
 func (w *ReplayWindow) Accept(h Header) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	e := w.senders[h.From]
+	if err := w.check(e, h); err != nil {
+		return err
+	}
+	w.unlink(e)
+	e.record(h.Counter)
+	w.pushFront(e)
+	return nil
+}
+
+func (w *ReplayWindow) check(e *replayEntry, h Header) error {
+	if e == nil {
+		return errorf(ErrUnverified, "wire: node %d: boot %016x not verified yet", h.From, h.Boot)
+	}
+	if h.Boot != e.boot {
+		for _, b := range e.old {
+			if b == h.Boot && b != 0 {
+				return errorf(ErrReplay, "wire: replay from node %d: boot %016x is no longer live (live: %016x)", h.From, h.Boot, e.boot)
+			}
+		}
+		return errorf(ErrUnverified, "wire: node %d: boot %016x not verified yet (verified: %016x)", h.From, h.Boot, e.boot)
+	}
+	switch {
+	case h.Counter > e.last:
+		return nil
+	case e.last-h.Counter > ReplayWindowSize:
+		return errorf(ErrReplay, "wire: replay from node %d: counter %d is older than the window (highest %d, window %d)", h.From, h.Counter, e.last, ReplayWindowSize)
+	case e.ring[(h.Counter/64)%replayBlocks]&(1<<(h.Counter%64)) != 0:
+		return errorf(ErrReplay, "wire: replay from node %d: counter %d already seen (boot %016x)", h.From, h.Counter, h.Boot)
+	}
+	return nil
+}
+
+// Verify records that boot is sender from's live boot, proven by a
+// Response whose header is resp. Counters of that boot below floor are
+// refused from now on, as if seen (pass the counter of the packet that
+// prompted the challenge, or resp.Counter to accept nothing older than the
+// Response); the Response's own counter is recorded. A boot verified
+// earlier is forgotten as live and its packets become replays.
+func (w *ReplayWindow) Verify(resp Header, floor uint64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	e := w.senders[resp.From]
 	switch {
 	case e == nil:
 		if len(w.senders) >= w.maxSenders {
 			w.remove(w.tail)
 		}
-		e = &replayEntry{id: h.From}
-		w.senders[h.From] = e
-		e.reset(h, w.Strict)
-	case h.Incarnation > e.incarnation:
+		e = &replayEntry{id: resp.From}
+		w.senders[resp.From] = e
+	case e.boot == resp.Boot:
+		// Already verified (a second Response): just record it.
 		w.unlink(e)
-		e.reset(h, w.Strict)
+		e.record(resp.Counter)
+		w.pushFront(e)
+		return
 	default:
-		if err := e.check(h); err != nil {
-			return err
-		}
 		w.unlink(e)
-		e.record(h.Counter)
+		copy(e.old[1:], e.old[:])
+		e.old[0] = e.boot
 	}
+	e.boot = resp.Boot
+	e.floor(min(floor, resp.Counter))
+	e.record(resp.Counter)
 	w.pushFront(e)
-	return nil
 }
 
-// Forget drops everything known about sender id, for example when an
-// operator knows the node was rebuilt with a fresh state file (and so a
-// lower incarnation). Its old packets become acceptable again.
+// Verified returns the boot of from that the window accepts, if any.
+func (w *ReplayWindow) Verified(from NodeID) (uint64, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if e := w.senders[from]; e != nil {
+		return e.boot, true
+	}
+	return 0, false
+}
+
+// Forget drops everything known about sender id: its next packets must
+// be verified again.
 func (w *ReplayWindow) Forget(id NodeID) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -127,37 +187,15 @@ func (w *ReplayWindow) Len() int {
 	return len(w.senders)
 }
 
-func (e *replayEntry) check(h Header) error {
-	switch {
-	case h.Incarnation < e.incarnation:
-		return errorf(ErrReplay, "wire: replay from node %d: incarnation %d is older than %d", h.From, h.Incarnation, e.incarnation)
-	case h.Incarnation > e.incarnation, h.Counter > e.last:
-		return nil
-	case e.last-h.Counter > ReplayWindowSize:
-		return errorf(ErrReplay, "wire: replay from node %d: counter %d is older than the window (highest %d, window %d)", h.From, h.Counter, e.last, ReplayWindowSize)
-	case e.ring[(h.Counter/64)%replayBlocks]&(1<<(h.Counter%64)) != 0:
-		return errorf(ErrReplay, "wire: replay from node %d: counter %d already seen (incarnation %d)", h.From, h.Counter, h.Incarnation)
+// floor starts a boot whose counters below c count as seen. Older blocks
+// are full; in c's block, the bits below c. Later blocks are cleared as the
+// counter reaches them.
+func (e *replayEntry) floor(c uint64) {
+	e.last = c
+	for i := range e.ring {
+		e.ring[i] = ^uint64(0)
 	}
-	return nil
-}
-
-// reset starts a new incarnation whose first packet is h. With floor, every
-// counter below h's is marked as seen.
-func (e *replayEntry) reset(h Header, floor bool) {
-	e.incarnation = h.Incarnation
-	e.last = h.Counter
-	e.ring = [replayBlocks]uint64{}
-	if floor {
-		// Older blocks are full; in h's block, bits up to h's counter.
-		// Later blocks are cleared as the counter reaches them.
-		for i := range e.ring {
-			e.ring[i] = ^uint64(0)
-		}
-		c := h.Counter
-		e.ring[(c/64)%replayBlocks] = 1<<(c%64+1) - 1 // all ones for c%64 == 63
-		return
-	}
-	e.record(h.Counter)
+	e.ring[(c/64)%replayBlocks] = 1<<(c%64) - 1
 }
 
 // record marks counter c as seen. When c moves the window forward, the ring

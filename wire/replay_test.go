@@ -7,83 +7,111 @@ import (
 	"testing"
 )
 
-type pkt struct {
-	from       NodeID
-	inc, ctr   uint64
-	wantReplay bool
+// op is one step of a replay-window scenario: a packet to accept, or (with
+// verify) a Response that verifies a boot with the given floor.
+type op struct {
+	from   NodeID
+	boot   uint64
+	ctr    uint64
+	verify bool
+	floor  uint64 // with verify
+	want   string // "" accepted, or the DropReason label
 }
 
-func hdr(p pkt) Header { return Header{From: p.from, Incarnation: p.inc, Counter: p.ctr} }
+func pk(from NodeID, boot, ctr uint64, want string) op {
+	return op{from: from, boot: boot, ctr: ctr, want: want}
+}
+
+// vf verifies boot of from by a Response with counter ctr, floor as given.
+func vf(from NodeID, boot, ctr, floor uint64) op {
+	return op{from: from, boot: boot, ctr: ctr, verify: true, floor: floor}
+}
+
+func (o op) header() Header { return Header{From: o.from, Boot: o.boot, Counter: o.ctr} }
+
+func run(t *testing.T, w *ReplayWindow, ops []op) {
+	t.Helper()
+	for i, o := range ops {
+		h := o.header()
+		if o.verify {
+			w.Verify(h, o.floor)
+			continue
+		}
+		checkErr := w.Check(h)
+		err := w.Accept(h)
+		if got := DropReason(err); got != o.want {
+			t.Fatalf("step %d %+v: Accept = %v (%q), want %q", i, o, err, got, o.want)
+		}
+		if DropReason(checkErr) != DropReason(err) {
+			t.Fatalf("step %d %+v: Check = %v but Accept = %v", i, o, checkErr, err)
+		}
+	}
+}
 
 func TestReplayWindow(t *testing.T) {
 	const W = ReplayWindowSize
+	const A, B, C = 0xa, 0xb, 0xc // boots
 	tests := []struct {
 		name string
-		pkts []pkt
+		ops  []op
 	}{
-		{"in order", []pkt{{1, 1, 0, false}, {1, 1, 1, false}, {1, 1, 2, false}}},
-		{"duplicate", []pkt{{1, 1, 5, false}, {1, 1, 5, true}}},
-		{"duplicate after more", []pkt{{1, 1, 5, false}, {1, 1, 6, false}, {1, 1, 100, false}, {1, 1, 6, true}, {1, 1, 5, true}}},
-		{"gaps", []pkt{{1, 1, 10, false}, {1, 1, 20, false}, {1, 1, 30, false}}},
-		{"reordered within window", []pkt{{1, 1, 10, false}, {1, 1, 13, false}, {1, 1, 11, false}, {1, 1, 12, false}, {1, 1, 11, true}, {1, 1, 14, false}}},
-		{"first packet not counter 0", []pkt{{1, 1, 1000, false}, {1, 1, 999, false}, {1, 1, 1000, true}}},
-		{"edge of window", []pkt{{1, 1, W + 100, false}, {1, 1, 100, false}, {1, 1, 99, true}, {1, 1, 100, true}}},
-		{"older than window", []pkt{{1, 1, 0, false}, {1, 1, W + 1, false}, {1, 1, 0, true}, {1, 1, 1, false}}},
-		{"big jump clears ring", []pkt{{1, 1, 5, false}, {1, 1, 5 + 64*replayBlocks, false}, {1, 1, 5 + 64*replayBlocks - W, false}, {1, 1, 5 + 64*(replayBlocks-1), false}}},
-		{"jump of one block", []pkt{{1, 1, 63, false}, {1, 1, 64, false}, {1, 1, 63, true}, {1, 1, 127, false}, {1, 1, 64, true}}},
-		{"huge counters", []pkt{{1, 1, ^uint64(0) - 1, false}, {1, 1, ^uint64(0), false}, {1, 1, ^uint64(0) - 1, true}, {1, 1, ^uint64(0) - 2, false}}},
-		{"new incarnation resets", []pkt{{1, 1, 500, false}, {1, 2, 0, false}, {1, 2, 1, false}, {1, 2, 0, true}, {1, 2, 500, false}}},
-		{"old incarnation rejected", []pkt{{1, 2, 0, false}, {1, 1, 1000, true}, {1, 1, 0, true}, {1, 2, 1, false}}},
-		{"senders are independent", []pkt{{1, 1, 5, false}, {2, 1, 5, false}, {2, 1, 5, true}, {1, 2, 0, false}, {2, 1, 6, false}}},
+		{"unknown sender is unverified", []op{pk(1, A, 5, "unverified"), pk(1, A, 6, "unverified")}},
+		{"in order after verify", []op{vf(1, A, 3, 3), pk(1, A, 4, ""), pk(1, A, 5, ""), pk(1, A, 6, "")}},
+		{"the response's own counter is seen", []op{vf(1, A, 3, 3), pk(1, A, 3, "replay")}},
+		{"the prompting packet passes once", []op{pk(1, A, 2, "unverified"), vf(1, A, 3, 2), pk(1, A, 2, ""), pk(1, A, 2, "replay")}},
+		{"below the floor is refused", []op{vf(1, A, 10, 8), pk(1, A, 7, "replay"), pk(1, A, 1, "replay"), pk(1, A, 9, ""), pk(1, A, 8, "")}},
+		{"duplicate", []op{vf(1, A, 4, 4), pk(1, A, 5, ""), pk(1, A, 5, "replay")}},
+		{"reordered within window", []op{vf(1, A, 9, 9), pk(1, A, 10, ""), pk(1, A, 13, ""), pk(1, A, 11, ""), pk(1, A, 12, ""), pk(1, A, 11, "replay"), pk(1, A, 14, "")}},
+		{"edge of window", []op{vf(1, A, 0, 0), pk(1, A, W+100, ""), pk(1, A, 100, ""), pk(1, A, 99, "replay"), pk(1, A, 100, "replay")}},
+		{"big jump clears ring", []op{vf(1, A, 4, 4), pk(1, A, 5, ""), pk(1, A, 5+64*replayBlocks, ""), pk(1, A, 5+64*replayBlocks-W, ""), pk(1, A, 5+64*(replayBlocks-1), "")}},
+		{"floor at the end of a block", []op{vf(1, A, 63, 63), pk(1, A, 62, "replay"), pk(1, A, 65, ""), pk(1, A, 64, ""), pk(1, A, 63, "replay")}},
+		{"huge counters", []op{vf(1, A, ^uint64(0)-2, ^uint64(0)-2), pk(1, A, ^uint64(0), ""), pk(1, A, ^uint64(0)-1, ""), pk(1, A, ^uint64(0)-1, "replay")}},
+		{"a new boot is unverified, the old one stays live until verified", []op{vf(1, A, 1, 1), pk(1, B, 0, "unverified"), pk(1, A, 2, "")}},
+		{"a verified new boot makes the old one a replay", []op{vf(1, A, 1, 1), pk(1, A, 2, ""), vf(1, B, 5, 5), pk(1, A, 3, "replay"), pk(1, B, 6, "")}},
+		{"a lower-looking boot is fine (boots are not ordered)", []op{vf(1, C, 1, 1), vf(1, A, 1, 1), pk(1, A, 2, ""), pk(1, C, 2, "replay")}},
+		{"old boots are remembered", []op{vf(1, 1, 1, 1), vf(1, 2, 1, 1), vf(1, 3, 1, 1), vf(1, 4, 1, 1), vf(1, 5, 1, 1), pk(1, 1, 9, "replay"), pk(1, 4, 9, "replay")}},
+		{"coming back to an earlier boot is unverified until verified", []op{vf(1, A, 1, 1), vf(1, B, 1, 1), pk(1, A, 9, "replay"), vf(1, A, 20, 20), pk(1, A, 21, ""), pk(1, B, 2, "replay")}},
+		{"a second response for the live boot only records", []op{vf(1, A, 5, 5), pk(1, A, 6, ""), vf(1, A, 9, 0), pk(1, A, 7, ""), pk(1, A, 9, "replay"), pk(1, A, 4, "replay")}},
+		{"senders are independent", []op{vf(1, A, 4, 4), vf(2, A, 4, 4), pk(1, A, 5, ""), pk(2, A, 5, ""), pk(2, A, 5, "replay"), pk(3, A, 5, "unverified")}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			w := NewReplayWindow(10)
-			for i, p := range tt.pkts {
-				h := hdr(p)
-				checkErr := w.Check(h)
-				err := w.Accept(h)
-				if (err != nil) != p.wantReplay {
-					t.Fatalf("packet %d %+v: Accept = %v, want replay=%v", i, p, err, p.wantReplay)
-				}
-				if (checkErr != nil) != (err != nil) {
-					t.Fatalf("packet %d %+v: Check = %v but Accept = %v", i, p, checkErr, err)
-				}
-				if err != nil && (!errors.Is(err, ErrReplay) || DropReason(err) != "replay") {
-					t.Fatalf("packet %d: error %v does not wrap ErrReplay", i, err)
-				}
-			}
+			run(t, NewReplayWindow(10), tt.ops)
 		})
 	}
 }
 
 func TestReplayMessages(t *testing.T) {
 	w := NewReplayWindow(1)
-	_ = w.Accept(Header{From: 5, Incarnation: 4, Counter: 2000})
+	w.Verify(Header{From: 5, Boot: 0xb, Counter: 2000}, 2000)
+	w.Verify(Header{From: 5, Boot: 0xc, Counter: 2000}, 2000)
 	for _, tt := range []struct {
 		h    Header
 		want string
 	}{
-		{Header{From: 5, Incarnation: 3, Counter: 9000}, "wire: replay from node 5: incarnation 3 is older than 4"},
-		{Header{From: 5, Incarnation: 4, Counter: 2000}, "wire: replay from node 5: counter 2000 already seen (incarnation 4)"},
-		{Header{From: 5, Incarnation: 4, Counter: 17}, "wire: replay from node 5: counter 17 is older than the window (highest 2000, window 960)"},
+		{Header{From: 5, Boot: 0xb, Counter: 9000}, "wire: replay from node 5: boot 000000000000000b is no longer live (live: 000000000000000c)"},
+		{Header{From: 5, Boot: 0xd, Counter: 9000}, "wire: node 5: boot 000000000000000d not verified yet (verified: 000000000000000c)"},
+		{Header{From: 6, Boot: 0xd, Counter: 9000}, "wire: node 6: boot 000000000000000d not verified yet"},
+		{Header{From: 5, Boot: 0xc, Counter: 2000}, "wire: replay from node 5: counter 2000 already seen (boot 000000000000000c)"},
+		{Header{From: 5, Boot: 0xc, Counter: 17}, "wire: replay from node 5: counter 17 is older than the window (highest 2000, window 960)"},
 	} {
 		if err := w.Accept(tt.h); err == nil || err.Error() != tt.want {
 			t.Errorf("Accept(%+v) = %v, want %q", tt.h, err, tt.want)
 		}
 	}
+	if b, ok := w.Verified(5); !ok || b != 0xc {
+		t.Errorf("Verified(5) = %x, %v", b, ok)
+	}
 }
 
 func TestReplayCheckDoesNotRecord(t *testing.T) {
 	w := NewReplayWindow(4)
-	h := Header{From: 1, Incarnation: 1, Counter: 1}
+	w.Verify(Header{From: 1, Boot: 1, Counter: 0}, 0)
+	h := Header{From: 1, Boot: 1, Counter: 1}
 	for range 3 {
 		if err := w.Check(h); err != nil {
 			t.Fatal(err)
 		}
-	}
-	if w.Len() != 0 {
-		t.Fatalf("Check recorded a sender")
 	}
 	if err := w.Accept(h); err != nil {
 		t.Fatal(err)
@@ -96,61 +124,56 @@ func TestReplayCheckDoesNotRecord(t *testing.T) {
 func TestReplayEviction(t *testing.T) {
 	const max = 3
 	w := NewReplayWindow(max)
+	verify := func(id NodeID) { w.Verify(Header{From: id, Boot: 1, Counter: 0}, 0) }
 	for id := NodeID(1); id <= max; id++ {
-		if err := w.Accept(Header{From: id, Incarnation: 1, Counter: 1}); err != nil {
-			t.Fatal(err)
-		}
+		verify(id)
 	}
 	// Node 1 is used again, so node 2 becomes the least recently used.
-	if err := w.Accept(Header{From: 1, Incarnation: 1, Counter: 2}); err != nil {
+	if err := w.Accept(Header{From: 1, Boot: 1, Counter: 2}); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.Accept(Header{From: 4, Incarnation: 1, Counter: 1}); err != nil {
-		t.Fatal(err)
-	}
+	verify(4)
 	if w.Len() != max {
 		t.Fatalf("Len = %d, want %d", w.Len(), max)
 	}
-	// Node 2 was evicted: its old packet is accepted again (the price of a
-	// bound). Nodes 1, 3 and 4 are still remembered.
-	if err := w.Check(Header{From: 2, Incarnation: 1, Counter: 1}); err != nil {
-		t.Fatalf("evicted node 2 still remembered: %v", err)
+	// Node 2 was evicted: it must be verified again (the price of a bound
+	// is a challenge, never an accepted replay).
+	if err := w.Check(Header{From: 2, Boot: 1, Counter: 5}); !errors.Is(err, ErrUnverified) {
+		t.Fatalf("evicted node 2: %v, want unverified", err)
 	}
 	for _, id := range []NodeID{1, 3, 4} {
-		if err := w.Check(Header{From: id, Incarnation: 1, Counter: 1}); !errors.Is(err, ErrReplay) {
+		if err := w.Check(Header{From: id, Boot: 1, Counter: 0}); !errors.Is(err, ErrReplay) {
 			t.Fatalf("node %d forgotten: %v", id, err)
 		}
 	}
 	// A rejected packet does not refresh its sender: 3 is now the oldest.
-	_ = w.Accept(Header{From: 3, Incarnation: 1, Counter: 1})
-	_ = w.Accept(Header{From: 1, Incarnation: 1, Counter: 3})
-	_ = w.Accept(Header{From: 4, Incarnation: 1, Counter: 2})
-	_ = w.Accept(Header{From: 5, Incarnation: 1, Counter: 1})
-	if err := w.Check(Header{From: 3, Incarnation: 1, Counter: 1}); err != nil {
+	_ = w.Accept(Header{From: 3, Boot: 1, Counter: 0})
+	_ = w.Accept(Header{From: 1, Boot: 1, Counter: 3})
+	_ = w.Accept(Header{From: 4, Boot: 1, Counter: 2})
+	verify(5)
+	if err := w.Check(Header{From: 3, Boot: 1, Counter: 1}); !errors.Is(err, ErrUnverified) {
 		t.Fatalf("node 3 should have been evicted: %v", err)
 	}
-
 	// Many senders never grow the window past its bound.
 	for id := NodeID(100); id < 1100; id++ {
-		_ = w.Accept(Header{From: id, Incarnation: 1, Counter: 1})
+		verify(id)
 		if w.Len() > max {
 			t.Fatalf("Len = %d after sender %d", w.Len(), id)
 		}
 	}
-
 	w.Forget(1099)
 	if w.Len() != max-1 {
 		t.Fatalf("Len after Forget = %d", w.Len())
 	}
-	if err := w.Accept(Header{From: 1099, Incarnation: 1, Counter: 1}); err != nil {
+	if err := w.Accept(Header{From: 1099, Boot: 1, Counter: 1}); !errors.Is(err, ErrUnverified) {
 		t.Fatalf("forgotten sender: %v", err)
 	}
 }
 
 func TestReplayMinimumSize(t *testing.T) {
 	w := NewReplayWindow(0)
-	_ = w.Accept(Header{From: 1, Counter: 1})
-	_ = w.Accept(Header{From: 2, Counter: 1})
+	w.Verify(Header{From: 1, Boot: 1}, 0)
+	w.Verify(Header{From: 2, Boot: 1}, 0)
 	if w.Len() != 1 {
 		t.Fatalf("Len = %d", w.Len())
 	}
@@ -160,13 +183,16 @@ func TestReplayMinimumSize(t *testing.T) {
 // once, whatever the interleaving (run with -race).
 func TestReplayConcurrent(t *testing.T) {
 	w := NewReplayWindow(8)
+	for id := NodeID(1); id <= 4; id++ {
+		w.Verify(Header{From: id, Boot: 7, Counter: 0}, 0)
+	}
 	var mu sync.Mutex
 	accepted := map[string]int{}
 	var wg sync.WaitGroup
 	for g := range 8 {
 		wg.Go(func() {
-			for i := range 2000 {
-				h := Header{From: NodeID(1 + i%4), Incarnation: 1, Counter: uint64(i / 4)}
+			for i := 4; i < 2000; i++ {
+				h := Header{From: NodeID(1 + i%4), Boot: 7, Counter: uint64(i / 4)}
 				if g%2 == 0 {
 					_ = w.Check(h)
 				}
@@ -184,41 +210,7 @@ func TestReplayConcurrent(t *testing.T) {
 			t.Fatalf("%s accepted %d times", k, n)
 		}
 	}
-}
-
-// TestReplayWindowStrict: with Strict, a sender's first packet (and the
-// first of each new incarnation) is a floor, while reordering after it is
-// accepted as without Strict.
-func TestReplayWindowStrict(t *testing.T) {
-	const W = ReplayWindowSize
-	tests := []struct {
-		name string
-		pkts []pkt
-	}{
-		{"in order", []pkt{{1, 1, 0, false}, {1, 1, 1, false}, {1, 1, 2, false}}},
-		{"below the first is refused", []pkt{{1, 1, 1000, false}, {1, 1, 999, true}, {1, 1, 1, true}, {1, 1, 1000, true}}},
-		{"reordered after the first", []pkt{{1, 1, 1000, false}, {1, 1, 1003, false}, {1, 1, 1002, false}, {1, 1, 1001, false}, {1, 1, 1002, true}}},
-		{"end of a block", []pkt{{1, 1, 63, false}, {1, 1, 62, true}, {1, 1, 65, false}, {1, 1, 64, false}, {1, 1, 63, true}}},
-		{"far ahead", []pkt{{1, 1, 10, false}, {1, 1, 10 + 5*64, false}, {1, 1, 11, false}, {1, 1, 10 + 3*64, false}, {1, 1, 9, true}}},
-		{"past the window", []pkt{{1, 1, 5, false}, {1, 1, 5 + W + 64, false}, {1, 1, 5 + W + 10, false}, {1, 1, 5 + 64, false}, {1, 1, 5 + 63, true}}},
-		{"new incarnation is a new floor", []pkt{{1, 1, 500, false}, {1, 2, 7, false}, {1, 2, 6, true}, {1, 2, 8, false}, {1, 1, 501, true}}},
-		{"huge counters", []pkt{{1, 1, ^uint64(0) - 1, false}, {1, 1, ^uint64(0) - 2, true}, {1, 1, ^uint64(0), false}}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			w := NewReplayWindow(10)
-			w.Strict = true
-			for i, p := range tt.pkts {
-				h := hdr(p)
-				checkErr := w.Check(h)
-				err := w.Accept(h)
-				if (err != nil) != p.wantReplay {
-					t.Fatalf("packet %d %+v: Accept = %v, want replay=%v", i, p, err, p.wantReplay)
-				}
-				if (checkErr != nil) != (err != nil) {
-					t.Fatalf("packet %d %+v: Check = %v but Accept = %v", i, p, checkErr, err)
-				}
-			}
-		})
+	if len(accepted) != 4*499 {
+		t.Fatalf("accepted %d distinct packets, want %d", len(accepted), 4*499)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // NodeID identifies a node on the LAN. Zero is never a valid node; as a
@@ -18,22 +19,34 @@ const Broadcast NodeID = 0
 // DefaultPriority matches keepalived's default VRRP priority.
 const DefaultPriority uint8 = 100
 
-// Rank orders nodes: by priority, then by ID. The higher rank wins every
+// Rank orders nodes: a node that cannot persist (Degraded) below every
+// node that can, then by priority, then by ID. The higher rank wins every
 // election and every merge.
 type Rank struct {
+	// Degraded is set for a node whose data dir cannot be written: it
+	// cannot create group numbers, so it steps aside (FlagDegraded).
+	Degraded bool
 	Priority uint8
 	ID       NodeID
 }
 
 // Less reports whether r ranks below o.
 func (r Rank) Less(o Rank) bool {
+	if r.Degraded != o.Degraded {
+		return r.Degraded
+	}
 	if r.Priority != o.Priority {
 		return r.Priority < o.Priority
 	}
 	return r.ID < o.ID
 }
 
-func (r Rank) String() string { return fmt.Sprintf("%d/%d", r.ID, r.Priority) }
+func (r Rank) String() string {
+	if r.Degraded {
+		return fmt.Sprintf("%d/%d(degraded)", r.ID, r.Priority)
+	}
+	return fmt.Sprintf("%d/%d", r.ID, r.Priority)
+}
 
 // Member is one node of a group as the coordinator announces it: enough to
 // rank it in a later bully election.
@@ -136,8 +149,10 @@ const (
 	TypeRingElection      Type = 13 // ring: a candidate circulating among the survivors of a group
 	TypeRingElected       Type = 14 // ring, standalone mode: the winner circulating
 	TypeRingAck           Type = 15 // ring: the successor received one hop
+	TypeChallenge         Type = 16 // runtime: prove that this boot of yours is live (replay protection)
+	TypeResponse          Type = 17 // runtime: the answer to a Challenge, from the current boot
 
-	typeMax = TypeRingAck
+	typeMax = TypeResponse
 
 	// NumTypes bounds the type enum: every valid Type is below it, so
 	// arrays indexed by Type can be sized [NumTypes].
@@ -160,6 +175,8 @@ var typeNames = [...]string{
 	TypeRingElection:      "RingElection",
 	TypeRingElected:       "RingElected",
 	TypeRingAck:           "RingAck",
+	TypeChallenge:         "Challenge",
+	TypeResponse:          "Response",
 }
 
 func (t Type) String() string {
@@ -181,25 +198,54 @@ func Types() []Type {
 	return ts
 }
 
-// Version is the protocol version this package speaks.
-const Version uint8 = 1
+// Version is the protocol version this package speaks. Version 2 replaced
+// version 1's boot incarnation with a random boot nonce and added Flags,
+// announced timing, and Challenge and Response; the two do not interoperate
+// (a version-1 packet is dropped as "version").
+const Version uint8 = 2
+
+// Flags are per-sender bits in the header. Unknown bits are carried
+// unchanged, so a later version may define them.
+type Flags uint8
+
+const (
+	// FlagDegraded: the sender cannot persist its state (a full or
+	// read-only disk). It cannot create group numbers, so it ranks below
+	// every other node until a save succeeds again.
+	FlagDegraded Flags = 1 << 0
+	// FlagSettled: the sender's process has been in a group since it
+	// started. Of two processes that find they share an ID, one that has
+	// not settled gives way to one that has (see invitation.Notice).
+	FlagSettled Flags = 1 << 1
+)
 
 // Header is carried by every message. The algorithm fills From, Priority,
-// Group and State; the runtime fills Version, Incarnation and Counter when it
-// sends.
+// Flags, Boot, Group and State; the runtime fills Version and Counter when
+// it sends.
 type Header struct {
-	Version     uint8
-	Type        Type
-	From        NodeID
-	Priority    uint8
-	Incarnation uint64 // sender's boot incarnation, from its state file
-	Counter     uint64 // per-incarnation packet counter, for replay rejection
-	Group       GroupNumber
-	State       State
+	Version  uint8
+	Type     Type
+	From     NodeID
+	Priority uint8
+	Flags    Flags
+	// Boot is the sender's boot nonce: random, drawn at every start of the
+	// process. It tells two processes with one ID apart, and a restarted
+	// node from a replay of its previous life (see ReplayWindow).
+	Boot    uint64
+	Counter uint64 // packet counter within Boot, for replay rejection
+	// Group is the sender's group; zero while the sender boots (it has not
+	// yet formed or joined a group).
+	Group GroupNumber
+	State State
 }
 
 // Rank returns the sender's rank.
-func (h Header) Rank() Rank { return Rank{Priority: h.Priority, ID: h.From} }
+func (h Header) Rank() Rank {
+	return Rank{Degraded: h.Flags&FlagDegraded != 0, Priority: h.Priority, ID: h.From}
+}
+
+// Booting reports whether the sender has not yet formed or joined a group.
+func (h Header) Booting() bool { return h.Group.IsZero() }
 
 // IsCoordinator reports whether the sender coordinates the group it
 // announces: the coordinator of a group is the node that created its number.
@@ -224,13 +270,24 @@ func (m Message) String() string {
 	if m.Body != nil {
 		body = m.Body.String()
 	}
-	return fmt.Sprintf("%s from=%d/%d g=%s %s", body, m.From, m.Priority, m.Group, m.State)
+	deg := ""
+	if m.Flags&FlagDegraded != 0 {
+		deg = " degraded"
+	}
+	if m.Booting() {
+		deg += " unattached"
+	}
+	return fmt.Sprintf("%s from=%d/%d g=%s %s%s", body, m.From, m.Priority, m.Group, m.State, deg)
 }
 
 // Envelope is a message with its destination, as the algorithms emit it.
 type Envelope struct {
-	To  NodeID // Broadcast for every reachable node
-	Msg Message
+	To NodeID // Broadcast for every reachable node
+	// ToBoot, when set, names the boot of To the message answers: the
+	// runtime sends it where that boot's packets came from, not to where
+	// the ID's latest packets came from (two processes may share an ID).
+	ToBoot uint64
+	Msg    Message
 }
 
 func (e Envelope) String() string {
@@ -241,11 +298,62 @@ func (e Envelope) String() string {
 	return "→" + to + " " + e.Msg.String()
 }
 
+// Election algorithms, as Timing announces them.
+const (
+	AlgUnknown uint8 = 0
+	AlgBully   uint8 = 1
+	AlgRing    uint8 = 2
+)
+
+// Timing is what a sender announces of its intervals, so that a receiver
+// times the sender's phases by the sender's clock rather than its own: the
+// durations are on the wire in whole milliseconds (rounded up), zero when
+// not announced. Election is the algorithm (AlgBully, AlgRing) a group's
+// survivors run; a coordinator's Ready sets it for its whole group.
+type Timing struct {
+	AliveInterval   time.Duration
+	AliveTimeout    time.Duration
+	AnswerTimeout   time.Duration
+	AcceptWindow    time.Duration
+	ReadyTimeout    time.Duration
+	ElectionTimeout time.Duration
+	// MemberTimeout: a coordinator drops a member silent this long, so
+	// its members beacon at least three times within it.
+	MemberTimeout time.Duration
+	Election      uint8
+}
+
+// IsZero reports whether nothing is announced.
+func (t Timing) IsZero() bool { return t == Timing{} }
+
+func (t Timing) String() string {
+	alg := map[uint8]string{AlgBully: "bully", AlgRing: "ring"}[t.Election]
+	if alg == "" {
+		alg = "alg(" + strconv.Itoa(int(t.Election)) + ")"
+	}
+	return fmt.Sprintf("alive=%v/%v answer=%v accept=%v ready=%v election=%v member=%v %s",
+		t.AliveInterval, t.AliveTimeout, t.AnswerTimeout, t.AcceptWindow, t.ReadyTimeout, t.ElectionTimeout, t.MemberTimeout, alg)
+}
+
 // Beacon announces a node on the multicast group. Its header says who the
-// sender is, its group and state; Addr is its memberlist (gossip) address so
-// that a receiver that does not know the sender can join it.
+// sender is, its group and state. A coordinator's beacon is also its
+// group's heartbeat: sent every AliveInterval, it tells every member at
+// once that the coordinator is alive (an unsolicited Yes to AreYouThere).
 type Beacon struct {
-	Addr string // host:port, at most MaxAddrLen bytes
+	// Addr is the sender's memberlist (gossip) address, so that a
+	// receiver that does not know the sender can join it; host:port, at
+	// most MaxAddrLen bytes.
+	Addr string
+	// HighWater is the highest group-number sequence the sender has seen,
+	// so that a booting node whose state was lost or restored from an old
+	// copy creates numbers above every number its peers know of.
+	HighWater uint64
+	// Version and Size are the sender's member-list version and its length
+	// (a coordinator's; zero otherwise).
+	Version uint64
+	Size    uint32
+	// Timing is the sender's (see Timing).
+	Timing Timing
 }
 
 // AreYouCoordinator asks the receiver whether it is Normal and coordinator.
@@ -273,8 +381,11 @@ type AreYouThere struct {
 
 // Invitation asks the receiver to join group Group, whose coordinator is
 // Group.ID. An invited coordinator forwards it, unchanged, to its members.
+// Timing is the inviter's: an invitee waits for the Ready as long as the
+// inviter's accept window and Ready retransmissions take, not its own.
 type Invitation struct {
-	Group GroupNumber
+	Group  GroupNumber
+	Timing Timing
 }
 
 // Accept tells the coordinator of Group that the sender joined it.
@@ -284,10 +395,13 @@ type Accept struct {
 
 // Ready carries (part of) the member list of version Version of group
 // Group. A list too long for one datagram is split: Total is the list's
-// length and Offset the index of Members[0] in it.
+// length and Offset the index of Members[0] in it. Timing is the
+// coordinator's, which its members follow inside the group (heartbeat
+// period, failure timeouts, and the election algorithm its survivors run).
 type Ready struct {
 	Group   GroupNumber
 	Version uint64
+	Timing  Timing
 	Total   uint32
 	Offset  uint32
 	Members []Member
@@ -343,6 +457,19 @@ type RingAck struct {
 	Candidate Member
 }
 
+// Challenge asks the receiver to prove that the boot named in its header
+// (Boot) is its live one: a receiver that has not yet seen packets of a
+// sender's current boot holds them until a Response echoes Nonce. Only
+// the runtimes exchange it (with a key); the algorithms never see it.
+type Challenge struct {
+	Nonce uint64
+}
+
+// Response answers a Challenge from the sender's current boot.
+type Response struct {
+	Nonce uint64
+}
+
 func (Beacon) Type() Type            { return TypeBeacon }
 func (AreYouCoordinator) Type() Type { return TypeAreYouCoordinator }
 func (Yes) Type() Type               { return TypeYes }
@@ -358,13 +485,22 @@ func (Coordinator) Type() Type       { return TypeCoordinator }
 func (RingElection) Type() Type      { return TypeRingElection }
 func (RingElected) Type() Type       { return TypeRingElected }
 func (RingAck) Type() Type           { return TypeRingAck }
+func (Challenge) Type() Type         { return TypeChallenge }
+func (Response) Type() Type          { return TypeResponse }
 
-func (b Beacon) String() string          { return "Beacon(" + b.Addr + ")" }
+func (b Beacon) String() string {
+	if b.Version == 0 && b.Size == 0 {
+		return fmt.Sprintf("Beacon(%s hw=%d)", b.Addr, b.HighWater)
+	}
+	return fmt.Sprintf("Beacon(%s hw=%d v%d n=%d)", b.Addr, b.HighWater, b.Version, b.Size)
+}
 func (AreYouCoordinator) String() string { return "AreYouCoordinator" }
 func (b Yes) String() string             { return fmt.Sprintf("Yes(%s v%d)", b.Query, b.Version) }
 func (b No) String() string              { return fmt.Sprintf("No(%s)", b.Query) }
 func (b AreYouThere) String() string     { return "AreYouThere(" + b.Group.String() + ")" }
 func (b Invitation) String() string      { return "Invitation(" + b.Group.String() + ")" }
+func (b Challenge) String() string       { return fmt.Sprintf("Challenge(%016x)", b.Nonce) }
+func (b Response) String() string        { return fmt.Sprintf("Response(%016x)", b.Nonce) }
 func (b Accept) String() string          { return "Accept(" + b.Group.String() + ")" }
 func (b ReadyAck) String() string        { return fmt.Sprintf("ReadyAck(%s v%d)", b.Group, b.Version) }
 func (b Election) String() string        { return "Election(" + b.Group.String() + ")" }
