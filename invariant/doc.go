@@ -1,4 +1,5 @@
-// Package invariant checks the safety and liveness properties of DESIGN §4
+// Package invariant checks the safety and liveness properties of
+// docs/design.md §4
 // on a history of node views: the simulator feeds it after every event, and
 // end-to-end tests can feed it the recorded history of a real run.
 //
@@ -14,7 +15,8 @@
 // The Checker keeps the latest view of every live node and checks, on every
 // record:
 //
-//	S1  no group number is created twice, across crashes and restarts; and,
+//	S1  no group number is created twice, across crashes, restarts and
+//	    lost or restored state, and each node's numbers only grow; and,
 //	    when Persisted and Sent records are given, a node creates and sends
 //	    a number of its own only once its sequence is durable
 //	S2  at any instant at most one live node is Normal and coordinator of a
@@ -27,12 +29,18 @@
 //	    in the number
 //	S4  live Normal nodes with the same group number and the same member
 //	    list version have identical member lists (versions count per group)
+//	LT1 no two nodes ever hold one leadership term, a term is a number of
+//	    its holder's, and a node's terms grow
+//	LT2 a leader stays leader while it coordinates: merges it leads,
+//	    members coming and going and its group being renumbered leave it
+//	    leader
 //
 // and, when asked at a check point:
 //
 //	L1  CheckConverged: after the network was connected and quiet for
 //	    T_heal, every live node is Normal in one group, coordinated by the
-//	    highest-ranked live node (rank = (priority, ID)), at one version,
+//	    highest-ranked live node (rank = (priority, ID), a node that cannot
+//	    persist below every node that can), at one version,
 //	    and the member list is exactly the set of live nodes
 //	L2  CheckFailover: T_failover after the coordinator of a connected,
 //	    quiet group crashed, its survivors are Normal in one group whose

@@ -97,21 +97,27 @@ type list struct {
 // Checker checks S1–S4 on a stream of records and L1, L2 on demand. It is
 // not safe for concurrent use. The zero value is not usable; call New.
 type Checker struct {
-	views   map[wire.NodeID]*view
-	created map[wire.GroupNumber]Creation
-	durable map[wire.NodeID]uint64
-	coords  map[wire.GroupNumber][]wire.NodeID // live Normal coordinators
-	lists   map[groupVersion]*list
+	views    map[wire.NodeID]*view
+	created  map[wire.GroupNumber]Creation
+	newest   map[wire.NodeID]wire.GroupNumber // each node's newest number
+	durable  map[wire.NodeID]uint64
+	coords   map[wire.GroupNumber][]wire.NodeID // live Normal coordinators
+	lists    map[groupVersion]*list
+	terms    map[wire.GroupNumber]wire.NodeID // leadership terms held, by holder
+	lastTerm map[wire.NodeID]wire.GroupNumber
 }
 
 // New returns a checker with an empty history.
 func New() *Checker {
 	return &Checker{
-		views:   make(map[wire.NodeID]*view),
-		created: make(map[wire.GroupNumber]Creation),
-		durable: make(map[wire.NodeID]uint64),
-		coords:  make(map[wire.GroupNumber][]wire.NodeID),
-		lists:   make(map[groupVersion]*list),
+		views:    make(map[wire.NodeID]*view),
+		created:  make(map[wire.GroupNumber]Creation),
+		newest:   make(map[wire.NodeID]wire.GroupNumber),
+		terms:    make(map[wire.GroupNumber]wire.NodeID),
+		lastTerm: make(map[wire.NodeID]wire.GroupNumber),
+		durable:  make(map[wire.NodeID]uint64),
+		coords:   make(map[wire.GroupNumber][]wire.NodeID),
+		lists:    make(map[groupVersion]*list),
 	}
 }
 
@@ -123,15 +129,18 @@ func (c *Checker) Observe(o Observation) []Violation {
 		v = &view{}
 		c.views[o.Node] = v
 	}
+	var prev *invitation.Status
 	if v.alive && v.has {
 		c.withdraw(o.Node, &v.st)
+		p := v.st
+		prev = &p
 	}
 	if !o.Alive {
 		v.alive, v.has = false, false
 		return nil
 	}
 	v.alive, v.has, v.st = true, true, o.Status
-	return c.contribute(o.Time, o.Node, &v.st)
+	return append(c.leadership(o.Time, o.Node, prev, &v.st), c.contribute(o.Time, o.Node, &v.st)...)
 }
 
 // Created records that a node adopted a number it created, and checks S1:
@@ -148,6 +157,13 @@ func (c *Checker) Created(r Creation) []Violation {
 			Detail: fmt.Sprintf("group number created twice: first by node %d at %s, again by node %d", prev.Node, FormatTime(prev.Time), r.Node)})
 	} else {
 		c.created[r.Group] = r
+	}
+	if last, ok := c.newest[r.Node]; ok && !last.Less(r.Group) {
+		out = append(out, Violation{Invariant: "S1", Time: r.Time, Group: r.Group, Nodes: []wire.NodeID{r.Node},
+			Detail: fmt.Sprintf("node %d created %s after %s: its numbers went backwards (state lost on a clock set back?)", r.Node, r.Group, last)})
+	}
+	if last := c.newest[r.Node]; last.Less(r.Group) {
+		c.newest[r.Node] = r.Group
 	}
 	if d, ok := c.durable[r.Node]; ok && r.Group.Seq > d {
 		out = append(out, Violation{Invariant: "S1", Time: r.Time, Group: r.Group, Nodes: []wire.NodeID{r.Node},
@@ -316,6 +332,36 @@ func (c *Checker) withdraw(node wire.NodeID, st *invitation.Status) {
 			delete(c.lists, k)
 		}
 	}
+}
+
+// leadership checks the leader invariants on a node's new view prev →
+// st: LT1, no two nodes ever hold one term, and a node's terms grow; LT2,
+// a leader stays leader while it still coordinates (merges it leads,
+// members coming and going and renumbering its group leave it leader).
+func (c *Checker) leadership(t time.Time, node wire.NodeID, prev *invitation.Status, st *invitation.Status) []Violation {
+	var out []Violation
+	if prev != nil && prev.Leader && !st.Leader && st.Role() == invitation.Coordinator && st.Group.ID == node {
+		out = append(out, Violation{Invariant: "LT2", Time: t, Group: st.Group, Nodes: []wire.NodeID{node},
+			Detail: fmt.Sprintf("node %d stopped leading (term %s) while it still coordinates %s", node, prev.Term, st.Group)})
+	}
+	if !st.Leader {
+		return out
+	}
+	if st.Term.IsZero() || st.Term.ID != node {
+		out = append(out, Violation{Invariant: "LT1", Time: t, Group: st.Term, Nodes: []wire.NodeID{node},
+			Detail: fmt.Sprintf("node %d leads with term %s, not a number of its own", node, st.Term)})
+	}
+	if h, ok := c.terms[st.Term]; ok && h != node {
+		out = append(out, Violation{Invariant: "LT1", Time: t, Group: st.Term, Nodes: []wire.NodeID{h, node},
+			Detail: fmt.Sprintf("term %s held by node %d and by node %d", st.Term, h, node)})
+	}
+	if last, ok := c.lastTerm[node]; ok && last != st.Term && !last.Less(st.Term) {
+		out = append(out, Violation{Invariant: "LT1", Time: t, Group: st.Term, Nodes: []wire.NodeID{node},
+			Detail: fmt.Sprintf("node %d leads with term %s after term %s: terms went backwards", node, st.Term, last)})
+	}
+	c.terms[st.Term] = node
+	c.lastTerm[node] = st.Term
+	return out
 }
 
 // contribute adds a live view to the indexes, checking S2–S4.
@@ -493,7 +539,9 @@ func Highest(live []invitation.Status) wire.NodeID {
 	return best.ID
 }
 
-func rankOf(s invitation.Status) wire.Rank { return wire.Rank{Priority: s.Priority, ID: s.ID} }
+// rankOf is a node's rank as L1 orders it: a node that cannot persist
+// (PersistError set) below every node that can, then (priority, ID).
+func rankOf(s invitation.Status) wire.Rank { return s.Rank() }
 
 func cmpID(a, b wire.NodeID) int {
 	switch {

@@ -20,11 +20,7 @@ func (n *Node) tickCoordinator(now time.Time, sweep bool) Reason {
 		if !now.Before(m.resendAt) {
 			// Invitations are UDP: repeat them to whoever has not
 			// accepted yet.
-			for _, id := range sortedIDs(m.invited) {
-				if !m.invited[id] {
-					n.send(id, wire.Invitation{Group: n.group})
-				}
-			}
+			n.sendInvitations(m)
 			m.resendAt = now.Add(n.t.AnswerTimeout)
 		}
 		return ""
@@ -45,6 +41,8 @@ func (n *Node) tickCoordinator(now time.Time, sweep bool) Reason {
 		return why
 	}
 	if sweep {
+		// Idle members beacon every MemberTimeout/3: one silent for
+		// MemberTimeout is gone even if the failure detector missed it.
 		var lost []wire.NodeID
 		for id, mb := range n.up {
 			if id != n.id && now.Sub(mb.lastHeard) > n.t.MemberTimeout {
@@ -72,7 +70,7 @@ func (n *Node) tickCoordinator(now time.Time, sweep bool) Reason {
 			}
 		}
 		n.mergeAt, n.mergeWith = time.Time{}, nil
-		if len(targets) > 0 {
+		if len(targets) > 0 && !n.degraded() {
 			n.startMerge(now, targets)
 			return ReasonMerge
 		}
@@ -84,20 +82,27 @@ func (n *Node) tickCoordinator(now time.Time, sweep bool) Reason {
 }
 
 // startCheck sends AreYouCoordinator to every peer that last said it
-// coordinates another group. Beacons keep that knowledge at most a
-// BeaconInterval old; asking only coordinators, not every node as in the
-// paper, keeps a check of a large LAN to a few messages.
+// coordinates another group. Beacons keep that knowledge at most an
+// AliveInterval old; asking only coordinators, not every node as in the
+// paper, keeps a check of a large LAN to a few messages. A coordinator whose
+// last invitations went unanswered is left out until its backoff ends. A
+// degraded node does not check: it could not create the number a merge
+// needs, and the others, which now outrank it, will invite it.
 func (n *Node) startCheck(now time.Time) {
 	n.nextCheck = now.Add(n.jitter(n.t.CheckInterval))
-	if n.check != nil || n.merge != nil || !n.mergeAt.IsZero() {
+	if n.check != nil || n.merge != nil || !n.mergeAt.IsZero() || n.degraded() {
 		return
 	}
 	var targets []wire.NodeID
 	for _, id := range sortedIDs(n.coords) {
 		p := n.coords[id]
-		if p.isCoordinator(id) && p.group != n.group {
-			targets = append(targets, id)
+		if !p.isCoordinator(id) || p.group == n.group {
+			continue
 		}
+		if b := n.backoffs[id]; b != nil && now.Before(b.until) {
+			continue
+		}
+		targets = append(targets, id)
 	}
 	if len(targets) == 0 {
 		return
@@ -153,7 +158,20 @@ func (n *Node) finishCheck(now time.Time) bool {
 	return false
 }
 
-func (n *Node) onBeacon(now time.Time, m wire.Message) {
+// onBeacon handles a beacon: a node without a group (answered, and invited
+// if this node coordinates and outranks it), a coordinator of another group
+// (a Check includes it, or a lower one prompts an early Check), or this
+// node's coordinator (its heartbeat).
+func (n *Node) onBeacon(now time.Time, m wire.Message, b wire.Beacon) {
+	if m.Booting() {
+		n.replyFresh(now)
+		n.inviteFresh(now, m)
+		return
+	}
+	if !n.isCoordinator() && m.From == n.group.ID {
+		n.onHeartbeat(now, m, b)
+		return
+	}
 	if !m.IsCoordinator() || m.State != wire.StateNormal || m.Group == n.group {
 		return
 	}
@@ -218,13 +236,14 @@ func (n *Node) onAccept(now time.Time, m wire.Message, b wire.Accept) {
 		return
 	}
 	if mg := n.merge; mg != nil {
-		if _, ok := n.up[m.From]; !ok {
+		if _, ok := n.up[m.From]; !ok && len(n.up) < MaxGroupSize {
 			n.up[m.From] = &member{m: wire.Member{ID: m.From, Priority: m.Priority}, lastHeard: now}
 		}
 		if _, ok := mg.invited[m.From]; ok {
 			mg.invited[m.From] = true
 		}
-		if mg.early && allTrue(mg.invited) {
+		delete(n.backoffs, m.From)
+		if mg.expect > 0 && len(n.up)-1 >= mg.expect && allTrue(mg.invited) {
 			n.closeAcceptWindow(now)
 		}
 		return
@@ -237,8 +256,9 @@ func (n *Node) onAccept(now time.Time, m wire.Message, b wire.Accept) {
 		}
 		return
 	}
-	// A late Accept, after the window closed: take the node in with a new
-	// member-list version rather than leave it stranded.
+	// A late Accept, after the window closed, or from a node without a
+	// group this coordinator invited into its running group: take the
+	// node in with a new member-list version.
 	if len(n.up) >= MaxGroupSize {
 		return
 	}
@@ -256,8 +276,24 @@ func allTrue(m map[wire.NodeID]bool) bool {
 }
 
 // closeAcceptWindow ends the accept window: the group is whoever accepted.
+// An invited coordinator that did not accept is left alone for a while
+// (backoff): under loss, merges that fail spend a number each.
 func (n *Node) closeAcceptWindow(now time.Time) {
+	mg := n.merge
 	n.merge = nil
+	for _, id := range mg.targets {
+		if mg.invited[id] {
+			continue
+		}
+		b := n.backoffs[id]
+		if b == nil {
+			b = &backoff{wait: n.t.CheckInterval}
+			n.backoffs[id] = b
+		} else {
+			b.wait = min(2*b.wait, 8*n.t.CheckInterval)
+		}
+		b.until = now.Add(b.wait)
+	}
 	n.state = wire.StateReorganization
 	n.version = 0
 	n.newVersion(now)
@@ -295,7 +331,8 @@ func (n *Node) newVersion(now time.Time) {
 }
 
 func (n *Node) sendReady(to wire.NodeID) {
-	full := wire.Ready{Group: n.group, Version: n.version, Total: uint32(len(n.members)), Members: n.members}
+	full := wire.Ready{Group: n.group, Version: n.version, Timing: n.gt.announce(n.galg),
+		Total: uint32(len(n.members)), Members: n.members}
 	for _, part := range wire.SplitReady(full) {
 		n.send(to, part)
 	}
@@ -390,7 +427,7 @@ func (n *Node) reinvite(now time.Time, id wire.NodeID) {
 			mg.invited[id] = false
 		}
 	}
-	n.send(id, wire.Invitation{Group: n.group})
+	n.send(id, wire.Invitation{Group: n.group, Timing: n.t.announce(n.alg)})
 }
 
 func sortMembers(ms []wire.Member) {

@@ -10,8 +10,9 @@ import (
 )
 
 // Election names the algorithm a group's survivors use to pick the node
-// that forms their new group when the coordinator fails. Every node of a LAN
-// must use the same one.
+// that forms their new group when the coordinator fails. A group runs its
+// coordinator's choice, which its Ready announces, so nodes configured
+// differently still agree within a group.
 type Election string
 
 const (
@@ -100,13 +101,13 @@ func (e ringElection) drain(send func(wire.NodeID, wire.Body)) {
 // group g. Both give up after two rounds, as DESIGN §3 prescribes; the node
 // then runs Recovery.
 func (n *Node) newElection(g wire.GroupNumber, cands []wire.Member) (election, error) {
-	if n.alg == ElectionRing {
+	if n.galg == ElectionRing {
 		m, err := ring.New(ring.Config{
 			Self:            n.self(),
 			Group:           g,
 			Candidates:      cands,
-			HopTimeout:      n.t.AnswerTimeout,
-			ElectionTimeout: n.t.ringRound(len(cands)),
+			HopTimeout:      n.gt.AnswerTimeout,
+			ElectionTimeout: n.gt.ringRound(len(cands)),
 			MaxRounds:       2,
 		})
 		if err != nil {
@@ -118,8 +119,8 @@ func (n *Node) newElection(g wire.GroupNumber, cands []wire.Member) (election, e
 		Self:            n.self(),
 		Group:           g,
 		Candidates:      cands,
-		AnswerTimeout:   n.t.AnswerTimeout,
-		ElectionTimeout: n.t.ElectionTimeout,
+		AnswerTimeout:   n.gt.AnswerTimeout,
+		ElectionTimeout: n.gt.ElectionTimeout,
 		MaxRounds:       2,
 	})
 	if err != nil {
@@ -136,19 +137,19 @@ func (t Timing) ringRound(n int) time.Duration {
 }
 
 // electionGroup returns the group an election message is about, and
-// whether the body belongs to the configured algorithm at all.
+// whether the body belongs to the algorithm my group runs at all.
 func (n *Node) electionGroup(body wire.Body) (wire.GroupNumber, bool) {
 	switch b := body.(type) {
 	case wire.Election:
-		return b.Group, n.alg == ElectionBully
+		return b.Group, n.galg == ElectionBully
 	case wire.Answer:
-		return b.Group, n.alg == ElectionBully
+		return b.Group, n.galg == ElectionBully
 	case wire.RingElection:
-		return b.Group, n.alg == ElectionRing
+		return b.Group, n.galg == ElectionRing
 	case wire.RingElected:
-		return b.Group, n.alg == ElectionRing
+		return b.Group, n.galg == ElectionRing
 	case wire.RingAck:
-		return b.Group, n.alg == ElectionRing
+		return b.Group, n.galg == ElectionRing
 	}
 	return wire.GroupNumber{}, false
 }

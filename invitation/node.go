@@ -1,7 +1,6 @@
 package invitation
 
 import (
-	"errors"
 	"sort"
 	"time"
 
@@ -12,35 +11,52 @@ import (
 type purpose uint8
 
 const (
-	forRecovery purpose = iota + 1 // singleton group
+	forRecovery purpose = iota + 1 // a node without a group: singleton, or inviting the nodes it heard
 	forMerge                       // merge lower coordinators' groups into mine
 	forFailover                    // bully winner inviting the old members
+	forTakeover                    // a participant that outranks its coordinator
 )
 
-// pendingGroup is a group number waiting for the runtime to persist it.
+// pendingGroup is a group number waiting for its save.
 type pendingGroup struct {
 	seq     uint64
 	purpose purpose
 	targets []wire.NodeID // coordinators to invite
 	members []wire.NodeID // members of the old group to invite
-	sent    bool          // Persist emitted; waiting for Persisted
+	fresh   []freshTarget // nodes without a group to invite, by boot
+}
+
+// freshTarget is a node without a group, invited at the boot it announced.
+type freshTarget struct {
+	id   wire.NodeID
+	boot uint64
 }
 
 // peer is what the node last heard from a node that said it coordinates a
-// group.
-//
-// It is kept small (32 bytes) because during a cold start of a large LAN
-// every node hears every other node coordinate its singleton group.
+// group. It is kept small because during a cold start of a large LAN
+// every node may hear every other node coordinate a singleton group.
 type peer struct {
-	group wire.GroupNumber
-	heard time.Duration // when, as time since the node's start (monotonic)
-	prio  uint8
-	state wire.State
+	group    wire.GroupNumber
+	heard    time.Duration // when, as time since the node's start (monotonic)
+	size     uint32        // its member list's length, from its beacon (0: unknown)
+	prio     uint8
+	state    wire.State
+	degraded bool
 }
 
 func (p *peer) isCoordinator(id wire.NodeID) bool { return p.group.ID == id }
 
-func (p *peer) rank(id wire.NodeID) wire.Rank { return wire.Rank{Priority: p.prio, ID: id} }
+func (p *peer) rank(id wire.NodeID) wire.Rank {
+	return wire.Rank{Degraded: p.degraded, Priority: p.prio, ID: id}
+}
+
+// freshPeer is a node heard without a group (booting, or lost its group).
+type freshPeer struct {
+	boot    uint64
+	rank    wire.Rank
+	heard   time.Time
+	invited time.Time // when this node last invited it
+}
 
 // member is a coordinator's record of one member of its group.
 type member struct {
@@ -59,12 +75,14 @@ type checkRound struct {
 // mergeRound is a coordinator's accept window for a new group.
 type mergeRound struct {
 	invited  map[wire.NodeID]bool // true once accepted
+	targets  []wire.NodeID        // the coordinators among invited
+	fresh    map[wire.NodeID]uint64
 	deadline time.Time
 	resendAt time.Time
-	// early closes the window as soon as every invitee accepted: true
-	// when the invitees are all known (failover), false when invited
-	// coordinators forward the invitation to members we cannot count.
-	early bool
+	// expect is how many members (besides the coordinator) the new group
+	// should have once everyone accepted: the window closes at once when
+	// that many have, and runs to its end when it is 0 (unknown).
+	expect int
 }
 
 // readyRound is a coordinator's delivery of one member-list version.
@@ -84,22 +102,35 @@ type assembly struct {
 	missing int
 }
 
+// backoff holds off merges with a coordinator that did not accept the
+// last invitations: each fruitless merge spends a group number.
+type backoff struct {
+	until time.Time
+	wait  time.Duration
+}
+
 // Node is one node's invitation-algorithm state machine. It is not safe for
-// concurrent use: the runtime owns it from one goroutine and serialises
-// Step, Tick, Persisted, PersistFailed and PeerDown. None of its methods
-// block or perform I/O.
+// concurrent use: the runtime owns it from one goroutine and feeds it every
+// input through Step. None of its methods block or perform I/O.
 type Node struct {
 	id   wire.NodeID
 	prio uint8
-	t    Timing
+	boot uint64
+	t    Timing   // this node's own timing
+	gt   Timing   // the timing its group runs by (its coordinator's)
+	alg  Election // this node's algorithm, announced when it coordinates
+	galg Election // the algorithm its group's survivors run
 	rnd  Rand
-	alg  Election
 
-	counter    uint64 // highest persisted sequence
-	maxSeen    uint64 // highest sequence seen in any message
+	// Persistence.
+	durable    Durable  // confirmed saved
+	want       Durable  // what should be saved
+	saving     *Durable // a save in flight
+	persistErr string
+	retryAt    time.Time // when to retry a failed save
+	maxSeen    uint64    // highest sequence seen in any message
+	behind     uint64    // highest own number a peer reported above the counter
 	pending    *pendingGroup
-	persistErr error
-	retryAt    time.Time // when to retry a failed persist
 
 	state   wire.State
 	group   wire.GroupNumber
@@ -108,10 +139,21 @@ type Node struct {
 	version uint64
 	since   time.Time
 	born    time.Time // New's now: the origin of peer.heard
+	settled bool      // has run for a boot window (wire.FlagSettled)
+	bootEnd time.Time // born + the boot window
+	stopped bool      // yielded its ID to another process: does nothing more
+	dups    map[uint64]bool // boots of other processes with this ID, reported
+
+	// A node without a group.
+	attachAt  time.Time     // end of its listening window
+	waitUntil time.Time     // end of its wait for a higher node's invitation
+	offer     *wire.Message // the latest invitation received within the boot window
 
 	coords     map[wire.NodeID]*peer // nodes that last said they coordinate a group
 	coordsDel  int                   // deletions from coords since it was built
+	fresh      map[wire.NodeID]*freshPeer
 	nextBeacon time.Time
+	replied    time.Time // last beacon sent early, in reply to a node without a group
 
 	// Coordinator.
 	up          map[wire.NodeID]*member
@@ -124,17 +166,28 @@ type Node struct {
 	ready       *readyRound
 	prevGroup   wire.GroupNumber // my previous group, to re-invite its laggards
 	prevMembers map[wire.NodeID]bool
+	backoffs    map[wire.NodeID]*backoff
 
 	// Participant.
-	nextAYT    time.Time
-	lastYes    time.Time
-	probeUntil time.Time // suspicion probe deadline; zero if none
-	probeSince time.Time
-	reorgUntil time.Time
-	resendAcc  time.Time
-	asm        *assembly
-	election   election
-	electAt    time.Time // when a held-back bully election starts; zero once started
+	lastYes       time.Time
+	nextAYT       time.Time
+	probeUntil    time.Time // suspicion probe deadline; zero if none
+	probeSince    time.Time
+	reorgUntil    time.Time
+	resendAcc     time.Time
+	asm           *assembly
+	election      election
+	electAt       time.Time // when a held-back bully election starts; zero once started
+	coordDegraded bool      // my coordinator's last message said it cannot save
+	outrankSince  time.Time // since when I outrank my coordinator; zero if I do not
+	behindSince   time.Time // since when my coordinator announces a newer member list
+
+	// Leadership.
+	leader      bool
+	term        wire.GroupNumber
+	leaderSince time.Time
+
+	mismatch map[wire.NodeID]wire.Timing // timing mismatches reported, per peer
 
 	out     Output
 	last    Status // last reported view, to emit change events
@@ -145,39 +198,57 @@ type Node struct {
 	nextSweep time.Time
 }
 
-// New returns a node that starts, as the paper's Recovery prescribes, by
-// creating a singleton group: its first Output asks to persist a new
-// counter.
+// New returns a node that has no group yet: as the paper's Recovery, it
+// will form one, but first it listens for a boot window (announcing
+// itself), so that it can join a group that invites it, or invite the
+// nodes it heard, instead of creating a singleton number at once.
 func New(cfg Config, now time.Time) (*Node, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	prio := cfg.Priority
 	n := &Node{
-		id:      cfg.ID,
-		prio:    prio,
-		t:       cfg.Timing,
-		rnd:     cfg.Rand,
-		alg:     cfg.Election,
-		counter: cfg.Counter,
-		maxSeen: cfg.Counter,
-		coords:  make(map[wire.NodeID]*peer),
-		up:      make(map[wire.NodeID]*member),
-		state:   wire.StateElection,
-		since:   now,
-		born:    now,
+		id:       cfg.ID,
+		prio:     cfg.Priority,
+		boot:     cfg.Boot,
+		t:        cfg.Timing,
+		gt:       cfg.Timing,
+		alg:      cfg.Election,
+		galg:     cfg.Election,
+		rnd:      cfg.Rand,
+		durable:  cfg.Durable,
+		want:     cfg.Durable,
+		maxSeen:  cfg.Durable.floor(),
+		coords:   make(map[wire.NodeID]*peer),
+		fresh:    make(map[wire.NodeID]*freshPeer),
+		up:       make(map[wire.NodeID]*member),
+		backoffs: make(map[wire.NodeID]*backoff),
+		mismatch: make(map[wire.NodeID]wire.Timing),
+		state:    wire.StateElection,
+		since:    now,
+		born:     now,
 	}
 	n.last = n.Status()
-	n.nextBeacon = now
-	n.recover(now)
-	n.report(now, ReasonRecovery)
+	n.bootEnd = now.Add(n.t.bootWindow())
+	n.detach(now)
 	return n, nil
 }
 
 // ID returns the node's ID.
 func (n *Node) ID() wire.NodeID { return n.id }
 
-func (n *Node) rank() wire.Rank { return wire.Rank{Priority: n.prio, ID: n.id} }
+// Boot returns the node's boot nonce.
+func (n *Node) Boot() uint64 { return n.boot }
+
+// Stopped reports whether the node gave way to another process with its ID
+// (see NoticeDuplicateID): it does nothing more, and its runtime should
+// exit.
+func (n *Node) Stopped() bool { return n.stopped }
+
+func (n *Node) degraded() bool { return n.persistErr != "" }
+
+func (n *Node) rank() wire.Rank {
+	return wire.Rank{Degraded: n.degraded(), Priority: n.prio, ID: n.id}
+}
 
 func (n *Node) self() wire.Member { return wire.Member{ID: n.id, Priority: n.prio} }
 
@@ -185,21 +256,24 @@ func (n *Node) isCoordinator() bool { return n.group.ID == n.id }
 
 // Status returns the node's current view.
 func (n *Node) Status() Status {
-	s := Status{
-		ID:       n.id,
-		Priority: n.prio,
-		State:    n.state,
-		Group:    n.group,
-		Members:  n.members, // shared: replaced, never edited in place
-		Version:  n.version,
-		Since:    n.since,
-		Counter:  n.counter,
+	return Status{
+		ID:           n.id,
+		Priority:     n.prio,
+		State:        n.state,
+		Group:        n.group,
+		Members:      n.members, // shared: replaced, never edited in place
+		Version:      n.version,
+		Since:        n.since,
+		Counter:      n.durable.Counter,
+		PersistError: n.persistErr,
+		Leader:       n.leader,
+		Term:         n.term,
+		LeaderSince:  n.leaderSince,
 	}
-	if n.persistErr != nil {
-		s.PersistError = n.persistErr.Error()
-	}
-	return s
 }
+
+// Durable returns what the node has confirmed saved.
+func (n *Node) Durable() Durable { return n.durable }
 
 // Output returns and clears what the machine wants done.
 func (n *Node) Output() Output {
@@ -212,13 +286,27 @@ func (n *Node) Output() Output {
 func (n *Node) HasOutput() bool { return !n.out.Empty() }
 
 // send queues body to one node (or wire.Broadcast) with the node's header.
-func (n *Node) send(to wire.NodeID, body wire.Body) {
-	n.out.Messages = append(n.out.Messages, wire.Envelope{To: to, Msg: wire.Message{
+func (n *Node) send(to wire.NodeID, body wire.Body) { n.sendBoot(to, 0, body) }
+
+// sendBoot queues body to one boot of a node: a node without a group is
+// answered where its announcement came from, even if another process
+// shares its ID.
+func (n *Node) sendBoot(to wire.NodeID, boot uint64, body wire.Body) {
+	var flags wire.Flags
+	if n.degraded() {
+		flags |= wire.FlagDegraded
+	}
+	if n.settled {
+		flags |= wire.FlagSettled
+	}
+	n.out.Messages = append(n.out.Messages, wire.Envelope{To: to, ToBoot: boot, Msg: wire.Message{
 		Header: wire.Header{
 			Version:  wire.Version,
 			Type:     body.Type(),
 			From:     n.id,
 			Priority: n.prio,
+			Flags:    flags,
+			Boot:     n.boot,
 			Group:    n.group,
 			State:    n.state,
 		},
@@ -226,21 +314,33 @@ func (n *Node) send(to wire.NodeID, body wire.Body) {
 	}})
 }
 
-// report emits an Event if the node's view changed since the last one.
-// It runs after every input, so it compares without copying.
+func (n *Node) notice(nt Notice) { n.out.Notices = append(n.out.Notices, nt) }
+
+// report updates leadership and emits an Event if the node's view changed
+// since the last one. It runs after every input, so it compares without
+// copying.
 func (n *Node) report(now time.Time, why Reason) {
+	n.updateLeader(now)
 	old := n.last
-	errText := ""
-	if n.persistErr != nil {
-		errText = n.persistErr.Error()
-	}
 	if n.state == old.State && n.group == old.Group && n.version == old.Version &&
-		errText == old.PersistError && n.gen == n.lastGen {
+		n.persistErr == old.PersistError && n.gen == n.lastGen && n.leader == old.Leader && n.term == old.Term {
+		n.last.Counter = n.durable.Counter // not a change of view
 		return
 	}
 	cur := n.Status()
 	n.last, n.lastGen = cur, n.gen
 	n.out.Events = append(n.out.Events, Event{Time: now, Reason: why, Old: old, New: cur})
+}
+
+// updateLeader keeps leadership: it begins when the node first coordinates
+// a Normal group and ends when the node stops coordinating.
+func (n *Node) updateLeader(now time.Time) {
+	switch {
+	case n.leader && (!n.isCoordinator() || n.stopped):
+		n.leader, n.term, n.leaderSince = false, wire.GroupNumber{}, time.Time{}
+	case !n.leader && n.isCoordinator() && n.state == wire.StateNormal && !n.stopped:
+		n.leader, n.term, n.leaderSince = true, n.group, now
+	}
 }
 
 // setMembers replaces the member list (sorted by ID).
@@ -249,14 +349,22 @@ func (n *Node) setMembers(ms []wire.Member) {
 	n.gen++
 }
 
-// setGroup moves the node to group g, remembering when.
+// setGroup moves the node to group g, remembering when, and asks to save
+// it as the last group: a restart then creates numbers above it.
 func (n *Node) setGroup(now time.Time, g wire.GroupNumber) {
 	if g != n.group {
 		n.group = g
 		n.since = now
 	}
+	if g.IsZero() {
+		return
+	}
 	if g.Seq > n.maxSeen {
 		n.maxSeen = g.Seq
+	}
+	if n.want.LastGroup.Less(g) {
+		n.want.LastGroup = g
+		n.requestSave(now)
 	}
 }
 
@@ -270,77 +378,139 @@ func (n *Node) resetRoles() {
 	n.probeUntil = time.Time{}
 	n.asm = nil
 	n.election = nil
+	n.electAt = time.Time{}
 	n.pending = nil
 	n.reorgUntil = time.Time{}
 	n.resendAcc = time.Time{}
+	n.attachAt, n.waitUntil, n.offer = time.Time{}, time.Time{}, nil
+	n.outrankSince, n.behindSince = time.Time{}, time.Time{}
 	clear(n.up)
 }
 
 // ---------------------------------------------------------------------------
 // Group numbers and persistence.
 
+// wallMS is the wall clock in Unix milliseconds (0 before 1970): the floor
+// under every new sequence, so that a node whose state was lost or rolled
+// back still creates numbers above those it made before, on a sane clock.
+func wallMS(now time.Time) uint64 { return uint64(max(now.UnixMilli(), 0)) }
+
+// nextSeq is the sequence of a new number: above every number saved,
+// seen, or being saved, and above the wall clock in milliseconds.
+func (n *Node) nextSeq(now time.Time) uint64 {
+	s := max(n.durable.floor(), n.want.floor(), n.maxSeen, n.behind, wallMS(now))
+	if n.saving != nil {
+		s = max(s, n.saving.floor())
+	}
+	return s + 1
+}
+
 // newGroup asks for a new group number for p. Nothing carrying it is sent
-// until Persisted confirms the save.
+// until a save covering it is confirmed.
 func (n *Node) newGroup(now time.Time, p *pendingGroup) {
 	n.pending = p
-	n.state = wire.StateElection
-	n.requestPersist(now)
-}
-
-func (n *Node) requestPersist(now time.Time) {
-	p := n.pending
-	seq := max(n.counter, n.maxSeen) + 1
-	p.seq = seq
-	p.sent = true
-	n.retryAt = time.Time{}
-	n.out.Persist = &Persist{Counter: seq}
-}
-
-// Persisted tells the machine that the runtime durably saved counter seq.
-func (n *Node) Persisted(now time.Time, seq uint64) {
-	if seq > n.counter {
-		n.counter = seq
+	if p.purpose != forTakeover {
+		// A participant taking over stays in its group until the number
+		// is saved: if the save fails, it has lost nothing.
+		n.state = wire.StateElection
 	}
-	n.persistErr = nil
+	n.reserve(now)
+}
+
+// reserve picks the pending number's sequence and asks to save it.
+func (n *Node) reserve(now time.Time) {
 	p := n.pending
-	if p == nil || p.seq != seq {
-		n.report(now, ReasonRecovery)
+	p.seq = n.nextSeq(now)
+	n.want.Counter = max(n.want.Counter, p.seq)
+	if n.degraded() && n.saving == nil {
+		n.retrySave(now) // a new reason to try the disk again
 		return
 	}
-	n.pending = nil
-	n.createGroup(now, p)
+	n.requestSave(now)
 }
 
-// PersistFailed tells the machine the save of seq failed. The number is
-// never used; the node stays where it is, still accepts invitations, and
-// retries after a CheckInterval.
-func (n *Node) PersistFailed(now time.Time, seq uint64, err error) {
-	if err == nil {
-		err = errors.New("persist failed")
+// requestSave asks the runtime to save want, one save at a time, unless a
+// failed save waits for its retry.
+func (n *Node) requestSave(now time.Time) {
+	if n.saving != nil || n.want == n.durable || n.degraded() {
+		return
+	}
+	n.save()
+}
+
+func (n *Node) save() {
+	s := n.want
+	n.saving = &s
+	n.out.Save = &s
+}
+
+// retrySave tries a failed save again, once per CheckInterval: the pending
+// number's, or what should be saved, or (with nothing new to save) the
+// saved state itself, to find out whether the disk works again.
+func (n *Node) retrySave(now time.Time) {
+	n.retryAt = now.Add(n.t.CheckInterval)
+	if n.pending != nil {
+		n.pending.seq = n.nextSeq(now)
+		n.want.Counter = max(n.want.Counter, n.pending.seq)
+	}
+	n.save()
+}
+
+// saved handles a confirmed save.
+func (n *Node) saved(now time.Time, d Durable) Reason {
+	if n.saving != nil && *n.saving == d {
+		n.saving = nil
+	}
+	n.durable.Counter = max(n.durable.Counter, d.Counter)
+	if n.durable.LastGroup.Less(d.LastGroup) {
+		n.durable.LastGroup = d.LastGroup
+	}
+	why := Reason("")
+	if n.degraded() {
+		n.persistErr, n.retryAt = "", time.Time{}
+		why = ReasonSaved
+	}
+	if p := n.pending; p != nil && n.durable.Counter >= p.seq {
+		n.pending = nil
+		if n.createGroup(now, p) {
+			why = ReasonRecovery
+		}
+	}
+	n.requestSave(now)
+	return why
+}
+
+// saveFailed handles a failed save. No number it covered is used; the node
+// is degraded (it ranks below every other node and accepts invitations from
+// any of them) and retries after a CheckInterval.
+func (n *Node) saveFailed(now time.Time, d Durable, err string) Reason {
+	if n.saving != nil && *n.saving == d {
+		n.saving = nil
+	}
+	if err == "" {
+		err = "save failed"
 	}
 	n.persistErr = err
-	if p := n.pending; p != nil && p.seq == seq {
-		p.sent = false
-		n.retryAt = now.Add(n.t.CheckInterval)
+	n.retryAt = now.Add(n.t.CheckInterval)
+	if p := n.pending; p != nil && p.purpose == forTakeover {
+		n.pending = nil // stay the participant we are
 	}
-	n.report(now, ReasonPersistFailed)
+	return ReasonPersistFailed
 }
 
-// recover is the paper's Recovery: a singleton group with a new number.
-func (n *Node) recover(now time.Time) {
-	n.resetRoles()
-	n.setMembers(nil)
-	n.version = 0
-	n.newGroup(now, &pendingGroup{purpose: forRecovery})
-}
-
-func (n *Node) createGroup(now time.Time, p *pendingGroup) {
+// createGroup adopts the saved number of p and invites whom p names. It
+// reports whether the node formed a group on its own.
+func (n *Node) createGroup(now time.Time, p *pendingGroup) bool {
 	prev := n.group
 	prevMembers := n.members
 	n.resetRoles()
-	n.setGroup(now, wire.GroupNumber{Seq: p.seq, ID: n.id})
+	g := wire.GroupNumber{Seq: p.seq, ID: n.id}
+	n.setGroup(now, g)
+	n.out.Created = append(n.out.Created, g)
+	n.gt, n.galg = n.t, n.alg
 	n.up[n.id] = &member{m: n.self(), lastHeard: now}
 	n.nextCheck = now.Add(n.jitter(n.t.CheckInterval))
+	n.nextBeacon = now // announce the new group (and beat) at once
 
 	n.prevGroup = prev
 	n.prevMembers = make(map[wire.NodeID]bool, len(prevMembers))
@@ -351,41 +521,66 @@ func (n *Node) createGroup(now time.Time, p *pendingGroup) {
 	}
 
 	invite := make(map[wire.NodeID]bool)
-	if p.purpose != forRecovery {
-		for _, id := range p.targets {
+	fresh := make(map[wire.NodeID]uint64)
+	expect := 0
+	for _, id := range p.members {
+		if id != n.id && !invite[id] {
 			invite[id] = false
+			expect++
 		}
-		for _, id := range p.members {
-			if id != n.id {
-				invite[id] = false
-			}
+	}
+	for _, f := range p.fresh {
+		if _, ok := invite[f.id]; !ok && f.id != n.id {
+			invite[f.id] = false
+			fresh[f.id] = f.boot
+			expect++
+		}
+	}
+	var targets []wire.NodeID
+	for _, id := range p.targets {
+		if _, ok := invite[id]; ok || id == n.id {
+			continue
+		}
+		invite[id] = false
+		targets = append(targets, id)
+		// The invited coordinator forwards to its members, who accept
+		// too: its beacon said how many.
+		if c := n.coords[id]; c != nil && c.size > 0 && expect >= 0 {
+			expect += int(c.size)
+		} else {
+			expect = -1
 		}
 	}
 	if len(invite) == 0 {
 		n.setMembers([]wire.Member{n.self()})
 		n.version = 1
 		n.state = wire.StateNormal
-		n.nextBeacon = now // announce the new group at once
-		n.report(now, ReasonRecovery)
-		return
+		return true
 	}
 	n.state = wire.StateElection
 	n.setMembers(nil)
 	n.version = 0
 	n.merge = &mergeRound{
 		invited:  invite,
+		targets:  targets,
+		fresh:    fresh,
 		deadline: now.Add(n.t.AcceptWindow),
 		resendAt: now.Add(n.t.AnswerTimeout),
-		early:    p.purpose == forFailover,
+		expect:   max(expect, 0),
 	}
-	for _, id := range sortedIDs(invite) {
-		n.send(id, wire.Invitation{Group: n.group})
+	n.sendInvitations(n.merge)
+	return false
+}
+
+// sendInvitations sends the current group's invitation to everyone in m
+// who has not accepted yet.
+func (n *Node) sendInvitations(m *mergeRound) {
+	inv := wire.Invitation{Group: n.group, Timing: n.t.announce(n.alg)}
+	for _, id := range sortedIDs(m.invited) {
+		if !m.invited[id] {
+			n.sendBoot(id, m.fresh[id], inv)
+		}
 	}
-	why := ReasonMerge
-	if p.purpose == forFailover {
-		why = ReasonElection
-	}
-	n.report(now, why)
 }
 
 func sortedIDs[V any](m map[wire.NodeID]V) []wire.NodeID {
@@ -408,10 +603,40 @@ func (n *Node) jitter(d time.Duration) time.Duration {
 // ---------------------------------------------------------------------------
 // Inputs.
 
-// PeerDown tells the machine that the failure detector (memberlist)
-// declared id dead or gone.
-func (n *Node) PeerDown(now time.Time, id wire.NodeID) {
+// Step feeds the node one input at time now. Messages from the node
+// itself (the same boot), from node 0 or without a body are ignored; so
+// are stale, duplicate and reordered ones, by the rules of each handler. A
+// node that yielded its ID ignores everything.
+func (n *Node) Step(now time.Time, in Input) {
+	if n.stopped {
+		return
+	}
+	if !n.settled && !now.Before(n.bootEnd) {
+		n.settled = true
+	}
+	why := Reason("")
+	switch in := in.(type) {
+	case Receive:
+		why = n.receive(now, in.Msg)
+	case Tick:
+		why = n.tick(now)
+	case PeerDown:
+		why = n.peerDown(now, in.ID)
+	case Saved:
+		why = n.saved(now, in.Durable)
+	case SaveFailed:
+		why = n.saveFailed(now, in.Durable, in.Err)
+	}
+	if why == "" {
+		why = ReasonMembers
+	}
+	n.report(now, why)
+}
+
+// peerDown handles the failure detector's verdict on id.
+func (n *Node) peerDown(now time.Time, id wire.NodeID) Reason {
 	n.forgetCoord(id)
+	delete(n.fresh, id)
 	switch {
 	case id == n.id:
 	case n.isCoordinator() && n.state == wire.StateNormal:
@@ -420,62 +645,92 @@ func (n *Node) PeerDown(now time.Time, id wire.NodeID) {
 		}
 	case !n.isCoordinator() && n.state == wire.StateNormal && id == n.group.ID:
 		n.startElection(now)
+		return ReasonElection
 	}
-	n.report(now, ReasonMembers)
+	return ""
 }
 
-// Step handles one message from the network. Messages from itself,
-// without a body, or from node 0 are ignored; so are stale, duplicate and
-// reordered ones, by the rules of each handler.
-func (n *Node) Step(now time.Time, m wire.Message) {
-	if m.From == n.id || m.From == 0 || m.Body == nil {
-		return
+// receive handles one message from the network.
+func (n *Node) receive(now time.Time, m wire.Message) Reason {
+	if m.From == 0 || m.Body == nil {
+		return ""
+	}
+	if m.From == n.id {
+		if m.Boot == n.boot || m.Boot == 0 {
+			return "" // my own multicast, looped back
+		}
+		return n.onDuplicate(now, m)
 	}
 	n.observe(now, m)
-	why := Reason("")
 	switch b := m.Body.(type) {
 	case wire.Beacon:
-		n.onBeacon(now, m)
+		n.onBeacon(now, m, b)
 	case wire.AreYouCoordinator:
 		n.onAreYouCoordinator(now, m)
 	case wire.Yes:
 		n.onYes(now, m, b)
 	case wire.No:
-		why = n.onNo(now, m, b)
+		return n.onNo(now, m, b)
 	case wire.AreYouThere:
 		n.onAreYouThere(now, m, b)
 	case wire.Invitation:
-		why = n.onInvitation(now, m, b)
+		return n.onInvitation(now, m, b)
 	case wire.Accept:
 		n.onAccept(now, m, b)
 	case wire.Ready:
-		why = n.onReady(now, m, b)
+		return n.onReady(now, m, b)
 	case wire.ReadyAck:
 		n.onReadyAck(now, m, b)
 	case wire.Election, wire.Answer, wire.RingElection, wire.RingElected, wire.RingAck:
-		why = n.onElectionMessage(now, m)
+		return n.onElectionMessage(now, m)
 	}
-	if why == "" {
-		why = ReasonMembers
-	}
-	n.report(now, why)
+	return ""
 }
 
-// observe records what a message says about its sender.
+// observe records what a message says about its sender and the numbers
+// it carries.
 func (n *Node) observe(now time.Time, m wire.Message) {
-	seq := m.Group.Seq
+	n.seen(now, m.From, m.Group)
+	var ann wire.Timing
 	switch b := m.Body.(type) {
 	case wire.Invitation:
-		seq = max(seq, b.Group.Seq)
+		n.seen(now, m.From, b.Group)
+		ann = b.Timing
 	case wire.Ready:
-		seq = max(seq, b.Group.Seq)
+		n.seen(now, m.From, b.Group)
+		ann = b.Timing
+	case wire.AreYouThere:
+		n.seen(now, m.From, b.Group)
+	case wire.Beacon:
+		n.maxSeen = max(n.maxSeen, b.HighWater)
+		ann = b.Timing
 	}
-	if seq > n.maxSeen {
-		n.maxSeen = seq
+	if !ann.IsZero() {
+		n.checkTiming(now, m.From, ann)
 	}
 	if mb := n.up[m.From]; mb != nil && m.Group == n.group {
 		mb.lastHeard = now
 	}
+	if m.From == n.group.ID && m.Group.ID == m.From {
+		n.coordDegraded = m.Flags&wire.FlagDegraded != 0
+	}
+	if m.Booting() {
+		n.forgetCoord(m.From)
+		f := n.fresh[m.From]
+		if f == nil {
+			if len(n.fresh) >= MaxGroupSize {
+				return
+			}
+			f = &freshPeer{}
+			n.fresh[m.From] = f
+		}
+		if f.boot != m.Boot {
+			f.invited = time.Time{}
+		}
+		f.boot, f.rank, f.heard = m.Boot, m.Rank(), now
+		return
+	}
+	delete(n.fresh, m.From)
 	if !m.IsCoordinator() {
 		// It no longer coordinates (if it ever did): only coordinators
 		// are worth remembering, and keeping every node of a large LAN
@@ -492,9 +747,51 @@ func (n *Node) observe(now time.Time, m wire.Message) {
 		n.coords[m.From] = p
 	}
 	p.prio = m.Priority
+	p.degraded = m.Flags&wire.FlagDegraded != 0
+	if p.group != m.Group {
+		p.size = 0
+	}
 	p.group = m.Group
 	p.state = m.State
 	p.heard = now.Sub(n.born)
+	if b, ok := m.Body.(wire.Beacon); ok {
+		p.size = b.Size
+	}
+}
+
+// seen records a group number a message carries: new numbers go above it,
+// and one of this node's own numbers above its counter means its state was
+// lost or rolled back.
+func (n *Node) seen(now time.Time, from wire.NodeID, g wire.GroupNumber) {
+	if g.Seq > n.maxSeen {
+		n.maxSeen = g.Seq
+	}
+	if g.ID != n.id || g.Seq <= max(n.want.Counter, n.behind) {
+		return
+	}
+	n.notice(Notice{Kind: NoticeStateBehind, Time: now, Peer: from, Group: g, Counter: n.want.Counter})
+	n.behind = g.Seq
+	// Remember it across restarts too.
+	n.want.Counter = g.Seq
+	n.requestSave(now)
+}
+
+// checkTiming reports, once per peer and value, timing that differs from
+// this node's own.
+func (n *Node) checkTiming(now time.Time, from wire.NodeID, a wire.Timing) {
+	ours := n.t.announce(n.alg)
+	if a == ours {
+		delete(n.mismatch, from)
+		return
+	}
+	if prev, ok := n.mismatch[from]; ok && prev == a {
+		return
+	}
+	if len(n.mismatch) >= MaxGroupSize {
+		return
+	}
+	n.mismatch[from] = a
+	n.notice(Notice{Kind: NoticeTimingMismatch, Time: now, Peer: from, Ours: ours, Theirs: a})
 }
 
 // forgetCoord removes id from the known coordinators. After a cold start of
@@ -518,47 +815,98 @@ func (n *Node) forgetCoord(id wire.NodeID) {
 	}
 }
 
-// Tick advances the node's timers to now.
-func (n *Node) Tick(now time.Time) {
-	why := Reason("")
+// beaconPeriod is how often the node beacons in its current state: a
+// coordinator every AliveInterval (its beacon is its group's heartbeat), a
+// node without a group every AnswerTimeout while it listens, an idle
+// participant rarely, anyone else every BeaconInterval.
+func (n *Node) beaconPeriod() time.Duration {
+	switch {
+	case n.group.IsZero():
+		return n.t.AnswerTimeout
+	case n.isCoordinator():
+		return n.t.AliveInterval
+	case n.state == wire.StateNormal:
+		return n.gt.memberBeacon() // often enough for my coordinator
+	}
+	return n.t.BeaconInterval
+}
+
+// beacon sends the node's beacon now.
+func (n *Node) beacon(now time.Time) {
+	b := wire.Beacon{HighWater: max(n.maxSeen, n.want.Counter, n.durable.Counter), Timing: n.t.announce(n.alg)}
+	if n.isCoordinator() {
+		b.Version, b.Size = n.version, uint32(len(n.members))
+		b.Timing = n.gt.announce(n.galg)
+	}
+	n.send(wire.Broadcast, b)
+	n.nextBeacon = now.Add(n.beaconPeriod())
+}
+
+// tick advances the node's timers to now.
+func (n *Node) tick(now time.Time) Reason {
 	if !n.nextBeacon.After(now) {
-		n.send(wire.Broadcast, wire.Beacon{})
-		n.nextBeacon = now.Add(n.t.BeaconInterval)
+		n.beacon(now)
 	}
 	sweep := !now.Before(n.nextSweep)
 	if sweep {
-		n.nextSweep = now.Add(n.t.sweepInterval())
-		for id, p := range n.coords {
-			if now.Sub(n.born)-p.heard > n.t.PeerTimeout {
-				n.forgetCoord(id)
-			}
-		}
+		n.sweep(now)
 	}
-	if p := n.pending; p != nil && !p.sent && !n.retryAt.IsZero() && !now.Before(n.retryAt) {
-		n.requestPersist(now)
+	if n.degraded() && n.saving == nil && !now.Before(n.retryAt) {
+		n.retrySave(now)
 	}
 	switch {
-	case n.pending != nil:
+	case n.group.IsZero():
+		return n.tickDetached(now)
+	case n.pending != nil && n.pending.purpose != forTakeover:
 		// Waiting for a save; nothing else runs until it is confirmed.
+		return ""
 	case n.election != nil:
-		why = n.tickElection(now)
+		return n.tickElection(now)
 	case n.isCoordinator():
-		why = n.tickCoordinator(now, sweep)
+		return n.tickCoordinator(now, sweep)
 	case n.state == wire.StateReorganization:
-		why = n.tickReorganization(now)
+		return n.tickReorganization(now)
 	case n.state == wire.StateNormal:
-		why = n.tickParticipant(now)
+		return n.tickParticipant(now)
 	}
-	if why == "" {
-		why = ReasonMembers
-	}
-	n.report(now, why)
+	return ""
 }
 
-// NextDeadline returns the earliest time at which Tick has work to do. A
+// sweep forgets coordinators and nodes without a group not heard from for
+// PeerTimeout.
+func (n *Node) sweep(now time.Time) {
+	n.nextSweep = now.Add(n.t.sweepInterval())
+	for id, p := range n.coords {
+		if now.Sub(n.born)-p.heard > n.t.PeerTimeout {
+			n.forgetCoord(id)
+		}
+	}
+	for id, f := range n.fresh {
+		if now.Sub(f.heard) > n.t.PeerTimeout {
+			delete(n.fresh, id)
+		}
+	}
+	for id, b := range n.backoffs {
+		if now.After(b.until.Add(8 * n.t.CheckInterval)) {
+			delete(n.backoffs, id)
+		}
+	}
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// NextDeadline returns the earliest time at which a Tick has work to do. A
 // runtime may tick on a fixed period instead; the simulator uses this to
-// jump its clock.
+// jump its clock. A node that yielded its ID has no deadline (zero).
 func (n *Node) NextDeadline() time.Time {
+	if n.stopped {
+		return time.Time{}
+	}
 	d := n.nextBeacon
 	add := func(t time.Time) {
 		if !t.IsZero() && t.Before(d) {
@@ -566,10 +914,21 @@ func (n *Node) NextDeadline() time.Time {
 		}
 	}
 	add(n.nextSweep)
-	if p := n.pending; p != nil {
-		if !p.sent {
-			add(n.retryAt)
+	if n.degraded() && n.saving == nil {
+		add(n.retryAt)
+	}
+	if n.group.IsZero() {
+		switch {
+		case n.pending != nil || n.degraded():
+			// Waiting for a save, or for an invitation.
+		case n.waitUntil.IsZero():
+			add(n.attachAt)
+		default:
+			add(n.waitUntil)
 		}
+		return d
+	}
+	if p := n.pending; p != nil && p.purpose != forTakeover {
 		return d
 	}
 	if n.election != nil {
@@ -603,9 +962,18 @@ func (n *Node) NextDeadline() time.Time {
 		add(n.resendAcc)
 		add(n.reorgUntil)
 	case wire.StateNormal:
-		add(n.nextAYT)
-		add(n.lastYes.Add(n.t.AliveTimeout + 1))
+		add(n.lastYes.Add(n.gt.AliveTimeout + 1))
+		ask := later(n.lastYes.Add(n.gt.AliveInterval+n.gt.AnswerTimeout), n.nextAYT)
+		if !n.behindSince.IsZero() {
+			if stale := later(n.behindSince.Add(n.behindLimit()), n.nextAYT); stale.Before(ask) {
+				ask = stale
+			}
+		}
+		add(ask)
 		add(n.probeUntil)
+		if !n.outrankSince.IsZero() && n.pending == nil {
+			add(n.outrankSince.Add(n.t.CheckInterval))
+		}
 	}
 	return d
 }

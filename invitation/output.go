@@ -9,27 +9,69 @@ import (
 	"github.com/groupd/groupd/wire"
 )
 
+// Input is one thing that happens to a node: a message from the network
+// (Receive), the passing of time (Tick), the failure detector's verdict
+// (PeerDown), or the outcome of a save (Saved, SaveFailed). Every input
+// takes the one path, Node.Step, so a run can be logged and replayed.
+type Input interface{ isInput() }
+
+// Receive delivers a message from the network.
+type Receive struct{ Msg wire.Message }
+
+// Tick tells the node what time it is: timers due by then fire.
+type Tick struct{}
+
+// PeerDown tells the node that the failure detector (memberlist) declared
+// node ID dead or gone.
+type PeerDown struct{ ID wire.NodeID }
+
+// Saved tells the node that the runtime durably saved Durable, as an
+// Output.Save asked.
+type Saved struct{ Durable Durable }
+
+// SaveFailed tells the node that saving Durable failed, with the error's
+// text (a string, so that an input log can be replayed).
+type SaveFailed struct {
+	Durable Durable
+	Err     string
+}
+
+func (Receive) isInput()    {}
+func (Tick) isInput()       {}
+func (PeerDown) isInput()   {}
+func (Saved) isInput()      {}
+func (SaveFailed) isInput() {}
+
+func (i Receive) String() string    { return "recv " + i.Msg.String() }
+func (Tick) String() string         { return "tick" }
+func (i PeerDown) String() string   { return "peer-down " + strconv.FormatUint(uint64(i.ID), 10) }
+func (i Saved) String() string      { return "saved " + i.Durable.String() }
+func (i SaveFailed) String() string { return "save-failed " + i.Durable.String() + ": " + i.Err }
+
+func (d Durable) String() string {
+	return fmt.Sprintf("counter=%d last=%s", d.Counter, d.LastGroup)
+}
+
 // Output is what the machine asks its runtime to do. Messages may be sent
-// in any order. If Persist is set, the runtime saves Persist.Counter durably
-// and then calls Persisted (or PersistFailed); the machine sends nothing
-// that carries the new group number before that.
+// in any order. If Save is set, the runtime saves it durably and then
+// delivers Saved (or SaveFailed); the machine sends nothing that carries a
+// new group number before the save that covers it is confirmed, and it
+// asks for one save at a time.
 type Output struct {
 	Messages []wire.Envelope
-	Persist  *Persist
+	Save     *Durable
 	Events   []Event
+	// Created lists the group numbers the node adopted as their creator,
+	// in order: each only once its sequence was saved.
+	Created []wire.GroupNumber
+	// Notices are things an operator should hear about (see Notice).
+	Notices []Notice
 }
 
 // Empty reports whether there is nothing to do.
 func (o Output) Empty() bool {
-	return len(o.Messages) == 0 && o.Persist == nil && len(o.Events) == 0
+	return len(o.Messages) == 0 && o.Save == nil && len(o.Events) == 0 && len(o.Created) == 0 && len(o.Notices) == 0
 }
-
-// Persist asks the runtime to save the group-number counter.
-type Persist struct {
-	Counter uint64
-}
-
-func (p Persist) String() string { return "persist counter=" + strconv.FormatUint(p.Counter, 10) }
 
 // Role is a node's role in its group.
 type Role uint8
@@ -52,7 +94,9 @@ type Status struct {
 	Priority uint8
 	State    wire.State
 	// Group is the node's current group. In Election it is still the old
-	// group while the new number is being saved.
+	// group while the new number is being saved; zero while the node has
+	// no group yet (it booted, or lost its group, and listens for an
+	// invitation before it creates a number).
 	Group wire.GroupNumber
 	// Members is the member list of Version, sorted by ID. Empty while
 	// Reorganization waits for Ready. It is shared with the machine (and
@@ -63,11 +107,23 @@ type Status struct {
 	Version uint64
 	// Since is when Group last changed.
 	Since time.Time
-	// Counter is the highest persisted group-number sequence.
+	// Counter is the highest saved group-number sequence.
 	Counter uint64
-	// PersistError is the last failure to save the counter, empty once a
-	// save succeeds.
+	// PersistError is the last failure to save, empty once a save
+	// succeeds. While it is set the node is degraded: it creates no
+	// numbers and ranks below every other node.
 	PersistError string
+	// Leader is set from when the node first coordinates a Normal group
+	// until it stops coordinating (it is invited into another group,
+	// yields its ID, or stops): merges it leads, members coming and
+	// going, and its group being renumbered leave it set.
+	Leader bool
+	// Term is the group number at which the current leadership began (a
+	// fencing number: a later leadership begins at a later number); zero
+	// when not Leader.
+	Term wire.GroupNumber
+	// LeaderSince is when the current leadership began.
+	LeaderSince time.Time
 }
 
 // Coordinator is the coordinator of the node's group: the node that
@@ -80,6 +136,14 @@ func (s Status) Role() Role {
 		return Coordinator
 	}
 	return Participant
+}
+
+// Degraded reports whether the node cannot save its state.
+func (s Status) Degraded() bool { return s.PersistError != "" }
+
+// Rank is the node's rank, degraded included.
+func (s Status) Rank() wire.Rank {
+	return wire.Rank{Degraded: s.Degraded(), Priority: s.Priority, ID: s.ID}
 }
 
 // MemberIDs returns the member IDs in order.
@@ -96,25 +160,35 @@ func (s Status) String() string {
 	for i, m := range s.Members {
 		ids[i] = strconv.FormatUint(uint64(m.ID), 10)
 	}
-	return fmt.Sprintf("%d %s %s g=%s v%d [%s]", s.ID, s.State, s.Role(), s.Group, s.Version, strings.Join(ids, " "))
+	extra := ""
+	if s.Leader {
+		extra += " leader(term " + s.Term.String() + ")"
+	}
+	if s.Degraded() {
+		extra += " degraded"
+	}
+	return fmt.Sprintf("%d %s %s g=%s v%d [%s]%s", s.ID, s.State, s.Role(), s.Group, s.Version, strings.Join(ids, " "), extra)
 }
 
 // Reason says why a node's view changed.
 type Reason string
 
 const (
-	ReasonRecovery      Reason = "recovery"       // formed a singleton group
+	ReasonRecovery      Reason = "recovery"       // formed a singleton group, or lost its group
 	ReasonElection      Reason = "election"       // coordinator failed; bully started
 	ReasonMerge         Reason = "merge"          // started merging other groups
 	ReasonInvited       Reason = "invited"        // accepted an invitation
 	ReasonReady         Reason = "ready"          // the group formed (Ready done)
 	ReasonMembers       Reason = "members"        // member list changed in place
 	ReasonConfirmed     Reason = "confirmed"      // coordinator again after a merge
-	ReasonPersistFailed Reason = "persist-failed" // could not save a new group number
+	ReasonPersistFailed Reason = "persist-failed" // could not save
+	ReasonSaved         Reason = "saved"          // a save succeeded after failures
+	ReasonYielded       Reason = "yielded"        // another process holds this node's ID
 )
 
-// Event reports a change of the node's view: state, group, role or member
-// list. Old and New are the views before and after.
+// Event reports a change of the node's view: state, group, role, member
+// list, leadership or persistence. Old and New are the views before and
+// after.
 type Event struct {
 	Time   time.Time
 	Reason Reason
@@ -124,4 +198,66 @@ type Event struct {
 
 func (e Event) String() string {
 	return fmt.Sprintf("%s: %s -> %s", e.Reason, e.Old, e.New)
+}
+
+// NoticeKind says what a Notice is about.
+type NoticeKind uint8
+
+const (
+	// NoticeDuplicateID: a message carried this node's ID and another
+	// boot: a second process uses the ID. Yield says whether this node
+	// gives way (it stops: its runtime should exit); the other process's
+	// boot is Boot.
+	NoticeDuplicateID NoticeKind = iota + 1
+	// NoticeStateBehind: a peer knows a group number of this node's
+	// above everything the state file says it created (Group): the state
+	// was lost or restored from an older copy. The node jumps above it.
+	NoticeStateBehind
+	// NoticeTimingMismatch: a peer (Peer) announced timing (Theirs) that
+	// differs from this node's (Ours). Reported once per peer and value.
+	NoticeTimingMismatch
+)
+
+func (k NoticeKind) String() string {
+	switch k {
+	case NoticeDuplicateID:
+		return "duplicate-id"
+	case NoticeStateBehind:
+		return "state-behind"
+	case NoticeTimingMismatch:
+		return "timing-mismatch"
+	}
+	return "notice(" + strconv.Itoa(int(k)) + ")"
+}
+
+// Notice is something the runtime should tell the operator: each is
+// reported once, at the input that revealed it.
+type Notice struct {
+	Kind NoticeKind
+	Time time.Time
+	Peer wire.NodeID // the peer concerned (the node's own ID for a duplicate)
+	// NoticeDuplicateID.
+	Boot  uint64 // the other process's boot
+	Yield bool   // this node gives way
+	// NoticeStateBehind.
+	Group   wire.GroupNumber // the number the peer knows
+	Counter uint64           // what the state file said
+	// NoticeTimingMismatch.
+	Ours, Theirs wire.Timing
+}
+
+func (n Notice) String() string {
+	switch n.Kind {
+	case NoticeDuplicateID:
+		who := "keeps running"
+		if n.Yield {
+			who = "yields"
+		}
+		return fmt.Sprintf("duplicate ID %d: another process (boot %016x) uses it; this one %s", n.Peer, n.Boot, who)
+	case NoticeStateBehind:
+		return fmt.Sprintf("node %d reports group %s, above this node's counter %d: state lost or rolled back; jumping above it", n.Peer, n.Group, n.Counter)
+	case NoticeTimingMismatch:
+		return fmt.Sprintf("node %d announces timing %s, this node %s", n.Peer, n.Theirs, n.Ours)
+	}
+	return n.Kind.String()
 }

@@ -9,10 +9,18 @@ import (
 // This file holds the participant's side: liveness of the coordinator,
 // invitations, Ready, and the bully election among a failed coordinator's
 // survivors.
+//
+// An idle participant sends nothing but a beacon every MemberTimeout/3:
+// its coordinator's heartbeat (a beacon every AliveInterval, to the whole
+// group at once) tells it the coordinator is alive. Only when a heartbeat
+// is late (AliveInterval + AnswerTimeout) does it ask AreYouThere, again
+// every AnswerTimeout, and it gives up AliveTimeout after the last sign of
+// life. All of these are its coordinator's intervals, announced in Ready.
 
 func (n *Node) tickParticipant(now time.Time) Reason {
 	c := n.group.ID
-	if now.Sub(n.lastYes) > n.t.AliveTimeout {
+	gt := n.gt
+	if now.Sub(n.lastYes) > gt.AliveTimeout {
 		n.startElection(now)
 		return ReasonElection
 	}
@@ -23,44 +31,111 @@ func (n *Node) tickParticipant(now time.Time) Reason {
 			return ReasonElection
 		}
 	}
-	if !now.Before(n.nextAYT) {
+	late := !now.Before(n.lastYes.Add(gt.AliveInterval + gt.AnswerTimeout))
+	stale := !n.behindSince.IsZero() && !now.Before(n.behindSince.Add(n.behindLimit()))
+	if (late || stale) && !now.Before(n.nextAYT) {
 		n.send(c, wire.AreYouThere{Group: n.group})
-		// Once a reply is overdue, ask again every round trip instead
-		// of every AliveInterval: on a lossy link that doubles the
-		// attempts before AliveTimeout without delaying detection of a
-		// real failure.
-		next := n.t.AliveInterval
-		if now.Sub(n.lastYes) >= n.t.AliveInterval {
-			next = min(next, n.t.AnswerTimeout)
-		}
-		n.nextAYT = now.Add(next)
+		n.nextAYT = now.Add(gt.AnswerTimeout)
 	}
+	return n.maybeTakeOver(now)
+}
+
+// behindLimit is how long a participant lets its coordinator announce a
+// newer member list than the one it has before it asks: the Ready round's
+// retransmissions should reach it well within this.
+func (n *Node) behindLimit() time.Duration {
+	return n.gt.ReadyTimeout + 2*n.gt.AnswerTimeout
+}
+
+// coordRank is my coordinator's rank as I know it: its priority from the
+// member list, degraded as its last message said.
+func (n *Node) coordRank() wire.Rank {
+	r := n.memberRank(n.group.ID)
+	r.Degraded = n.coordDegraded
+	return r
+}
+
+// maybeTakeOver starts a takeover when this participant has outranked its
+// coordinator for a CheckInterval: the coordinator cannot save (its disk
+// is full) while this node can, or this node came back from such a state.
+// The group should be led by a node that can create numbers; the paper's
+// merge rule would never move it, as only coordinators merge. The
+// participant stays Normal in its group until its new number is saved.
+func (n *Node) maybeTakeOver(now time.Time) Reason {
+	if n.degraded() || !n.coordRank().Less(n.rank()) {
+		n.outrankSince = time.Time{}
+		return ""
+	}
+	if n.outrankSince.IsZero() {
+		n.outrankSince = now
+		return ""
+	}
+	if now.Sub(n.outrankSince) < n.t.CheckInterval || n.pending != nil {
+		return ""
+	}
+	var members []wire.NodeID
+	for _, m := range n.members {
+		if m.ID != n.id {
+			members = append(members, m.ID)
+		}
+	}
+	n.outrankSince = time.Time{}
+	n.newGroup(now, &pendingGroup{purpose: forTakeover, members: members})
 	return ""
 }
 
 func (n *Node) tickReorganization(now time.Time) Reason {
 	if !now.Before(n.reorgUntil) {
 		// The new coordinator never sent Ready: Recovery.
-		n.recover(now)
+		n.detach(now)
 		return ReasonRecovery
 	}
 	if !now.Before(n.resendAcc) {
 		n.send(n.group.ID, wire.Accept{Group: n.group})
-		n.resendAcc = now.Add(n.t.AnswerTimeout)
+		n.resendAcc = now.Add(n.gt.AnswerTimeout)
 	}
 	return ""
+}
+
+// onHeartbeat handles my coordinator's beacon: an unsolicited Yes. Unlike
+// a Yes to AreYouThere it does not say I am still a member, so it does not
+// end an election started on a suspicion: a Yes does (the election's
+// probe, or the coordinator's answer to the Election).
+func (n *Node) onHeartbeat(now time.Time, m wire.Message, b wire.Beacon) {
+	if m.Group != n.group {
+		return // it is forming another group: its invitation will come, or its No
+	}
+	if n.state == wire.StateNormal {
+		n.lastYes = now
+	}
+	switch {
+	case n.state != wire.StateNormal || b.Version <= n.version:
+		n.behindSince = time.Time{}
+	case n.behindSince.IsZero():
+		// It announces a newer member list: its Ready should be on its
+		// way; ask if it does not come.
+		n.behindSince = now
+	}
 }
 
 func (n *Node) onAliveYes(now time.Time, m wire.Message, b wire.Yes) {
 	if m.From != n.group.ID || m.Group != n.group || n.isCoordinator() {
 		return
 	}
+	n.alive(now)
+	if b.Version <= n.version {
+		n.behindSince = time.Time{}
+	}
+}
+
+// alive records a sign of life of my coordinator in my current group.
+func (n *Node) alive(now time.Time) {
 	if e := n.election; e != nil && n.state == wire.StateElection && e.Group() == n.group {
-		// Bully was started on a false suspicion and the coordinator
+		// The election started on a false suspicion and the coordinator
 		// still counts me as a member: return to Normal.
-		n.election = nil
+		n.election, n.electAt = nil, time.Time{}
 		n.state = wire.StateNormal
-		n.nextAYT = now.Add(n.t.AliveInterval)
+		n.nextAYT = time.Time{}
 	}
 	if n.state == wire.StateNormal {
 		n.lastYes = now
@@ -71,15 +146,28 @@ func (n *Node) onNo(now time.Time, m wire.Message, b wire.No) Reason {
 	if b.Query != wire.TypeAreYouThere || m.From != n.group.ID || n.isCoordinator() || n.state != wire.StateNormal {
 		return ""
 	}
-	// My coordinator is alive but no longer has me in this group (it
-	// restarted, or dropped me): carry on with the other survivors.
+	if m.Group == n.group {
+		// My coordinator still runs my group but dropped me (a Ready I
+		// never acknowledged): go without a group; it invites me back
+		// into it, without a new number.
+		n.detach(now)
+		return ReasonRecovery
+	}
+	// My coordinator has left my group (it restarted, or moved on): carry
+	// on with the other survivors.
 	n.startElection(now)
 	return ReasonElection
 }
 
-// startElection runs the configured election (bully by default) among the
-// survivors of my group, without the coordinator I lost.
+// startElection runs the group's election (its coordinator's choice,
+// bully by default) among the survivors of my group, without the
+// coordinator I lost. A degraded node does not: it could not create the
+// winner's number, so it goes without a group and waits to be invited.
 func (n *Node) startElection(now time.Time) {
+	if n.degraded() {
+		n.detach(now)
+		return
+	}
 	old := n.group.ID
 	var cands []wire.Member
 	for _, m := range n.members {
@@ -91,26 +179,24 @@ func (n *Node) startElection(now time.Time) {
 	if err != nil {
 		// Only invalid timing makes an election refuse, and Config was
 		// validated; fall back to the paper's Recovery regardless.
-		n.recover(now)
+		n.detach(now)
 		return
 	}
 	n.resetRoles()
 	n.state = wire.StateElection
 	n.election = e
-	n.electAt = time.Time{}
-	if top, ok := n.highest(cands); ok && n.alg == ElectionBully {
+	if top, ok := n.highest(cands); ok && n.galg == ElectionBully {
 		// Every survivor usually learns of the failure at once (the
-		// failure detector's gossip), and bully among n of them then
-		// costs up to n² messages. The highest survivor wins at once
-		// and invites the others, so the rest hold back for one
-		// AnswerTimeout and join it; they run bully only if no
-		// invitation came, e.g. because the highest survivor died too.
-		// Meanwhile an Election from a lower survivor is answered.
-		// One Election goes to the highest survivor at once: if it has
-		// not noticed the failure yet, it probes the coordinator now
-		// rather than at its own timeout, as it did when every lower
-		// survivor sent it one.
-		n.electAt = now.Add(n.t.AnswerTimeout)
+		// heartbeat stops for all), and bully among n of them then costs
+		// up to n² messages. The highest survivor wins at once and
+		// invites the others, so the rest hold back for one
+		// AnswerTimeout and join it; they run bully only if no invitation
+		// came, e.g. because the highest survivor died too. Meanwhile an
+		// Election from a lower survivor is answered. One Election goes
+		// to the highest survivor at once: if it has not noticed the
+		// failure yet, it probes the coordinator now rather than at its
+		// own timeout.
+		n.electAt = now.Add(n.gt.AnswerTimeout)
 		n.send(top, wire.Election{Group: n.group})
 		return
 	}
@@ -158,7 +244,7 @@ func (n *Node) afterElection(now time.Time) Reason {
 		n.newGroup(now, &pendingGroup{purpose: forFailover, members: invite})
 		return ReasonElection
 	case failed:
-		n.recover(now)
+		n.detach(now)
 		return ReasonRecovery
 	}
 	return ""
@@ -167,7 +253,9 @@ func (n *Node) afterElection(now time.Time) Reason {
 // onElectionMessage routes bully's Election/Answer and the ring's messages.
 func (n *Node) onElectionMessage(now time.Time, m wire.Message) Reason {
 	g, ours := n.electionGroup(m.Body)
-	if !ours {
+	if !ours || n.degraded() {
+		// A degraded node takes no part: it must not win, nor answer and
+		// so stop a survivor that can.
 		return ""
 	}
 	if e := n.election; e != nil && e.Group() == g {
@@ -202,7 +290,7 @@ func (n *Node) onElectionMessage(now time.Time, m wire.Message) Reason {
 			}
 			if n.probeUntil.IsZero() {
 				n.probeSince = now
-				n.probeUntil = now.Add(n.t.AnswerTimeout)
+				n.probeUntil = now.Add(n.gt.AnswerTimeout)
 				n.send(n.group.ID, wire.AreYouThere{Group: n.group})
 			}
 		}
@@ -219,8 +307,9 @@ func (n *Node) onElectionMessage(now time.Time, m wire.Message) Reason {
 // ranks ordered: a coordinator joins only a higher-ranked inviter; a
 // participant follows its own coordinator (which forwards invitations it
 // accepted) or an inviter ranked above that coordinator; a bully survivor
-// joins any higher-ranked inviter. Nodes in the middle of forming a group
-// ignore invitations, as in the paper.
+// joins any higher-ranked inviter; a node without a group joins a
+// higher-ranked inviter, or any inviter while degraded. Nodes in the middle
+// of forming a group ignore invitations, as in the paper.
 func (n *Node) onInvitation(now time.Time, m wire.Message, b wire.Invitation) Reason {
 	g := b.Group
 	if g.ID == 0 || g.ID == n.id {
@@ -240,19 +329,25 @@ func (n *Node) onInvitation(now time.Time, m wire.Message, b wire.Invitation) Re
 	higher := n.rank().Less(m.Rank())
 	accept := false
 	switch {
-	case n.pending != nil:
+	case n.pending != nil && n.pending.purpose != forTakeover:
 		// Creating a number that nothing carries yet: give it up for a
 		// higher-ranked inviter.
 		accept = direct && higher
+	case n.group.IsZero():
+		accept = direct && (higher || n.degraded())
+		if accept && !n.settled {
+			m := m
+			n.offer = &m // joined at the end of the boot window
+			return ""
+		}
 	case n.election != nil:
-		accept = higher || m.From == n.group.ID
+		accept = higher || m.From == n.group.ID || n.degraded()
 	case n.state != wire.StateNormal:
 		accept = false
 	case n.isCoordinator():
-		accept = direct && higher
+		accept = direct && higher // a degraded node ranks below any healthy one
 	default:
-		mine := n.group.ID
-		accept = m.From == mine || (direct && n.memberRank(mine).Less(m.Rank()))
+		accept = m.From == n.group.ID || (direct && n.coordRank().Less(m.Rank()))
 	}
 	if !accept {
 		return ""
@@ -268,10 +363,10 @@ func (n *Node) onInvitation(now time.Time, m wire.Message, b wire.Invitation) Re
 	}
 	for _, id := range forward {
 		if id != n.id && id != g.ID {
-			n.send(id, wire.Invitation{Group: g})
+			n.send(id, b)
 		}
 	}
-	n.join(now, g)
+	n.join(now, g, b.Timing)
 	return ReasonInvited
 }
 
@@ -288,15 +383,19 @@ func (n *Node) memberRank(id wire.NodeID) wire.Rank {
 	return wire.Rank{ID: id}
 }
 
-// join accepts an invitation into g.
-func (n *Node) join(now time.Time, g wire.GroupNumber) {
+// join accepts an invitation into g from an inviter announcing timing a:
+// the invitee waits for Ready as long as the inviter's accept window and
+// Ready retransmissions take.
+func (n *Node) join(now time.Time, g wire.GroupNumber, a wire.Timing) {
 	n.resetRoles()
 	n.state = wire.StateReorganization
 	n.setGroup(now, g)
 	n.setMembers(nil)
 	n.version = 0
-	n.reorgUntil = now.Add(n.t.reorgTimeout())
-	n.resendAcc = now.Add(n.t.AnswerTimeout)
+	n.gt, n.galg = n.t.adopt(a), electionOf(a, n.alg)
+	n.coordDegraded = false
+	n.reorgUntil = now.Add(n.gt.reorgTimeout())
+	n.resendAcc = now.Add(n.gt.AnswerTimeout)
 	n.send(g.ID, wire.Accept{Group: g})
 }
 
@@ -339,9 +438,9 @@ func (n *Node) onReady(now time.Time, m wire.Message, b wire.Ready) Reason {
 	}
 	if !in {
 		if n.state == wire.StateNormal {
-			// The coordinator dropped me: start again alone, and let
-			// it merge me back.
-			n.recover(now)
+			// The coordinator dropped me: start again without a group,
+			// and let it invite me back.
+			n.detach(now)
 			return ReasonRecovery
 		}
 		// My Accept has not reached it yet; keep repeating it.
@@ -350,15 +449,20 @@ func (n *Node) onReady(now time.Time, m wire.Message, b wire.Ready) Reason {
 	sortMembers(a.members)
 	n.setMembers(a.members)
 	n.version = b.Version
+	if !b.Timing.IsZero() {
+		n.gt, n.galg = n.t.adopt(b.Timing), electionOf(b.Timing, n.alg)
+	}
 	why := ReasonMembers
 	if n.state != wire.StateNormal {
 		why = ReasonReady
 		n.state = wire.StateNormal
 		n.election, n.pending = nil, nil
 		n.reorgUntil, n.resendAcc = time.Time{}, time.Time{}
-		n.nextAYT = now.Add(n.t.AliveInterval)
+		n.nextAYT = time.Time{}
+		n.nextBeacon = now.Add(n.jitter(n.gt.memberBeacon()))
 	}
 	n.lastYes = now
+	n.behindSince = time.Time{}
 	n.send(m.From, wire.ReadyAck{Group: b.Group, Version: b.Version})
 	return why
 }

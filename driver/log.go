@@ -1,0 +1,320 @@
+package driver
+
+import (
+	"bufio"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand"
+	"reflect"
+	"sync"
+	"time"
+
+	"github.com/groupd/groupd/invitation"
+	"github.com/groupd/groupd/wire"
+)
+
+// An input log records everything a machine was fed and everything it
+// answered, so that a run of the real daemon can be replayed, input by
+// input, through a new machine (Replay): the machine is deterministic, so
+// the outputs must come out the same. It is NDJSON: a header line with the
+// machine's configuration and its jitter seed, then one line per input
+// with its time, the input and the stamped output.
+//
+//	{"groupd_input_log":1,"config":{...},"seed":-4321,"start":1795430400123456789}
+//	{"t":1795430400323456789,"in":{"kind":"tick"},"out":{...}}
+
+const logVersion = 1
+
+type logHeader struct {
+	Version int       `json:"groupd_input_log"`
+	Config  logConfig `json:"config"`
+	Seed    int64     `json:"seed"`
+	Start   int64     `json:"start"`
+}
+
+type logConfig struct {
+	ID        uint64           `json:"id"`
+	Priority  uint8            `json:"priority"`
+	Boot      uint64           `json:"boot"`
+	Counter   uint64           `json:"counter"`
+	LastGroup string           `json:"last_group"`
+	TimingMS  map[string]int64 `json:"timing_ms"`
+	Election  string           `json:"election"`
+}
+
+type logLine struct {
+	T   int64     `json:"t"`
+	In  *logInput `json:"in,omitempty"` // absent: the machine's start (New)
+	Out logOutput `json:"out"`
+}
+
+type logInput struct {
+	Kind    string      `json:"kind"` // recv, tick, peer-down, saved, save-failed
+	Msg     string      `json:"msg,omitempty"`
+	Peer    uint64      `json:"peer,omitempty"`
+	Durable *logDurable `json:"durable,omitempty"`
+	Err     string      `json:"err,omitempty"`
+}
+
+type logDurable struct {
+	Counter   uint64 `json:"counter"`
+	LastGroup string `json:"last_group"`
+}
+
+type logOutput struct {
+	Messages []logMessage `json:"msgs,omitempty"`
+	Save     *logDurable  `json:"save,omitempty"`
+	Events   []string     `json:"events,omitempty"`
+	Created  []string     `json:"created,omitempty"`
+	Notices  []string     `json:"notices,omitempty"`
+}
+
+type logMessage struct {
+	To     uint64 `json:"to"`
+	ToBoot uint64 `json:"to_boot,omitempty"`
+	Msg    string `json:"msg"` // the wire encoding, hex
+}
+
+// LogWriter writes an input log. Observe is an Options.Observer; errors
+// are kept (Err) rather than returned, so logging never stops the node.
+type LogWriter struct {
+	mu  sync.Mutex
+	w   *bufio.Writer
+	enc *json.Encoder
+	hdr *logHeader // written at the first Observe
+	err error
+}
+
+// NewLogWriter starts an input log on w for a machine of cfg whose Rand was
+// seeded with seed (math/rand.NewSource); the header is written at the
+// machine's start (the first Observe).
+func NewLogWriter(w io.Writer, cfg invitation.Config, seed int64) *LogWriter {
+	bw := bufio.NewWriter(w)
+	l := &LogWriter{w: bw, enc: json.NewEncoder(bw)}
+	l.hdr = &logHeader{Version: logVersion, Config: encodeConfig(cfg), Seed: seed}
+	return l
+}
+
+// Observe records one input and its output.
+func (l *LogWriter) Observe(now time.Time, in invitation.Input, out invitation.Output) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.err != nil {
+		return
+	}
+	if l.hdr != nil {
+		l.hdr.Start = now.UnixNano()
+		l.err = l.enc.Encode(l.hdr)
+		l.hdr = nil
+	}
+	line := logLine{T: now.UnixNano(), Out: encodeOutput(out)}
+	if in != nil {
+		line.In = encodeInput(in)
+	}
+	if l.err == nil {
+		l.err = l.enc.Encode(line)
+	}
+	if l.err == nil {
+		l.err = l.w.Flush()
+	}
+}
+
+// Err returns the first write error, if any.
+func (l *LogWriter) Err() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.err
+}
+
+func encodeConfig(c invitation.Config) logConfig {
+	lc := logConfig{ID: uint64(c.ID), Priority: c.Priority, Boot: c.Boot, Counter: c.Durable.Counter,
+		LastGroup: c.Durable.LastGroup.String(), TimingMS: map[string]int64{}, Election: string(c.Election)}
+	for _, f := range invitation.TimingFields() {
+		lc.TimingMS[f.Name] = int64(*f.Field(&c.Timing) / time.Millisecond)
+	}
+	return lc
+}
+
+func decodeConfig(lc logConfig, seed int64) (invitation.Config, error) {
+	last, err := wire.ParseGroupNumber(lc.LastGroup)
+	if err != nil {
+		return invitation.Config{}, err
+	}
+	c := invitation.Config{ID: wire.NodeID(lc.ID), Priority: lc.Priority, Boot: lc.Boot,
+		Durable:  invitation.Durable{Counter: lc.Counter, LastGroup: last},
+		Election: invitation.Election(lc.Election), Rand: rand.New(rand.NewSource(seed))}
+	for _, f := range invitation.TimingFields() {
+		ms, ok := lc.TimingMS[f.Name]
+		if !ok {
+			return c, fmt.Errorf("timing %s missing", f.Name)
+		}
+		*f.Field(&c.Timing) = time.Duration(ms) * time.Millisecond
+	}
+	return c, nil
+}
+
+func encodeDurable(d invitation.Durable) *logDurable {
+	return &logDurable{Counter: d.Counter, LastGroup: d.LastGroup.String()}
+}
+
+func decodeDurable(d *logDurable) (invitation.Durable, error) {
+	if d == nil {
+		return invitation.Durable{}, errors.New("durable state missing")
+	}
+	g, err := wire.ParseGroupNumber(d.LastGroup)
+	return invitation.Durable{Counter: d.Counter, LastGroup: g}, err
+}
+
+func encodeMessage(m wire.Message) string {
+	b, err := wire.Encode(m)
+	if err != nil {
+		return "unencodable: " + err.Error()
+	}
+	return hex.EncodeToString(b)
+}
+
+func encodeInput(in invitation.Input) *logInput {
+	switch in := in.(type) {
+	case invitation.Receive:
+		return &logInput{Kind: "recv", Msg: encodeMessage(in.Msg)}
+	case invitation.Tick:
+		return &logInput{Kind: "tick"}
+	case invitation.PeerDown:
+		return &logInput{Kind: "peer-down", Peer: uint64(in.ID)}
+	case invitation.Saved:
+		return &logInput{Kind: "saved", Durable: encodeDurable(in.Durable)}
+	case invitation.SaveFailed:
+		return &logInput{Kind: "save-failed", Durable: encodeDurable(in.Durable), Err: in.Err}
+	}
+	return &logInput{Kind: fmt.Sprintf("%T", in)}
+}
+
+func decodeInput(li *logInput) (invitation.Input, error) {
+	switch li.Kind {
+	case "recv":
+		b, err := hex.DecodeString(li.Msg)
+		if err != nil {
+			return nil, err
+		}
+		m, err := wire.Decode(b)
+		if err != nil {
+			return nil, err
+		}
+		return invitation.Receive{Msg: m}, nil
+	case "tick":
+		return invitation.Tick{}, nil
+	case "peer-down":
+		return invitation.PeerDown{ID: wire.NodeID(li.Peer)}, nil
+	case "saved":
+		d, err := decodeDurable(li.Durable)
+		return invitation.Saved{Durable: d}, err
+	case "save-failed":
+		d, err := decodeDurable(li.Durable)
+		return invitation.SaveFailed{Durable: d, Err: li.Err}, err
+	}
+	return nil, fmt.Errorf("unknown input kind %q", li.Kind)
+}
+
+func encodeOutput(o invitation.Output) logOutput {
+	var lo logOutput
+	for _, e := range o.Messages {
+		lo.Messages = append(lo.Messages, logMessage{To: uint64(e.To), ToBoot: e.ToBoot, Msg: encodeMessage(e.Msg)})
+	}
+	if o.Save != nil {
+		lo.Save = encodeDurable(*o.Save)
+	}
+	for _, e := range o.Events {
+		lo.Events = append(lo.Events, fmt.Sprintf("%d %s: %s", e.Time.UnixNano(), e.Reason, e.New))
+	}
+	for _, g := range o.Created {
+		lo.Created = append(lo.Created, g.String())
+	}
+	for _, n := range o.Notices {
+		lo.Notices = append(lo.Notices, n.String())
+	}
+	return lo
+}
+
+// replayEnv is the runtime of a replay: saves complete when the log says
+// so, and what the machine sends goes nowhere (the observer compares it).
+type replayEnv struct{}
+
+func (replayEnv) Send(wire.Envelope)                    {}
+func (replayEnv) Save(invitation.Durable) (bool, error) { return false, nil }
+func (replayEnv) Report(time.Time, invitation.Output)   {}
+
+// Replay reads an input log and feeds its inputs, at their times, to a
+// new machine built from its header, through a Driver (as the daemon and
+// the simulator drive theirs), comparing every output with the recorded
+// one. It returns how many inputs it replayed, and the first difference as
+// an error naming the line.
+func Replay(r io.Reader) (int, error) {
+	dec := json.NewDecoder(bufio.NewReader(r))
+	var hdr logHeader
+	if err := dec.Decode(&hdr); err != nil {
+		return 0, fmt.Errorf("driver: input log header: %w", err)
+	}
+	if hdr.Version != logVersion {
+		return 0, fmt.Errorf("driver: input log version %d, want %d", hdr.Version, logVersion)
+	}
+	cfg, err := decodeConfig(hdr.Config, hdr.Seed)
+	if err != nil {
+		return 0, fmt.Errorf("driver: input log header: %w", err)
+	}
+	var got []logOutput
+	opts := Options{Observer: func(now time.Time, in invitation.Input, out invitation.Output) {
+		got = append(got, encodeOutput(out))
+	}}
+	var line logLine
+	if err := dec.Decode(&line); err != nil || line.In != nil {
+		return 0, fmt.Errorf("driver: input log: the first line must be the machine's start (%v)", err)
+	}
+	d, err := New(cfg, time.Unix(0, line.T), replayEnv{}, opts)
+	if err != nil {
+		return 0, fmt.Errorf("driver: replay: %w", err)
+	}
+	if err := sameOutput(1, got, line.Out); err != nil {
+		return 0, err
+	}
+	n := 0
+	for lineNo := 2; ; lineNo++ {
+		line = logLine{}
+		if err := dec.Decode(&line); err == io.EOF {
+			return n, nil
+		} else if err != nil {
+			return n, fmt.Errorf("driver: input log line %d: %w", lineNo, err)
+		}
+		if line.In == nil {
+			return n, fmt.Errorf("driver: input log line %d: no input", lineNo)
+		}
+		in, err := decodeInput(line.In)
+		if err != nil {
+			return n, fmt.Errorf("driver: input log line %d: %w", lineNo, err)
+		}
+		got = got[:0]
+		// Feed the machine directly through the driver's carry, one
+		// recorded input at a time: ticks included, as they were
+		// logged, rather than the driver's own Tick loop.
+		d.node.Step(time.Unix(0, line.T), in)
+		d.carry(time.Unix(0, line.T), in, false)
+		n++
+		if err := sameOutput(lineNo, got, line.Out); err != nil {
+			return n, err
+		}
+	}
+}
+
+func sameOutput(lineNo int, got []logOutput, want logOutput) error {
+	if len(got) != 1 {
+		return fmt.Errorf("driver: replay diverged at line %d: %d outputs for one input", lineNo, len(got))
+	}
+	if !reflect.DeepEqual(got[0], want) {
+		g, _ := json.Marshal(got[0])
+		w, _ := json.Marshal(want)
+		return fmt.Errorf("driver: replay diverged at line %d:\n got  %s\n want %s", lineNo, g, w)
+	}
+	return nil
+}

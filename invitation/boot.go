@@ -1,0 +1,165 @@
+package invitation
+
+import (
+	"time"
+
+	"github.com/groupd/groupd/wire"
+)
+
+// This file holds a node without a group: one that just started, or lost
+// its group (the paper's Recovery), and a second process with the node's
+// ID.
+//
+// Such a node does not create a singleton number at once. For a boot
+// window (two AnswerTimeouts) it beacons every AnswerTimeout with its
+// group zero and listens:
+//
+//   - A Normal coordinator that outranks it invites it into its current
+//     group: no new number, and the coordinator stays Normal (joining a
+//     group does not disturb its leader).
+//   - Every node with a group answers with a beacon of its own, which
+//     carries the highest sequence it has seen: a node whose state was lost
+//     or restored creates numbers above those (besides the wall-clock
+//     floor, see nextSeq).
+//   - Another process with this node's ID answers too, and one of the two
+//     gives way (onDuplicate) before this one has announced any number.
+//
+// At the end of the window, the highest-ranked node among those heard
+// without a group (and the lower-ranked coordinators it heard) creates one
+// number and invites them all: N nodes started together form one group
+// with one number. A node that heard a higher-ranked node waits a little
+// longer for its invitation, then creates a number of its own. A degraded
+// node (it cannot save) never creates one: it waits to be invited.
+
+// detach leaves the node without a group and starts its listening window.
+func (n *Node) detach(now time.Time) {
+	n.resetRoles()
+	n.setMembers(nil)
+	n.version = 0
+	n.state = wire.StateElection
+	n.setGroup(now, wire.GroupNumber{})
+	n.gt, n.galg = n.t, n.alg
+	n.attachAt = now.Add(n.t.bootWindow())
+	n.nextBeacon = now
+}
+
+// tickDetached runs the listening window of a node without a group.
+func (n *Node) tickDetached(now time.Time) Reason {
+	if now.Before(n.attachAt) || n.pending != nil {
+		return ""
+	}
+	if o := n.offer; o != nil {
+		// Invited while the node was still booting: it waited for the
+		// end of its boot window, to be sure no other process holds its
+		// ID, before it joined.
+		n.offer = nil
+		if why := n.onInvitation(now, *o, o.Body.(wire.Invitation)); why != "" {
+			return why
+		}
+	}
+	if n.degraded() {
+		return ""
+	}
+	me := n.rank()
+	higher := false
+	var fresh []freshTarget
+	for _, id := range sortedIDs(n.fresh) {
+		f := n.fresh[id]
+		if me.Less(f.rank) {
+			higher = true
+		} else {
+			fresh = append(fresh, freshTarget{id: id, boot: f.boot})
+		}
+	}
+	var targets []wire.NodeID
+	for _, id := range sortedIDs(n.coords) {
+		p := n.coords[id]
+		if !p.isCoordinator(id) || p.state != wire.StateNormal {
+			continue
+		}
+		if me.Less(p.rank(id)) {
+			higher = true
+		} else {
+			targets = append(targets, id)
+		}
+	}
+	if higher {
+		if n.waitUntil.IsZero() {
+			n.waitUntil = n.attachAt.Add(n.t.inviteWait())
+		}
+		if now.Before(n.waitUntil) {
+			return "" // a higher-ranked node will invite me
+		}
+	}
+	n.newGroup(now, &pendingGroup{purpose: forRecovery, targets: targets, fresh: fresh})
+	return ReasonRecovery
+}
+
+// inviteFresh invites a node without a group into this coordinator's
+// current group, which needs no new number, if this node outranks it. A
+// node is invited at most once per AnswerTimeout per boot.
+func (n *Node) inviteFresh(now time.Time, m wire.Message) {
+	f := n.fresh[m.From]
+	if f == nil || !n.isCoordinator() || n.pending != nil || n.stopped {
+		return
+	}
+	if !f.rank.Less(n.rank()) || now.Sub(f.invited) < n.t.AnswerTimeout {
+		return
+	}
+	switch {
+	case n.merge != nil:
+		if _, ok := n.merge.invited[m.From]; !ok {
+			n.merge.invited[m.From] = false
+			n.merge.fresh[m.From] = f.boot
+			if n.merge.expect > 0 {
+				n.merge.expect++
+			}
+		}
+	case n.state != wire.StateNormal:
+		return // a Ready round of a new group: its late-Accept path takes the node then
+	}
+	f.invited = now
+	n.sendBoot(m.From, f.boot, wire.Invitation{Group: n.group, Timing: n.t.announce(n.alg)})
+}
+
+// replyFresh answers a node without a group with a beacon soon (at most one
+// extra beacon per AnswerTimeout): it tells that node this one exists,
+// which group it is in, and the highest number it has seen.
+func (n *Node) replyFresh(now time.Time) {
+	if n.group.IsZero() || now.Sub(n.replied) < n.t.AnswerTimeout {
+		return
+	}
+	n.replied = now
+	n.beacon(now)
+}
+
+// onDuplicate handles a message carrying this node's ID from another boot:
+// a second process uses the ID. Of the two, a process still in its boot
+// window gives way to one that has run longer; between two alike, the one
+// with the lower boot nonce gives way. A booting node holds invitations
+// until its window ends, so it has joined nothing when it gives way. Both decide alike from what the
+// other's header says, so exactly one yields. A node that gives way stops
+// at once and does nothing more; the other announces itself now, so that
+// the newcomer hears it before it creates any number.
+func (n *Node) onDuplicate(now time.Time, m wire.Message) Reason {
+	theirs := m.Flags&wire.FlagSettled != 0
+	yield := (!n.settled && theirs) || (n.settled == theirs && n.boot < m.Boot)
+	if n.dups == nil {
+		n.dups = make(map[uint64]bool)
+	}
+	if !n.dups[m.Boot] && len(n.dups) < 64 {
+		n.dups[m.Boot] = true
+		n.notice(Notice{Kind: NoticeDuplicateID, Time: now, Peer: n.id, Boot: m.Boot, Yield: yield})
+	}
+	if yield {
+		n.stopped = true
+		n.resetRoles()
+		n.out.Messages = nil // nothing more leaves this process
+		return ReasonYielded
+	}
+	if now.Sub(n.replied) >= n.t.AnswerTimeout {
+		n.replied = now
+		n.beacon(now)
+	}
+	return ""
+}
