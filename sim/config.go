@@ -24,8 +24,23 @@ type Config struct {
 	// Timing is every node's protocol timing; zero means
 	// invitation.DefaultTiming().
 	Timing invitation.Timing
+	// NodeTimings[i], when not zero, is node i+1's timing instead: nodes
+	// on different profiles on one LAN (their coordinator's announced
+	// timing rules inside a group).
+	NodeTimings []invitation.Timing
 	// Election is the algorithm survivors run; empty means bully.
 	Election invitation.Election
+	// NodeElections[i], when not empty, is node i+1's algorithm instead
+	// (a group runs its coordinator's).
+	NodeElections []invitation.Election
+	// ClockOffsets[i] is node i+1's clock offset at its first start
+	// (SetClock changes it for later starts). It moves the wall-clock
+	// floor of the numbers the node creates.
+	ClockOffsets []time.Duration
+	// Keyed models a network with a key: a receiver accepts packets of a
+	// sender's boot only after verifying it (a Challenge and Response,
+	// one round trip; package wire's ReplayWindow).
+	Keyed bool
 	// Priorities[i] is the priority of node i+1; missing entries (or a
 	// nil slice) mean wire.DefaultPriority.
 	Priorities []uint8
@@ -40,11 +55,6 @@ type Config struct {
 	SaveLatency [2]time.Duration
 	// SaveFailure is the probability that a save fails (PersistFailed).
 	SaveFailure float64
-	// LoseSaves breaks the store on purpose: a crash rolls the counter
-	// back to the value before the last save, as a store that does not
-	// fsync might. Only for testing that the checker catches a reused
-	// group number.
-	LoseSaves bool
 	// Detect models memberlist's failure detector (see Detect).
 	Detect Detect
 	// Codec sends every message through wire.Encode and wire.Decode, so a
@@ -97,15 +107,16 @@ type Net struct {
 // LAN is the quiet network of a switched LAN: 100–600 µs, no loss.
 func LAN() Net { return Net{Base: 100 * time.Microsecond, Jitter: 500 * time.Microsecond} }
 
-// Detect models memberlist's failure detector: Delay after a node crashes,
-// every live node that can reach it gets PeerDown for it (each after a
-// further uniform[0, Jitter], as gossip spreads). With Partitions, the same
-// happens Delay after a partition or cut to every pair of live nodes that
-// can no longer talk both ways.
+// Detect models memberlist's failure detector, which groupd runs relaxed
+// (it reports members; the coordinator's heartbeat is the fast detector):
+// Delay after a node crashes, every live node that can reach it gets
+// PeerDown for it (each after a further uniform[0, Jitter], as gossip
+// spreads). With Partitions, the same happens Delay after a partition or
+// cut to every pair of live nodes that can no longer talk both ways.
 type Detect struct {
 	Off        bool          // no failure detector at all
-	Delay      time.Duration // zero means 1.5 s
-	Jitter     time.Duration // zero means 200 ms
+	Delay      time.Duration // zero means 6 s
+	Jitter     time.Duration // zero means 3 s
 	Partitions bool
 }
 
@@ -129,10 +140,23 @@ func (c *Config) fill() error {
 		c.SaveLatency[1] = c.SaveLatency[0]
 	}
 	if c.Detect.Delay == 0 {
-		c.Detect.Delay = 1500 * time.Millisecond
+		c.Detect.Delay = defaultDetectDelay
 	}
 	if c.Detect.Jitter == 0 {
-		c.Detect.Jitter = 200 * time.Millisecond
+		c.Detect.Jitter = defaultDetectJitter
+	}
+	for i, t := range c.NodeTimings {
+		if t == (invitation.Timing{}) {
+			continue
+		}
+		if err := t.Validate(); err != nil {
+			return fmt.Errorf("sim: timing of node %d: %w", i+1, err)
+		}
+	}
+	for i, a := range c.NodeElections {
+		if _, err := invitation.ParseElection(string(a)); err != nil {
+			return fmt.Errorf("sim: election of node %d: %w", i+1, err)
+		}
 	}
 	if c.TraceLines == 0 {
 		c.TraceLines = 300
@@ -146,6 +170,33 @@ func (c *Config) fill() error {
 		c.LazyDeadlines = &v
 	}
 	return nil
+}
+
+// The failure detector model's defaults: relaxed memberlist.
+const (
+	defaultDetectDelay  = 6 * time.Second
+	defaultDetectJitter = 3 * time.Second
+)
+
+func (c *Config) timing(id wire.NodeID) invitation.Timing {
+	if i := int(id) - 1; i < len(c.NodeTimings) && c.NodeTimings[i] != (invitation.Timing{}) {
+		return c.NodeTimings[i]
+	}
+	return c.Timing
+}
+
+func (c *Config) election(id wire.NodeID) invitation.Election {
+	if i := int(id) - 1; i < len(c.NodeElections) && c.NodeElections[i] != "" {
+		return c.NodeElections[i]
+	}
+	return c.Election
+}
+
+func (c *Config) clockOffset(id wire.NodeID) time.Duration {
+	if i := int(id) - 1; i < len(c.ClockOffsets) {
+		return c.ClockOffsets[i]
+	}
+	return 0
 }
 
 func (c *Config) priority(id wire.NodeID) uint8 {

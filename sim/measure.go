@@ -7,7 +7,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/groupd/groupd/internal/invariant"
+	"github.com/groupd/groupd/invariant"
 	"github.com/groupd/groupd/invitation"
 	"github.com/groupd/groupd/wire"
 )

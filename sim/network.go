@@ -3,8 +3,8 @@ package sim
 import (
 	"fmt"
 	"strings"
-	"time"
 
+	"github.com/groupd/groupd/invitation"
 	"github.com/groupd/groupd/wire"
 )
 
@@ -12,14 +12,15 @@ import (
 type DropReason uint8
 
 const (
-	DropLoss      DropReason = iota // random loss (global or per link)
-	DropPartition                   // sender and receiver on different sides, or cut
-	DropDown                        // receiver down when the message arrived
+	DropLoss       DropReason = iota // random loss (global or per link)
+	DropPartition                    // sender and receiver on different sides, or cut
+	DropDown                         // receiver down when the message arrived
+	DropUnverified                   // keyed: the sender's boot was not verified yet (Config.Keyed)
 	numDrops
 )
 
 func (r DropReason) String() string {
-	return [...]string{"loss", "partition", "down"}[r]
+	return [...]string{"loss", "partition", "down", "unverified"}[r]
 }
 
 // Counts is the message accounting of a run.
@@ -96,8 +97,8 @@ func (c Counts) String() string {
 		fmt.Fprintf(&b, "%-18s %10d %12d %10d\n", t, c.Sent[t], c.Bytes[t], c.Delivered[t])
 	}
 	fmt.Fprintf(&b, "%-18s %10d %12d %10d\n", "total", c.TotalSent(), c.TotalBytes(), c.TotalDelivered())
-	fmt.Fprintf(&b, "dropped: loss %d, partition %d, down %d; duplicated %d",
-		c.Dropped[DropLoss], c.Dropped[DropPartition], c.Dropped[DropDown], c.Duplicated)
+	fmt.Fprintf(&b, "dropped: loss %d, partition %d, down %d, unverified %d; duplicated %d",
+		c.Dropped[DropLoss], c.Dropped[DropPartition], c.Dropped[DropDown], c.Dropped[DropUnverified], c.Duplicated)
 	if c.EncodeErrors > 0 {
 		fmt.Fprintf(&b, "; ENCODE ERRORS %d (first: %s)", c.EncodeErrors, c.FirstEncodeError)
 	}
@@ -105,16 +106,26 @@ func (c Counts) String() string {
 }
 
 // Counts returns the message accounting so far.
-func (s *Sim) Counts() Counts { return s.counts }
+func (s *Sim) Counts() Counts {
+	c := s.counts
+	for _, n := range s.nodes {
+		if n.d != nil {
+			c.LazyMisses += n.d.LazyMisses
+			if c.FirstLazyMiss == "" {
+				c.FirstLazyMiss = n.d.FirstLazyMiss
+			}
+		}
+	}
+	return c
+}
 
 // send puts one of n's outgoing envelopes on the network.
 func (s *Sim) send(n *node, env *wire.Envelope) {
 	m := env.Msg
-	n.pkt++
-	m.Incarnation = uint64(n.inc)
-	m.Counter = n.pkt
-	for _, v := range s.chk.Sent(s.Now(), m) {
-		s.fail(v)
+	if !n.dup {
+		for _, v := range s.chk.Sent(s.Now(), m) {
+			s.fail(v)
+		}
 	}
 	t := m.Body.Type()
 	s.counts.Sent[t]++
@@ -139,23 +150,51 @@ func (s *Sim) send(n *node, env *wire.Envelope) {
 			}
 		}
 	}
-	from := int32(n.id - 1)
 	if env.To == wire.Broadcast {
 		for i, o := range s.nodes {
-			if int32(i) != from && o.alive {
-				s.deliver(from, int32(i), m)
+			if int32(i) != n.slot && o.alive {
+				s.deliver(n.slot, int32(i), m)
 			}
 		}
 		return
 	}
-	if env.To < 1 || int(env.To) > len(s.nodes) {
-		s.counts.Dropped[DropDown]++ // no such node on this LAN
+	to, ok := s.routeTo(n, env.To, env.ToBoot)
+	if !ok {
+		s.counts.Dropped[DropDown]++ // no such node on this LAN, or not that boot
 		return
 	}
-	s.deliver(from, int32(env.To-1), m)
+	s.deliver(n.slot, to, m)
 }
 
-// deliver schedules the arrival of m at node to, or drops it.
+// routeTo returns the slot a unicast from n to id (at boot, if set) goes
+// to. With one process per ID that is the ID's slot. When two processes
+// share an ID, a message to a given boot goes to that boot's process, and
+// any other to the process n last heard from with that ID, as the daemon's
+// address book sends to the source of the last packet.
+func (s *Sim) routeTo(n *node, id wire.NodeID, boot uint64) (int32, bool) {
+	if id < 1 || int(id) > s.cfg.N {
+		return 0, false
+	}
+	slots := s.byID[id]
+	if len(slots) == 0 {
+		slot := int32(id - 1)
+		return slot, boot == 0 || s.nodes[slot].boot == boot
+	}
+	if boot != 0 {
+		for _, sl := range slots {
+			if s.nodes[sl].boot == boot {
+				return sl, true
+			}
+		}
+		return 0, false
+	}
+	if sl, ok := n.route[id]; ok {
+		return sl, true
+	}
+	return slots[0], true
+}
+
+// deliver schedules the arrival of m at slot to, or drops it.
 func (s *Sim) deliver(from, to int32, m wire.Message) {
 	if !s.reachable(from, to) {
 		s.counts.Dropped[DropPartition]++
@@ -165,10 +204,87 @@ func (s *Sim) deliver(from, to int32, m wire.Message) {
 		s.counts.Dropped[DropLoss]++
 		return
 	}
-	s.push(event{at: s.now + s.delay(), kind: evDeliver, node: to, msg: m})
+	s.push(event{at: s.now + s.delay(), kind: evDeliver, node: to, about: from, msg: m})
 	if s.net.Dup > 0 && s.rnd.Float64() < s.net.Dup {
 		s.counts.Duplicated++
-		s.push(event{at: s.now + s.delay(), kind: evDeliver, node: to, msg: m})
+		s.push(event{at: s.now + s.delay(), kind: evDeliver, node: to, about: from, msg: m})
+	}
+}
+
+// arrive hands a delivered message to its receiver, after the keyed
+// network's first-contact check.
+func (s *Sim) arrive(n *node, e *event) {
+	if !n.alive {
+		s.counts.Dropped[DropDown]++
+		return
+	}
+	from := e.about
+	if !s.reachable(from, n.slot) {
+		s.counts.Dropped[DropPartition]++ // partitioned while in flight
+		return
+	}
+	if s.cfg.Keyed && !s.verifiedFrom(n, from, e.msg) {
+		return
+	}
+	s.receive(n, from, e.msg)
+}
+
+func (s *Sim) receive(n *node, from int32, m wire.Message) {
+	if len(s.byID[m.From]) > 0 {
+		if n.route == nil {
+			n.route = make(map[wire.NodeID]int32)
+		}
+		n.route[m.From] = from
+	}
+	s.counts.Delivered[m.Body.Type()]++
+	s.input(n, invitation.Receive{Msg: m})
+}
+
+// verifiedFrom models the replay window's first contact (package wire,
+// ReplayWindow): a packet from a boot of its sender the receiver has not
+// verified is held, and the receiver challenges the sender; one round trip
+// later the sender's live boot is verified and the held packet (the last
+// one, if it is of that boot) is delivered. It reports whether m may be
+// delivered now.
+func (s *Sim) verifiedFrom(n *node, from int32, m wire.Message) bool {
+	if n.verified[from] == m.Boot {
+		return true
+	}
+	s.counts.Dropped[DropUnverified]++
+	if n.held == nil {
+		n.held = make(map[int32]*wire.Message)
+		n.verified = make(map[int32]uint64)
+	}
+	_, waiting := n.held[from]
+	mm := m
+	n.held[from] = &mm
+	if !waiting {
+		// Challenge out, Response back: a round trip, and either can be
+		// lost (the receiver challenges again at the next packet).
+		if s.lost(n.slot, from) || s.lost(from, n.slot) {
+			delete(n.held, from)
+			return false
+		}
+		s.push(event{at: s.now + s.delay() + s.delay(), kind: evVerify, node: n.slot, inc: n.inc, about: from})
+	}
+	return false
+}
+
+// verify completes a challenge: the sender's live boot is verified, and a
+// held packet of that boot delivered.
+func (s *Sim) verify(n *node, e *event) {
+	if !n.alive || e.inc != n.inc {
+		return
+	}
+	sender := s.nodes[e.about]
+	held := n.held[e.about]
+	delete(n.held, e.about)
+	if !sender.alive || !s.reachable(e.about, n.slot) || !s.reachable(n.slot, e.about) {
+		return // no Response came
+	}
+	n.verified[e.about] = sender.boot
+	if held != nil && held.Boot == sender.boot {
+		s.receive(n, e.about, *held)
 	}
 }
 
@@ -253,9 +369,14 @@ func (s *Sim) Isolate(id wire.NodeID) {
 
 // Cut drops every datagram from → to (one way).
 func (s *Sim) Cut(from, to wire.NodeID) {
-	s.cuts[[2]int32{s.index(from), s.index(to)}] = true
+	s.cutSlots(s.index(from), s.index(to))
 	s.Note("cut %d→%d", from, to)
 	s.networkChanged()
+}
+
+// cutSlots drops every datagram between two slots, one way.
+func (s *Sim) cutSlots(from, to int32) {
+	s.cuts[[2]int32{from, to}] = true
 }
 
 // Heal removes every partition, cut and per-link loss.
@@ -288,10 +409,10 @@ func (s *Sim) networkChanged() {
 // SetDetect replaces the failure detector model.
 func (s *Sim) SetDetect(d Detect) {
 	if d.Delay == 0 {
-		d.Delay = 1500 * time.Millisecond
+		d.Delay = defaultDetectDelay
 	}
 	if d.Jitter == 0 {
-		d.Jitter = 200 * time.Millisecond
+		d.Jitter = defaultDetectJitter
 	}
 	s.detect = d
 }

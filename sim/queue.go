@@ -14,6 +14,7 @@ const (
 	evDetectNetwork                 // the failure detector notices a partition
 	evPeerDown                      // node is told about (crashed) is down
 	evNetworkNews                   // node's next item of downNews is due
+	evVerify                        // keyed: node's challenge of slot about is answered
 )
 
 // event is one entry of the queue. Events are ordered by time, then by the
@@ -22,9 +23,9 @@ type event struct {
 	at    int64 // ns since Epoch
 	seq   uint64
 	kind  kind
-	node  int32  // index of the node concerned (ID-1)
+	node  int32  // slot of the node concerned
 	inc   uint32 // its incarnation when scheduled (ticks, saves)
-	about wire.NodeID
+	about int32  // the other slot: the sender (deliveries), the crashed node, the challenged sender
 	epoch uint64 // network epoch (evDetectNetwork, evNetworkNews)
 	msg   wire.Message
 }

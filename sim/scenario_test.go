@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/groupd/groupd/invitation"
 	"github.com/groupd/groupd/wire"
 )
 
@@ -110,23 +111,27 @@ func TestScenarioRestartWithData(t *testing.T) {
 	old := s.Statuses()[0].Group
 	s.Crash(3)
 	s.Crash(2)
-	if got := s.Durable(3); got < old.Seq {
-		t.Fatalf("3's durable counter %d is below its group %s", got, old)
+	if got := s.Durable(3); got.Counter < old.Seq || got.LastGroup != old {
+		t.Fatalf("3's state file %s is below its group %s", got, old)
 	}
 	s.Restart(3)
 	settle(t, s, 3)
 	if g := s.Statuses()[0].Group; g.Seq <= old.Seq {
 		t.Fatalf("new group %s is not newer than %s", g, old)
 	}
-	// A node restarting with a higher counter than anyone has seen:
-	// the group numbers jump past it.
+	// A node restarting with a higher counter than anyone has seen joins
+	// the running group (no new number), and tells everyone of it: the
+	// next number, made by another node, jumps past it.
+	high := s.Statuses()[0].Group.Seq + 1_000_000
 	s.Crash(1)
-	must(t, s.SetDurable(1, 1000))
+	must(t, s.SetDurable(1, invitation.Durable{Counter: high}))
 	s.Restart(1)
 	s.Restart(2)
 	settle(t, s, 3)
-	if g := s.Statuses()[0].Group; g.Seq <= 1000 {
-		t.Fatalf("group %s did not grow past the restored counter 1000", g)
+	must(t, s.Failover())
+	settle(t, s, 2)
+	if g := s.Statuses()[0].Group; g.Seq <= high {
+		t.Fatalf("group %s did not grow past the restored counter %d", g, high)
 	}
 }
 
@@ -170,16 +175,20 @@ func TestScenarioSaveFailures(t *testing.T) {
 	settle(t, s, 5)
 }
 
-// The checker catches a store that loses the last save in a crash: the
-// node restarts from an older counter and creates a number again (S1).
-func TestLoseSavesCaught(t *testing.T) {
-	s := newSim(t, Config{N: 1, LoseSaves: true})
-	must(t, s.RunFor(100*time.Millisecond))
+// The checker catches a node whose numbers go backwards: its state file is
+// lost and its clock set back, with no peer to remember its numbers (the
+// one case the design leaves open, see docs/design.md). On a sane clock
+// the wall-clock floor would cover the loss, which is its point.
+func TestStateLossOnClockSetBackCaught(t *testing.T) {
+	s := newSim(t, Config{N: 1})
+	must(t, s.RunFor(time.Second))
 	s.Crash(1)
+	must(t, s.Wipe(1))
+	s.SetClock(1, -time.Minute)
 	s.Restart(1)
-	err := s.RunFor(100 * time.Millisecond)
+	err := s.RunFor(time.Second)
 	var f *Failure
-	if !errors.As(err, &f) || f.Violations[0].Invariant != "S1" {
+	if !errors.As(err, &f) || !hasInvariant(f, "S1") {
 		t.Fatalf("want an S1 failure, got %v", err)
 	}
 	t.Logf("as expected:\n%v", err)
@@ -219,4 +228,13 @@ func TestScenarioTwoHighestCrash(t *testing.T) {
 			t.Fatalf("seed %d: survivors' coordinator is %d, want 4", seed, st.Group.ID)
 		}
 	}
+}
+
+func hasInvariant(f *Failure, inv string) bool {
+	for _, v := range f.Violations {
+		if v.Invariant == inv {
+			return true
+		}
+	}
+	return false
 }

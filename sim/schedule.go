@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/groupd/groupd/invariant"
 	"github.com/groupd/groupd/invitation"
 	"github.com/groupd/groupd/wire"
 )
@@ -27,6 +28,10 @@ const (
 	StepSaveFailure                       // set the save failure probability to P
 	StepQuietCheck                        // quiet network, restart crashed nodes with probability P, run T_heal, check L1
 	StepFailoverCheck                     // (after StepQuietCheck) crash the coordinator, run T_failover, check L2
+	StepWipe                              // crash Node and empty its state file (it restarts with a sane clock)
+	StepRestore                           // crash Node and put back its state file of K saves ago (sane clock)
+	StepClock                             // Node's clock at its next start moves by D (may be negative)
+	StepDuplicateCheck                    // (after StepQuietCheck) start a second process with the ID of the Node-th live node; it must give way
 )
 
 // Step is one step of a Schedule.
@@ -40,6 +45,8 @@ type Step struct {
 	// P is the save failure probability (StepSaveFailure), or the
 	// probability that each crashed node is restarted (StepQuietCheck).
 	P float64
+	// K is how many saves back StepRestore goes.
+	K int
 }
 
 func (st Step) String() string {
@@ -69,6 +76,14 @@ func (st Step) String() string {
 		return fmt.Sprintf("quiet, restart each crashed node with p=%.1f, run T_heal, check L1", st.P)
 	case StepFailoverCheck:
 		return "crash the coordinator, run T_failover, check L2"
+	case StepWipe:
+		return fmt.Sprintf("crash %d and wipe its state file", st.Node)
+	case StepRestore:
+		return fmt.Sprintf("crash %d and restore its state file of %d saves ago", st.Node, st.K)
+	case StepClock:
+		return fmt.Sprintf("clock of %d moves %+v at its next start", st.Node, st.D)
+	case StepDuplicateCheck:
+		return fmt.Sprintf("start a second process with the ID of live node #%d, run T_heal, check it gave way and the group is undisturbed", st.Node)
 	}
 	return fmt.Sprintf("step(%d)", st.Kind)
 }
@@ -82,9 +97,24 @@ type Schedule struct {
 func (sc Schedule) String() string {
 	var b strings.Builder
 	c := sc.Config
-	fmt.Fprintf(&b, "seed %d: N=%d priorities=%v start-spread=%v detect-partitions=%v codec=%v election=%s timing(check=%v alive=%v) T_heal=%v T_failover=%v\n",
-		c.Seed, c.N, c.Priorities, c.StartSpread, c.Detect.Partitions, c.Codec, c.Election, c.Timing.CheckInterval, c.Timing.AliveInterval,
+	fmt.Fprintf(&b, "seed %d: N=%d priorities=%v start-spread=%v detect-partitions=%v detect-off=%v codec=%v keyed=%v election=%s timing(check=%v alive=%v) T_heal=%v T_failover=%v\n",
+		c.Seed, c.N, c.Priorities, c.StartSpread, c.Detect.Partitions, c.Detect.Off, c.Codec, c.Keyed, c.Election, c.Timing.CheckInterval, c.Timing.AliveInterval,
 		c.Timing.HealBoundFor(c.Election, c.N), c.Timing.FailoverBoundFor(c.Election, c.N))
+	for i, t := range c.NodeTimings {
+		if t != (invitation.Timing{}) {
+			fmt.Fprintf(&b, "  node %d timing: check=%v alive=%v answer=%v\n", i+1, t.CheckInterval, t.AliveInterval, t.AnswerTimeout)
+		}
+	}
+	for i, a := range c.NodeElections {
+		if a != "" {
+			fmt.Fprintf(&b, "  node %d election: %s\n", i+1, a)
+		}
+	}
+	for i, o := range c.ClockOffsets {
+		if o != 0 {
+			fmt.Fprintf(&b, "  node %d clock: %+v\n", i+1, o)
+		}
+	}
 	for i, st := range sc.Steps {
 		fmt.Fprintf(&b, "  %2d %s\n", i, st)
 	}
@@ -126,6 +156,36 @@ func RandomSchedule(seed int64) Schedule {
 	if r.Intn(8) == 0 {
 		cfg.Detect.Off = true
 	}
+	// Operator faults and mixed configurations (chosen by seed, so that
+	// the draws above stay as they were).
+	op := rand.New(rand.NewSource(seed ^ 0x0fa017))
+	cfg.Keyed = op.Intn(5) == 0
+	if op.Intn(6) == 0 {
+		// Some nodes on the fast profile among lan ones, or the reverse.
+		other := invitation.FastTiming()
+		if cfg.Timing == other {
+			other = invitation.DefaultTiming()
+		}
+		cfg.NodeTimings = make([]invitation.Timing, n)
+		for i := range cfg.NodeTimings {
+			if op.Intn(3) == 0 {
+				cfg.NodeTimings[i] = other
+			}
+		}
+	}
+	if op.Intn(6) == 0 {
+		cfg.NodeElections = make([]invitation.Election, n)
+		for i := range cfg.NodeElections {
+			cfg.NodeElections[i] = []invitation.Election{invitation.ElectionBully, invitation.ElectionRing}[op.Intn(2)]
+		}
+	}
+	if op.Intn(4) == 0 {
+		cfg.ClockOffsets = make([]time.Duration, n)
+		for i := range cfg.ClockOffsets {
+			cfg.ClockOffsets[i] = time.Duration(op.Int63n(int64(20*time.Second))) - 10*time.Second
+		}
+	}
+	opFaults := op.Intn(3) == 0 // a third of the schedules lose state, move clocks, duplicate IDs
 	t := cfg.Timing
 	ids := func(k int) []wire.NodeID { // k distinct random nodes
 		p := r.Perm(n)[:k]
@@ -145,6 +205,9 @@ func RandomSchedule(seed int64) Schedule {
 		steps = append(steps, Step{Kind: StepQuietCheck, P: p})
 		if r.Intn(3) == 0 {
 			steps = append(steps, Step{Kind: StepFailoverCheck})
+		}
+		if opFaults && op.Intn(3) == 0 {
+			steps = append(steps, Step{Kind: StepDuplicateCheck, Node: wire.NodeID(op.Intn(20))})
 		}
 	}
 	steps = append(steps, Step{Kind: StepRun, D: time.Duration(r.Int63n(int64(3 * time.Second)))})
@@ -212,6 +275,19 @@ func RandomSchedule(seed int64) Schedule {
 					steps = append(steps, Step{Kind: StepHeal})
 				} else {
 					steps = append(steps, Step{Kind: StepSaveFailure, P: 0.3 * r.Float64()})
+				}
+			}
+		}
+		if opFaults {
+			for k := op.Intn(3); k > 0; k-- {
+				id := wire.NodeID(1 + op.Intn(n))
+				switch op.Intn(3) {
+				case 0:
+					steps = append(steps, Step{Kind: StepWipe, Node: id})
+				case 1:
+					steps = append(steps, Step{Kind: StepRestore, Node: id, K: 1 + op.Intn(6)})
+				case 2:
+					steps = append(steps, Step{Kind: StepClock, Node: id, D: time.Duration(op.Int63n(int64(20*time.Second))) - 10*time.Second})
 				}
 			}
 		}
@@ -315,8 +391,56 @@ func (s *Sim) step(st Step) error {
 		return s.CheckConverged()
 	case StepFailoverCheck:
 		return s.Failover()
+	case StepWipe, StepRestore:
+		s.Crash(st.Node)
+		n := s.nodes[s.index(st.Node)]
+		// The assumption the wall-clock floor rests on: after losing its
+		// state a node's clock is not behind the numbers it created or
+		// adopted, which follow the fastest clock of the LAN (see
+		// docs/design.md). A node whose clock went back keeps its state.
+		n.saneClock = true
+		if st.Kind == StepWipe {
+			return s.Wipe(st.Node)
+		}
+		return s.Restore(st.Node, st.K)
+	case StepClock:
+		n := s.nodes[s.index(st.Node)]
+		s.SetClock(st.Node, n.nextOffset+st.D)
+	case StepDuplicateCheck:
+		return s.DuplicateCheck(int(st.Node))
 	}
 	return nil
+}
+
+// DuplicateCheck starts a second process with the ID of the k-th live node
+// (mod their number) of a converged group, runs T_heal, and checks that it
+// gave way without creating a number (invariant D1 is checked throughout),
+// that the group's number and coordinator are unchanged, and L1. It is a
+// no-op unless L1 holds now.
+func (s *Sim) DuplicateCheck(k int) error {
+	sts := s.Statuses()
+	if len(sts) == 0 || !s.Converged() {
+		return nil
+	}
+	before := sts[0].Group
+	id := sts[k%len(sts)].ID
+	slot := s.StartDuplicate(id)
+	if err := s.RunFor(s.HealBound()); err != nil {
+		return err
+	}
+	var vs []invariant.Violation
+	if s.SlotAlive(slot) {
+		vs = append(vs, invariant.Violation{Invariant: "D1", Time: s.Now(), Nodes: []wire.NodeID{id},
+			Detail: fmt.Sprintf("the second process with ID %d still runs after T_heal", id)})
+	}
+	if after := s.Statuses(); len(after) > 0 && after[0].Group != before {
+		vs = append(vs, invariant.Violation{Invariant: "D1", Time: s.Now(), Group: after[0].Group, Nodes: []wire.NodeID{id},
+			Detail: fmt.Sprintf("the group changed from %s to %s while a second process with ID %d came and went", before, after[0].Group, id)})
+	}
+	if err := s.failNow(vs); err != nil {
+		return err
+	}
+	return s.CheckConverged()
 }
 
 // restartSome restarts each crashed node with probability p.

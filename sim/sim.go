@@ -2,37 +2,59 @@ package sim
 
 import (
 	"cmp"
-	"errors"
 	"fmt"
 	"math/rand"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/groupd/groupd/internal/invariant"
+	"github.com/groupd/groupd/driver"
+	"github.com/groupd/groupd/invariant"
 	"github.com/groupd/groupd/invitation"
 	"github.com/groupd/groupd/wire"
 )
 
-// node is the simulator's record of one node: the machine while it runs,
-// and what survives a crash (its durable counter).
+// node is the simulator's record of one process: the machine (behind its
+// driver) while it runs, and what survives a crash (its modelled state
+// file). Slots 0..N-1 are nodes 1..N; a second process started with an ID
+// already in use (StartDuplicate) gets a slot of its own.
 type node struct {
-	id    wire.NodeID
-	prio  uint8
-	m     *invitation.Node // nil while down
-	alive bool
-	inc   uint32 // incarnation: bumped at every (re)start
-	pkt   uint64 // packet counter of this incarnation
+	slot   int32
+	id     wire.NodeID
+	prio   uint8
+	timing invitation.Timing
+	alg    invitation.Election
+	d      *driver.Driver // nil while down
+	alive  bool
+	inc    uint32 // incarnation: bumped at every (re)start
+	boot   uint64 // this incarnation's boot nonce
+	dup    bool   // a second process with another slot's ID
+	// offset is this incarnation's clock offset from the virtual clock;
+	// nextOffset takes effect at the next start (a clock is set at boot,
+	// and the daemon's timers are monotonic while it runs).
+	offset, nextOffset time.Duration
+	maxOffset          time.Duration // the largest offset it ever started with
+	saneClock          bool          // start with a clock not behind any the LAN ran on (random schedules, after state loss)
 
-	durable uint64   // the counter in the modelled state file
-	before  uint64   // its value before the last save (Config.LoseSaves)
-	saves   []uint64 // pending saves, FIFO; the first is being written
+	durable invitation.Durable   // the modelled state file
+	history []invitation.Durable // earlier contents of it, oldest first (Restore)
+	saves   []invitation.Durable // saves in flight, FIFO; the first is being written
 
-	tickAt int64 // scheduled tick, or -1
-	busy   int   // Ticks in a row that left work due at their instant
+	tickAt int64 // scheduled tick (virtual), or -1
 	last   invitation.Status
-	group  wire.GroupNumber // last observed group, to detect creations
+
+	// Keyed networks (Config.Keyed): the boot of each sender slot this
+	// process has verified, and the one packet held per unverified sender.
+	verified map[int32]uint64
+	held     map[int32]*wire.Message
+	// route is, for IDs that two processes share, the slot whose packets
+	// this process last received: where its unicasts to that ID go, as
+	// the daemon's address book would send them.
+	route map[wire.NodeID]int32
 }
+
+// historyLen bounds how many earlier state files a node remembers.
+const historyLen = 64
 
 // Sim is a deterministic simulation of N invitation.Nodes on a virtual
 // clock and a modelled network. It is not safe for concurrent use.
@@ -43,9 +65,10 @@ type Sim struct {
 	seq   uint64
 	q     queue
 	nodes []*node
+	byID  map[wire.NodeID][]int32 // only for IDs with more than one slot
 
 	net    Net
-	side   []int32              // partition side of each node index
+	side   []int32              // partition side of each slot
 	cuts   map[[2]int32]bool    // one-way cuts (from, to)
 	links  map[[2]int32]float64 // per directed link loss
 	epoch  uint64               // bumped at every partition change
@@ -57,14 +80,21 @@ type Sim struct {
 
 	lastStart int64 // when the last node boots for the first time
 
-	// news holds, per node index, what the failure detector will tell it
-	// after the last network change (see downNews).
+	// news holds, per slot, what the failure detector will tell it after
+	// the last network change (see downNews).
 	news []downNews
 
-	counts Counts
-	buf    []byte
-	trace  ring
-	events uint64
+	counts  Counts
+	buf     []byte
+	trace   ring
+	events  uint64
+	notices []NoticeRecord
+}
+
+// NoticeRecord is a notice a node's machine raised (see invitation.Notice).
+type NoticeRecord struct {
+	Slot   int32
+	Notice invitation.Notice
 }
 
 // New builds a simulation and schedules every node's start. Nothing runs
@@ -77,9 +107,9 @@ func New(cfg Config) (*Sim, error) {
 		cfg:    cfg,
 		rnd:    rand.New(rand.NewSource(cfg.Seed)),
 		net:    cfg.Net,
-		side:   make([]int32, cfg.N),
 		cuts:   make(map[[2]int32]bool),
 		links:  make(map[[2]int32]float64),
+		byID:   make(map[wire.NodeID][]int32),
 		detect: cfg.Detect,
 		chk:    invariant.New(),
 		buf:    make([]byte, 0, wire.MaxPacketSize),
@@ -87,7 +117,8 @@ func New(cfg Config) (*Sim, error) {
 	}
 	for i := 0; i < cfg.N; i++ {
 		id := wire.NodeID(i + 1)
-		s.nodes = append(s.nodes, &node{id: id, prio: cfg.priority(id), tickAt: -1})
+		n := s.addSlot(id, false)
+		n.nextOffset = cfg.clockOffset(id)
 		s.chk.Persisted(Epoch, id, 0)
 		s.chk.Crash(Epoch, id) // down until it starts
 	}
@@ -100,6 +131,21 @@ func New(cfg Config) (*Sim, error) {
 		s.push(event{at: at, kind: evStart, node: int32(i)})
 	}
 	return s, nil
+}
+
+// addSlot adds a process slot for id.
+func (s *Sim) addSlot(id wire.NodeID, dup bool) *node {
+	n := &node{slot: int32(len(s.nodes)), id: id, prio: s.cfg.priority(id), timing: s.cfg.timing(id),
+		alg: s.cfg.election(id), tickAt: -1, dup: dup}
+	s.nodes = append(s.nodes, n)
+	s.side = append(s.side, 0)
+	if dup {
+		if len(s.byID[id]) == 0 {
+			s.byID[id] = []int32{int32(id - 1)}
+		}
+		s.byID[id] = append(s.byID[id], n.slot)
+	}
+	return n
 }
 
 // MustNew is New for tests and examples: it panics on a bad Config.
@@ -122,6 +168,9 @@ func (s *Sim) Elapsed() time.Duration { return time.Duration(s.now) }
 
 // Events returns how many events have been processed.
 func (s *Sim) Events() uint64 { return s.events }
+
+// Notices returns every notice the nodes' machines raised, in order.
+func (s *Sim) Notices() []NoticeRecord { return s.notices }
 
 // Err returns the first invariant violation, or nil. Once a violation is
 // found the simulation stops: RunFor returns it at once.
@@ -178,6 +227,9 @@ func (s *Sim) RunUntil(cond func(*Sim) bool, poll, max time.Duration) (time.Dura
 	}
 }
 
+// clock is node n's view of the current time.
+func (s *Sim) clock(n *node) time.Time { return s.Now().Add(n.offset) }
+
 func (s *Sim) handle(e *event) {
 	s.events++
 	n := s.nodes[e.node]
@@ -187,49 +239,43 @@ func (s *Sim) handle(e *event) {
 			s.boot(n)
 		}
 	case evDeliver:
-		if !n.alive {
-			s.counts.Dropped[DropDown]++
-			return
-		}
-		if !s.reachable(int32(e.msg.From-1), e.node) {
-			s.counts.Dropped[DropPartition]++ // partitioned while in flight
-			return
-		}
-		s.counts.Delivered[e.msg.Body.Type()]++
-		n.m.Step(s.Now(), e.msg)
-		s.after(n, entry{kind: trDeliver, msg: e.msg})
+		s.arrive(n, e)
+	case evVerify:
+		s.verify(n, e)
 	case evTick:
 		if !n.alive || e.inc != n.inc || e.at != n.tickAt {
 			return // stale: the node moved its deadline or restarted
 		}
 		n.tickAt = -1
-		n.m.Tick(s.Now())
-		s.after(n, entry{kind: trTick})
+		now := s.clock(n)
+		if !n.d.Tick(now) {
+			s.fail(invariant.Violation{Invariant: "DL", Time: s.Now(), Nodes: []wire.NodeID{n.id},
+				Detail: fmt.Sprintf("node %d: after repeated Ticks at %s its deadline is still due (status %s)",
+					n.id, invariant.FormatTime(now), n.d.Node().Status())})
+		}
+		s.after(n)
 	case evSaved:
 		if !n.alive || e.inc != n.inc || len(n.saves) == 0 {
 			return
 		}
-		c := n.saves[0]
+		d := n.saves[0]
 		n.saves = n.saves[1:]
 		if len(n.saves) > 0 {
 			s.push(event{at: s.now + s.saveLatency(), kind: evSaved, node: e.node, inc: n.inc})
 		}
 		if s.cfg.SaveFailure > 0 && s.rnd.Float64() < s.cfg.SaveFailure {
-			n.m.PersistFailed(s.Now(), c, errors.New("sim: injected save failure"))
-			s.after(n, entry{kind: trSaveFailed, arg: c})
+			s.input(n, invitation.SaveFailed{Durable: d, Err: "sim: injected save failure"})
 			return
 		}
-		n.before, n.durable = n.durable, c
-		s.chk.Persisted(s.Now(), n.id, c)
-		n.m.Persisted(s.Now(), c)
-		s.after(n, entry{kind: trSaved, arg: c})
+		s.store(n, d)
+		s.input(n, invitation.Saved{Durable: d})
 	case evDetectCrash:
-		down := s.nodes[e.about-1]
+		down := s.nodes[e.about]
 		if down.alive || down.inc != e.inc {
 			return // it came back before anyone noticed
 		}
 		for i, o := range s.nodes {
-			if o.alive && s.reachable(int32(e.about-1), int32(i)) {
+			if o.alive && s.reachable(e.about, int32(i)) {
 				s.push(event{at: s.now + s.jitter(s.detect.Jitter), kind: evPeerDown, node: int32(i), inc: o.inc, about: e.about})
 			}
 		}
@@ -246,12 +292,31 @@ func (s *Sim) handle(e *event) {
 		}
 		// News that no longer holds is refuted before it spreads: the
 		// peer restarted. (News of a network change: evNetworkNews.)
-		if s.nodes[e.about-1].alive {
+		if s.nodes[e.about].alive {
 			return
 		}
 		s.counts.PeerDowns++
-		n.m.PeerDown(s.Now(), e.about)
-		s.after(n, entry{kind: trPeerDown, arg: uint64(e.about)})
+		s.input(n, invitation.PeerDown{ID: s.nodes[e.about].id})
+	}
+}
+
+// input feeds one input to a live node and carries out what follows.
+func (s *Sim) input(n *node, in invitation.Input) {
+	n.d.Step(s.clock(n), in)
+	s.after(n)
+}
+
+// store makes d the content of n's modelled state file.
+func (s *Sim) store(n *node, d invitation.Durable) {
+	if n.durable != d {
+		n.history = append(n.history, n.durable)
+		if len(n.history) > historyLen {
+			n.history = n.history[1:]
+		}
+	}
+	n.durable = d
+	if !n.dup {
+		s.chk.Persisted(s.Now(), n.id, d.Counter)
 	}
 }
 
@@ -262,19 +327,19 @@ func (s *Sim) handle(e *event) {
 // N = 5,000).
 type downNews struct {
 	epoch uint64
-	items []newsItem // by time, then by peer index
+	items []newsItem // by time, then by peer slot
 	next  int
 }
 
 type newsItem struct {
 	at    int64
-	about wire.NodeID
+	about int32
 }
 
 // planNews draws every live node's news about the current network.
 func (s *Sim) planNews() {
-	if s.news == nil {
-		s.news = make([]downNews, len(s.nodes))
+	if len(s.news) < len(s.nodes) {
+		s.news = append(s.news, make([]downNews, len(s.nodes)-len(s.news))...)
 	}
 	for i, a := range s.nodes {
 		d := &s.news[i]
@@ -283,11 +348,11 @@ func (s *Sim) planNews() {
 			continue
 		}
 		for j, b := range s.nodes {
-			if i == j || !b.alive {
+			if i == j || !b.alive || b.id == a.id {
 				continue
 			}
 			if !s.reachable(int32(i), int32(j)) || !s.reachable(int32(j), int32(i)) {
-				d.items = append(d.items, newsItem{at: s.now + s.jitter(s.detect.Jitter), about: b.id})
+				d.items = append(d.items, newsItem{at: s.now + s.jitter(s.detect.Jitter), about: int32(j)})
 			}
 		}
 		slices.SortStableFunc(d.items, func(x, y newsItem) int { return cmp.Compare(x.at, y.at) })
@@ -304,12 +369,11 @@ func (s *Sim) tellNews(e *event) {
 		return // restarted, or the network changed since: stale news
 	}
 	for d.next < len(d.items) && d.items[d.next].at <= s.now {
-		about := d.items[d.next].about
+		about := s.nodes[d.items[d.next].about].id
 		d.next++
 		s.counts.PeerDowns++
-		n.m.PeerDown(s.Now(), about)
-		s.after(n, entry{kind: trPeerDown, arg: uint64(about)})
-		if s.err != nil {
+		s.input(n, invitation.PeerDown{ID: about})
+		if s.err != nil || !n.alive {
 			return // a violation stops the run after this input
 		}
 	}
@@ -332,121 +396,154 @@ func (s *Sim) saveLatency() int64 {
 	return int64(lo) + s.jitter(hi-lo)
 }
 
-// nodeRand derives a node's jitter source from the seed, its ID and its
-// incarnation (splitmix64).
-func nodeRand(seed int64, id wire.NodeID, inc uint32) *rand.Rand {
-	z := uint64(seed) + uint64(id)*0x9e3779b97f4a7c15 + uint64(inc)*0xbf58476d1ce4e5b9
+// splitmix derives a deterministic 64-bit value from the seed, a slot and
+// an incarnation.
+func splitmix(seed int64, slot int32, inc uint32, salt uint64) uint64 {
+	z := uint64(seed) + uint64(slot+1)*0x9e3779b97f4a7c15 + uint64(inc)*0xbf58476d1ce4e5b9 + salt
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
 	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
-	z ^= z >> 31
-	return rand.New(rand.NewSource(int64(z)))
+	return z ^ (z >> 31)
 }
 
-// boot starts (or restarts) a node from its durable counter.
+// boot starts (or restarts) a node from its modelled state file.
 func (s *Sim) boot(n *node) {
 	n.inc++
-	n.pkt = 0
 	n.saves = n.saves[:0]
 	n.tickAt = -1
-	n.group = wire.GroupNumber{}
-	m, err := invitation.New(invitation.Config{
+	if n.saneClock {
+		for _, o := range s.nodes {
+			n.nextOffset = max(n.nextOffset, o.maxOffset, o.offset)
+		}
+		n.saneClock = false
+	}
+	n.offset = n.nextOffset
+	if n.inc == 1 || n.offset > n.maxOffset {
+		n.maxOffset = n.offset
+	}
+	n.boot = splitmix(s.cfg.Seed, n.slot, n.inc, 0xb007) | 1
+	n.verified, n.held, n.route = nil, nil, nil
+	env := &simEnv{s: s, n: n}
+	opts := driver.Options{Lazy: *s.cfg.LazyDeadlines, Observer: func(now time.Time, in invitation.Input, out invitation.Output) {
+		if in != nil {
+			s.record(entry{at: s.now, node: n.id, in: in, out: out})
+		}
+	}}
+	d, err := driver.New(invitation.Config{
 		ID:       n.id,
 		Priority: n.prio,
-		Counter:  n.durable,
-		Timing:   s.cfg.Timing,
-		Election: s.cfg.Election,
-		Rand:     nodeRand(s.cfg.Seed, n.id, n.inc),
-	}, s.Now())
+		Boot:     n.boot,
+		Durable:  n.durable,
+		Timing:   n.timing,
+		Election: n.alg,
+		Rand:     rand.New(rand.NewSource(int64(splitmix(s.cfg.Seed, n.slot, n.inc, 0)))),
+	}, s.clock(n), env, opts)
 	if err != nil {
 		// Config was validated in New; this is a bug in the simulator.
 		panic(fmt.Sprintf("sim: invitation.New: %v", err))
 	}
-	n.m = m
+	n.d = d
 	n.alive = true
-	s.chk.Restart(s.Now(), n.id)
-	s.observe(n, m.Status()) // the view New starts from, before any Event
-	s.after(n, entry{kind: trStart, arg: n.durable})
+	if !n.dup {
+		s.chk.Restart(s.Now(), n.id)
+	}
+	s.record(entry{at: s.now, node: n.id, kind: trStart, text: n.durable.String()})
+	s.observe(n, d.Node().Status()) // the view New starts from, before any Event
+	s.after(n)
 }
 
-// after drains a node's output once it handled an input: it feeds the
-// checker every view change, starts saves, sends messages, reschedules the
-// node's tick and records a trace line.
-func (s *Sim) after(n *node, tr entry) {
-	out := n.m.Output()
-	now := s.Now()
+// simEnv is a node's runtime in the simulation: the driver's Env.
+type simEnv struct {
+	s *Sim
+	n *node
+}
+
+func (e *simEnv) Send(m wire.Envelope) { e.s.send(e.n, &m) }
+
+// Save models the state file: saves of one node complete in order, each
+// after Config.SaveLatency.
+func (e *simEnv) Save(d invitation.Durable) (bool, error) {
+	n := e.n
+	n.saves = append(n.saves, d)
+	if len(n.saves) == 1 {
+		e.s.push(event{at: e.s.now + e.s.saveLatency(), kind: evSaved, node: n.slot, inc: n.inc})
+	}
+	return false, nil
+}
+
+func (e *simEnv) Report(now time.Time, out invitation.Output) {
+	s, n := e.s, e.n
 	for i := range out.Events {
 		s.observe(n, out.Events[i].New)
 	}
-	if *s.cfg.VerifyStatus {
-		st := n.m.Status()
-		if st.State != n.last.State || st.Group != n.last.Group || st.Version != n.last.Version || !invariant.SameMembers(st.Members, n.last.Members) {
-			s.fail(invariant.Violation{Invariant: "EV", Time: now, Group: st.Group, Nodes: []wire.NodeID{n.id},
+	for _, g := range out.Created {
+		if n.dup {
+			s.fail(invariant.Violation{Invariant: "D1", Time: s.Now(), Group: g, Nodes: []wire.NodeID{n.id},
+				Detail: fmt.Sprintf("a second process with node ID %d (slot %d) created %s instead of giving way", n.id, n.slot, g)})
+		}
+		for _, v := range s.chk.Created(invariant.Creation{Time: s.Now(), Node: n.id, Group: g}) {
+			s.fail(v)
+		}
+	}
+	for _, nt := range out.Notices {
+		s.notices = append(s.notices, NoticeRecord{Slot: n.slot, Notice: nt})
+		if nt.Kind == invitation.NoticeDuplicateID && nt.Yield && !n.dup {
+			s.fail(invariant.Violation{Invariant: "D2", Time: s.Now(), Nodes: []wire.NodeID{n.id},
+				Detail: fmt.Sprintf("node %d gave way to a second process with its ID (boot %016x)", n.id, nt.Boot)})
+		}
+	}
+}
+
+// after reschedules a node's tick once it handled an input, checks that
+// its view changed only with an Event, and retires a node that gave way.
+func (s *Sim) after(n *node) {
+	if !n.alive {
+		return
+	}
+	if *s.cfg.VerifyStatus && !n.dup {
+		st := n.d.Node().Status()
+		if st.State != n.last.State || st.Group != n.last.Group || st.Version != n.last.Version ||
+			!invariant.SameMembers(st.Members, n.last.Members) || st.Leader != n.last.Leader {
+			s.fail(invariant.Violation{Invariant: "EV", Time: s.Now(), Group: st.Group, Nodes: []wire.NodeID{n.id},
 				Detail: fmt.Sprintf("node %d's view changed to %s but its last Event said %s", n.id, st, n.last)})
 			s.observe(n, st)
 		}
 	}
-	if p := out.Persist; p != nil {
-		n.saves = append(n.saves, p.Counter)
-		if len(n.saves) == 1 {
-			s.push(event{at: s.now + s.saveLatency(), kind: evSaved, node: int32(n.id - 1), inc: n.inc})
-		}
+	if n.d.Node().Stopped() {
+		s.retire(n)
+		return
 	}
-	for i := range out.Messages {
-		s.send(n, &out.Messages[i])
+	dl := n.d.Deadline()
+	if dl.IsZero() {
+		return
 	}
-	quiet := out.Empty() && tr.kind != trTick && tr.kind != trStart && n.tickAt >= 0 &&
-		n.last.Role() != invitation.Coordinator
-	if quiet && *s.cfg.LazyDeadlines {
-		// An input that made the node do nothing did not bring its
-		// deadline forward (see Config.LazyDeadlines); the tick already
-		// scheduled stands, and is at worst early.
-	} else if d := n.m.NextDeadline(); !d.IsZero() {
-		at := int64(d.Sub(Epoch))
-		if quiet && at < n.tickAt {
-			s.counts.LazyMisses++
-			if s.counts.FirstLazyMiss == "" {
-				tr.at, tr.node = s.now, n.id
-				s.counts.FirstLazyMiss = fmt.Sprintf("%s: deadline moved from %s to %s (%s)", tr.String(),
-					invariant.FormatTime(Epoch.Add(time.Duration(n.tickAt))), invariant.FormatTime(d), n.m.Status())
-			}
-		}
-		if tr.kind == trTick && at <= s.now {
-			// Tick(now) left work due by now: tick again at once, but a
-			// machine that never gets done with an instant is livelocked.
-			n.busy++
-			if n.busy > 3 {
-				s.fail(invariant.Violation{Invariant: "DL", Time: now, Nodes: []wire.NodeID{n.id},
-					Detail: fmt.Sprintf("node %d: after %d Ticks at %s, NextDeadline is still %s (status %s)",
-						n.id, n.busy, invariant.FormatTime(now), invariant.FormatTime(d), n.m.Status())})
-				at = s.now + int64(time.Millisecond)
-			}
-		} else if tr.kind == trTick {
-			n.busy = 0
-		}
-		at = max(at, s.now)
-		if at != n.tickAt {
-			n.tickAt = at
-			s.push(event{at: at, kind: evTick, node: int32(n.id - 1), inc: n.inc})
-		}
+	at := max(int64(dl.Sub(Epoch)-n.offset), s.now)
+	if at != n.tickAt {
+		n.tickAt = at
+		s.push(event{at: at, kind: evTick, node: n.slot, inc: n.inc})
 	}
-	tr.at, tr.node, tr.out = s.now, n.id, out
-	s.record(tr)
+}
+
+// retire stops a process that gave way to another with its ID: it exits,
+// as the daemon does.
+func (s *Sim) retire(n *node) {
+	s.record(entry{at: s.now, node: n.id, kind: trYield})
+	s.collectLazy(n)
+	n.alive = false
+	n.d = nil
+	n.tickAt = -1
+	if !n.dup {
+		s.chk.Crash(s.Now(), n.id)
+	}
 }
 
 // observe feeds one view of n to the checker.
 func (s *Sim) observe(n *node, st invitation.Status) {
 	n.last = st
-	now := s.Now()
-	for _, v := range s.chk.Observe(invariant.Observation{Time: now, Node: n.id, Status: st, Alive: true}) {
-		s.fail(v)
+	if n.dup {
+		return // the checker follows one process per ID (see Report's D1)
 	}
-	if st.Group != n.group {
-		n.group = st.Group
-		if st.Group.ID == n.id {
-			for _, v := range s.chk.Created(invariant.Creation{Time: now, Node: n.id, Group: st.Group}) {
-				s.fail(v)
-			}
-		}
+	for _, v := range s.chk.Observe(invariant.Observation{Time: s.Now(), Node: n.id, Status: st, Alive: true}) {
+		s.fail(v)
 	}
 }
 
@@ -501,41 +598,53 @@ func (s *Sim) failNow(vs []invariant.Violation) error {
 // ---------------------------------------------------------------------------
 // Scripted faults.
 
+// index returns the slot of node id's first process.
 func (s *Sim) index(id wire.NodeID) int32 {
-	if id < 1 || int(id) > len(s.nodes) {
-		panic(fmt.Sprintf("sim: no node %d (N=%d)", id, len(s.nodes)))
+	if id < 1 || int(id) > s.cfg.N {
+		panic(fmt.Sprintf("sim: no node %d (N=%d)", id, s.cfg.N))
 	}
 	return int32(id - 1)
 }
 
-// Crash stops a node: it loses all memory; only its durable counter
-// survives. A save being written lands or not, at random (the store never
-// loses the previous value). No-op if it is down.
-func (s *Sim) Crash(id wire.NodeID) {
-	n := s.nodes[s.index(id)]
+// Crash stops a node: it loses all memory; only its state file survives.
+// A save being written lands or not, at random (the store never loses the
+// previous value). No-op if it is down.
+func (s *Sim) Crash(id wire.NodeID) { s.crashSlot(s.nodes[s.index(id)]) }
+
+func (s *Sim) crashSlot(n *node) {
 	if !n.alive {
 		return
 	}
 	if len(n.saves) > 0 && s.rnd.Intn(2) == 0 {
-		n.durable = n.saves[0]
-		s.chk.Persisted(s.Now(), id, n.durable)
+		s.store(n, n.saves[0])
 	}
 	n.saves = n.saves[:0]
-	if s.cfg.LoseSaves {
-		n.durable = n.before // the checker is not told: it must notice
-	}
+	s.collectLazy(n)
 	n.alive = false
-	n.m = nil
+	n.d = nil
 	n.tickAt = -1
-	s.chk.Crash(s.Now(), id)
-	s.record(entry{at: s.now, node: id, kind: trCrash, arg: n.durable})
+	if !n.dup {
+		s.chk.Crash(s.Now(), n.id)
+	}
+	s.record(entry{at: s.now, node: n.id, kind: trCrash, text: n.durable.String()})
 	if !s.detect.Off {
-		s.push(event{at: s.now + int64(s.detect.Delay), kind: evDetectCrash, node: s.index(id), inc: n.inc, about: id})
+		s.push(event{at: s.now + int64(s.detect.Delay), kind: evDetectCrash, node: n.slot, inc: n.inc, about: n.slot})
 	}
 }
 
-// Restart starts a crashed node again from its durable counter. No-op if
-// it is up.
+// collectLazy keeps the lazy-deadline accounting of a driver that goes.
+func (s *Sim) collectLazy(n *node) {
+	if n.d == nil {
+		return
+	}
+	s.counts.LazyMisses += n.d.LazyMisses
+	if s.counts.FirstLazyMiss == "" {
+		s.counts.FirstLazyMiss = n.d.FirstLazyMiss
+	}
+}
+
+// Restart starts a crashed node again from its state file. No-op if it is
+// up.
 func (s *Sim) Restart(id wire.NodeID) {
 	n := s.nodes[s.index(id)]
 	if n.alive {
@@ -544,18 +653,61 @@ func (s *Sim) Restart(id wire.NodeID) {
 	s.boot(n)
 }
 
-// SetDurable overwrites a crashed node's stored counter, as if its state
-// file were restored from elsewhere; it restarts with it.
-func (s *Sim) SetDurable(id wire.NodeID, counter uint64) error {
+// SetDurable overwrites a crashed node's state file, as if restored from
+// elsewhere; it restarts with it.
+func (s *Sim) SetDurable(id wire.NodeID, d invitation.Durable) error {
 	n := s.nodes[s.index(id)]
 	if n.alive {
 		return fmt.Errorf("sim: node %d is up; crash it before changing its state file", id)
 	}
-	n.durable, n.before = counter, counter
-	s.chk.Persisted(s.Now(), id, counter)
-	s.Note("state file of %d set to counter=%d", id, counter)
+	n.durable = d
+	s.Note("state file of %d set to %s", id, d)
 	return nil
 }
+
+// Wipe empties a crashed node's state file, as an operator's rm -rf of its
+// data dir would.
+func (s *Sim) Wipe(id wire.NodeID) error {
+	if err := s.SetDurable(id, invitation.Durable{}); err != nil {
+		return err
+	}
+	s.Note("state file of %d wiped", id)
+	return nil
+}
+
+// Restore puts back the state file node id had k saves ago (or its oldest
+// known one), as restoring a backup or a VM snapshot would.
+func (s *Sim) Restore(id wire.NodeID, k int) error {
+	n := s.nodes[s.index(id)]
+	if len(n.history) == 0 {
+		return s.SetDurable(id, invitation.Durable{})
+	}
+	i := max(len(n.history)-k, 0)
+	return s.SetDurable(id, n.history[i])
+}
+
+// SetClock sets the clock offset node id's next start begins with
+// (negative: behind the other nodes). The daemon's timers are monotonic,
+// so a running node keeps its clock; only new numbers' wall-clock floor
+// follows it.
+func (s *Sim) SetClock(id wire.NodeID, offset time.Duration) {
+	s.nodes[s.index(id)].nextOffset = offset
+	s.Note("clock of %d at its next start: %+v", id, offset)
+}
+
+// StartDuplicate starts a second process with node id's ID and an empty
+// state file (an operator's mistake) and returns its slot. It must give
+// way (invariants D1, D2).
+func (s *Sim) StartDuplicate(id wire.NodeID) int32 {
+	s.index(id)
+	n := s.addSlot(id, true)
+	s.Note("a second process with ID %d starts (slot %d)", id, n.slot)
+	s.boot(n)
+	return n.slot
+}
+
+// SlotAlive reports whether the process in slot is up.
+func (s *Sim) SlotAlive(slot int32) bool { return s.nodes[slot].alive }
 
 // CheckConvergedAmong checks L1's condition on a subset of the live nodes
 // (one side of a partition): Normal in one group coordinated by the
@@ -584,11 +736,11 @@ func (s *Sim) liveViews(ids []wire.NodeID, inv, down string) ([]invitation.Statu
 // Alive reports whether node id is up.
 func (s *Sim) Alive(id wire.NodeID) bool { return s.nodes[s.index(id)].alive }
 
-// Durable returns node id's counter in its modelled state file.
-func (s *Sim) Durable(id wire.NodeID) uint64 { return s.nodes[s.index(id)].durable }
+// Durable returns node id's modelled state file.
+func (s *Sim) Durable(id wire.NodeID) invitation.Durable { return s.nodes[s.index(id)].durable }
 
 // N returns the number of nodes.
-func (s *Sim) N() int { return len(s.nodes) }
+func (s *Sim) N() int { return s.cfg.N }
 
 // Status returns node id's current view; ok is false while it is down.
 func (s *Sim) Status(id wire.NodeID) (invitation.Status, bool) {
@@ -596,13 +748,18 @@ func (s *Sim) Status(id wire.NodeID) (invitation.Status, bool) {
 	if !n.alive {
 		return invitation.Status{}, false
 	}
-	return n.m.Status(), true
+	return n.d.Node().Status(), true
 }
 
-// Statuses returns the views of the live nodes, by ID.
+// View returns node id's last reported view (what Events said), even
+// while it is down.
+func (s *Sim) View(id wire.NodeID) invitation.Status { return s.nodes[s.index(id)].last }
+
+// Statuses returns the views of the live nodes, by ID (first processes
+// only).
 func (s *Sim) Statuses() []invitation.Status {
 	var out []invitation.Status
-	for _, n := range s.nodes {
+	for _, n := range s.nodes[:s.cfg.N] {
 		if n.alive {
 			out = append(out, n.last)
 		}
@@ -613,7 +770,7 @@ func (s *Sim) Statuses() []invitation.Status {
 // LiveIDs returns the IDs of the live nodes.
 func (s *Sim) LiveIDs() []wire.NodeID {
 	var out []wire.NodeID
-	for _, n := range s.nodes {
+	for _, n := range s.nodes[:s.cfg.N] {
 		if n.alive {
 			out = append(out, n.id)
 		}
@@ -622,15 +779,7 @@ func (s *Sim) LiveIDs() []wire.NodeID {
 }
 
 // Highest returns the highest-ranked live node, or 0.
-func (s *Sim) Highest() wire.NodeID {
-	var best wire.Rank
-	for _, n := range s.nodes {
-		if r := (wire.Rank{Priority: n.prio, ID: n.id}); n.alive && (best.ID == 0 || best.Less(r)) {
-			best = r
-		}
-	}
-	return best.ID
-}
+func (s *Sim) Highest() wire.NodeID { return invariant.Highest(s.Statuses()) }
 
 // Converged reports whether L1's condition holds now, with at least one
 // live node (without failing the run if it does not).
@@ -652,12 +801,22 @@ func (s *Sim) CheckFailover(survivors []wire.NodeID) error {
 	return s.failNow(append(vs, invariant.FailedOver(s.Now(), sts)...))
 }
 
-// HealBound is T_heal of the configured timing.
-func (s *Sim) HealBound() time.Duration { return s.cfg.Timing.HealBoundFor(s.cfg.Election, s.cfg.N) }
+// HealBound is T_heal of the slowest configured timing.
+func (s *Sim) HealBound() time.Duration {
+	var b time.Duration
+	for _, n := range s.nodes {
+		b = max(b, n.timing.HealBoundFor(n.alg, s.cfg.N))
+	}
+	return b
+}
 
-// FailoverBound is T_failover of the configured timing.
+// FailoverBound is T_failover of the slowest configured timing.
 func (s *Sim) FailoverBound() time.Duration {
-	return s.cfg.Timing.FailoverBoundFor(s.cfg.Election, s.cfg.N)
+	var b time.Duration
+	for _, n := range s.nodes {
+		b = max(b, n.timing.FailoverBoundFor(n.alg, s.cfg.N))
+	}
+	return b
 }
 
 // Note records a line in the trace, e.g. a scenario step.

@@ -5,22 +5,19 @@ import (
 	"strings"
 	"time"
 
-	"github.com/groupd/groupd/internal/invariant"
+	"github.com/groupd/groupd/invariant"
 	"github.com/groupd/groupd/invitation"
 	"github.com/groupd/groupd/wire"
 )
 
-// trKind is the input a trace line records.
+// trKind is what a trace line records besides an input.
 type trKind uint8
 
 const (
-	trDeliver trKind = iota + 1
-	trTick
-	trSaved
-	trSaveFailed
-	trPeerDown
+	trInput trKind = iota // an input to a node (in)
 	trStart
 	trCrash
+	trYield
 	trNote
 )
 
@@ -30,19 +27,27 @@ type entry struct {
 	at   int64
 	node wire.NodeID
 	kind trKind
-	msg  wire.Message // trDeliver
-	arg  uint64       // counter (saves, start, crash) or peer (trPeerDown)
-	text string       // trNote
+	in   invitation.Input
+	text string // trNote; the state file for trStart and trCrash
 	out  invitation.Output
 }
 
 // noise reports whether a line says nothing but "beacons": received, or
 // sent by a timer.
 func (e *entry) noise() bool {
-	if e.kind != trTick && !(e.kind == trDeliver && e.msg.Body.Type() == wire.TypeBeacon) {
+	if e.kind != trInput {
 		return false
 	}
-	if e.out.Persist != nil || len(e.out.Events) > 0 {
+	switch in := e.in.(type) {
+	case invitation.Tick:
+	case invitation.Receive:
+		if in.Msg.Body.Type() != wire.TypeBeacon {
+			return false
+		}
+	default:
+		return false
+	}
+	if e.out.Save != nil || len(e.out.Events) > 0 || len(e.out.Notices) > 0 || len(e.out.Created) > 0 {
 		return false
 	}
 	for _, m := range e.out.Messages {
@@ -60,20 +65,18 @@ func (e *entry) String() string {
 		fmt.Fprintf(&b, " n%d", e.node)
 	}
 	switch e.kind {
-	case trDeliver:
-		fmt.Fprintf(&b, " ← %s", e.msg)
-	case trTick:
-		b.WriteString(" tick")
-	case trSaved:
-		fmt.Fprintf(&b, " saved counter=%d", e.arg)
-	case trSaveFailed:
-		fmt.Fprintf(&b, " save FAILED counter=%d", e.arg)
-	case trPeerDown:
-		fmt.Fprintf(&b, " peer-down %d", e.arg)
+	case trInput:
+		if in, ok := e.in.(invitation.Receive); ok {
+			fmt.Fprintf(&b, " ← %s", in.Msg)
+		} else if st, ok := e.in.(fmt.Stringer); ok {
+			b.WriteString(" " + st.String())
+		}
 	case trStart:
-		fmt.Fprintf(&b, " START counter=%d", e.arg)
+		b.WriteString(" START " + e.text)
 	case trCrash:
-		fmt.Fprintf(&b, " CRASH durable=%d", e.arg)
+		b.WriteString(" CRASH " + e.text)
+	case trYield:
+		b.WriteString(" YIELDED its ID to another process and exits")
 	case trNote:
 		b.WriteString(" ## ")
 		b.WriteString(e.text)
@@ -81,8 +84,14 @@ func (e *entry) String() string {
 	for _, ev := range e.out.Events {
 		fmt.Fprintf(&b, "\n      %s: %s", ev.Reason, ev.New)
 	}
-	if p := e.out.Persist; p != nil {
-		fmt.Fprintf(&b, "\n      %s", p)
+	for _, g := range e.out.Created {
+		fmt.Fprintf(&b, "\n      created %s", g)
+	}
+	for _, nt := range e.out.Notices {
+		fmt.Fprintf(&b, "\n      NOTICE %s", nt)
+	}
+	if p := e.out.Save; p != nil {
+		fmt.Fprintf(&b, "\n      save %s", p)
 	}
 	for _, m := range e.out.Messages {
 		if m.Msg.Body.Type() == wire.TypeBeacon {
