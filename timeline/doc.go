@@ -4,9 +4,10 @@
 //
 // The input is what the network lab (scripts/netem/) records:
 //
-//   - events: newline-delimited JSON, one Event per line, as printed by
-//     `groupd watch --json` (the contract's Event: time, node, reason, old
-//     and new Status). Lines from several nodes may be mixed in any order.
+//   - events: newline-delimited JSON, one group.Event per line, as printed
+//     by `groupd watch --json` and read with group's own decoder, so the
+//     timeline reads whatever the daemon writes. Lines from several nodes
+//     may be mixed in any order.
 //   - faults (optional): newline-delimited JSON, one Fault per line,
 //     {"time":RFC3339Nano,"kind":"partition|oneway|loss|delay|heal|kill|restart","spec":"..."}.
 //

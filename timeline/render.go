@@ -9,6 +9,10 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/groupd/groupd/group"
+	"github.com/groupd/groupd/invitation"
+	"github.com/groupd/groupd/wire"
 )
 
 // Options shape the picture. The zero value is usable.
@@ -147,7 +151,7 @@ func plural(n int) string {
 // segment is a stretch of one node's row.
 type segment struct {
 	from, to time.Time
-	st       Status
+	st       group.Status
 	down     bool
 	changes  []time.Time // member list changes inside the segment
 }
@@ -165,24 +169,24 @@ type picture struct {
 	title                string
 	width, rowH          float64
 	t0, t1               time.Time
-	nodes                []uint64
-	rows                 map[uint64][]segment
-	groups               []string // sorted by group number
-	colour               map[string]string
+	nodes                []wire.NodeID
+	rows                 map[wire.NodeID][]segment
+	groups               []wire.GroupNumber // sorted, without the zero one
+	colour               map[wire.GroupNumber]string
 	windows              []window
 	lanes                int
 	nEvents, nFaults     int
 	badEvents, badFaults int
 }
 
-func newPicture(evs []Event, fs []Fault, opts Options) *picture {
+func newPicture(evs []group.Event, fs []Fault, opts Options) *picture {
 	p := &picture{
 		opts:    opts,
 		title:   opts.Title,
 		width:   float64(opts.Width),
 		rowH:    float64(opts.RowHeight),
-		rows:    map[uint64][]segment{},
-		colour:  map[string]string{},
+		rows:    map[wire.NodeID][]segment{},
+		colour:  map[wire.GroupNumber]string{},
 		nEvents: len(evs),
 		nFaults: len(fs),
 	}
@@ -224,11 +228,11 @@ func newPicture(evs []Event, fs []Fault, opts Options) *picture {
 	}
 
 	// Nodes: every node with an event or a kill/restart fault.
-	byNode := map[uint64][]Event{}
+	byNode := map[wire.NodeID][]group.Event{}
 	for _, e := range evs {
 		byNode[e.Node] = append(byNode[e.Node], e)
 	}
-	downAt := map[uint64][]time.Time{}
+	downAt := map[wire.NodeID][]time.Time{}
 	for _, f := range fs {
 		if n := f.Node(); n != 0 {
 			downAt[n] = append(downAt[n], f.Time)
@@ -243,7 +247,7 @@ func newPicture(evs []Event, fs []Fault, opts Options) *picture {
 	sort.Slice(p.nodes, func(i, j int) bool { return p.nodes[i] < p.nodes[j] })
 
 	// Segments per node, with the down windows cut out.
-	seen := map[string]bool{}
+	seen := map[wire.GroupNumber]bool{}
 	for _, n := range p.nodes {
 		es := byNode[n]
 		var segs []segment
@@ -252,8 +256,8 @@ func newPicture(evs []Event, fs []Fault, opts Options) *picture {
 			if i+1 < len(es) {
 				to = es[i+1].Time
 			}
-			segs = append(segs, segment{from: e.Time, to: to, st: *e.New})
-			if g := e.New.Group; g != "" && !seen[g] {
+			segs = append(segs, segment{from: e.Time, to: to, st: e.New})
+			if g := e.New.Group; g != (wire.GroupNumber{}) && !seen[g] {
 				seen[g] = true
 				p.groups = append(p.groups, g)
 			}
@@ -348,37 +352,13 @@ func cutDown(segs, downs []segment) []segment {
 	return out
 }
 
-// groupLess orders "seq.id" numbers by seq, then id; anything unparsable
-// sorts after, by text.
-func groupLess(a, b string) bool {
-	as, ai, aok := parseGroup(a)
-	bs, bi, bok := parseGroup(b)
-	switch {
-	case aok && bok:
-		if as != bs {
-			return as < bs
-		}
-		return ai < bi
-	case aok != bok:
-		return aok
+// groupLess orders group numbers by seq, then id: the order they were
+// created in, as far as numbers tell.
+func groupLess(a, b wire.GroupNumber) bool {
+	if a.Seq != b.Seq {
+		return a.Seq < b.Seq
 	}
-	return a < b
-}
-
-func parseGroup(g string) (seq, id uint64, ok bool) {
-	a, b, found := strings.Cut(g, ".")
-	if !found {
-		return 0, 0, false
-	}
-	seq, err1 := strconv.ParseUint(a, 10, 64)
-	id, err2 := strconv.ParseUint(b, 10, 64)
-	return seq, id, err1 == nil && err2 == nil
-}
-
-// noGroup reports whether g names no group (before the first recovery).
-func noGroup(g string) bool {
-	seq, id, ok := parseGroup(g)
-	return g == "" || (ok && seq == 0 && id == 0)
+	return a.ID < b.ID
 }
 
 // groupColour returns the i-th group's colour: the palette first, then hues
@@ -518,10 +498,10 @@ func esc(s string) string {
 	return b.String()
 }
 
-func ids(ms []uint64) string {
+func ids(ms []wire.NodeID) string {
 	s := make([]string, len(ms))
 	for i, m := range ms {
-		s[i] = strconv.FormatUint(m, 10)
+		s[i] = strconv.FormatUint(uint64(m), 10)
 	}
 	return strings.Join(s, " ")
 }
@@ -651,7 +631,7 @@ func (p *picture) svg() string {
 	return b.String()
 }
 
-func (p *picture) rowIndex(n uint64) int {
+func (p *picture) rowIndex(n wire.NodeID) int {
 	for i, m := range p.nodes {
 		if m == n {
 			return i
@@ -670,17 +650,13 @@ func darker(c string) string {
 	return fmt.Sprintf("#%02x%02x%02x", r*7/10, g*7/10, b*7/10)
 }
 
-func isCoordinator(n uint64, st Status) bool {
-	if st.State == "election" {
-		return false
-	}
-	if st.Role != "" {
-		return st.Role == "coordinator"
-	}
-	return st.Coordinator == n
+// isCoordinator reports whether st shows its node coordinating: a node
+// merging as coordinator (Election) is drawn as electing instead.
+func isCoordinator(st group.Status) bool {
+	return st.State != wire.StateElection && st.Role == invitation.Coordinator
 }
 
-func (p *picture) drawSegment(b *strings.Builder, n uint64, s segment, y float64) {
+func (p *picture) drawSegment(b *strings.Builder, n wire.NodeID, s segment, y float64) {
 	pr := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
 	x0, x1 := p.x(s.from), p.x(s.to)
 	w := x1 - x0
@@ -699,24 +675,19 @@ func (p *picture) drawSegment(b *strings.Builder, n uint64, s segment, y float64
 		return
 	}
 	st := s.st
-	fill := "#e0e0e0"
-	if !noGroup(st.Group) {
-		if c, ok := p.colour[st.Group]; ok {
-			fill = c
-		}
+	fill := "#e0e0e0" // no group yet
+	if c, ok := p.colour[st.Group]; ok {
+		fill = c
 	}
-	state := st.State
-	if state == "" {
-		state = "unknown"
-	}
-	coord := isCoordinator(n, st)
-	tip := fmt.Sprintf("node %d %s %s group %s [%s] %s–%s", n, state, orDash(st.Role), orDash(st.Group), ids(st.Members), p.secs(s.from), p.secs(s.to))
-	pr(`<g class="seg" data-state="%s" data-group="%s"><title>%s</title>`, esc(state), esc(st.Group), esc(tip))
-	switch state {
-	case "election":
+	state := st.State.String()
+	coord := isCoordinator(st)
+	tip := fmt.Sprintf("node %d %s %s group %s [%s] %s–%s", n, state, st.Role, st.Group, ids(st.Members), p.secs(s.from), p.secs(s.to))
+	pr(`<g class="seg" data-state="%s" data-group="%s"><title>%s</title>`, esc(state), st.Group, esc(tip))
+	switch st.State {
+	case wire.StateElection:
 		pr(`<rect x="%s" y="%s" width="%s" height="%s" fill="#c8c8c8"/>`, f1(x0), f1(y), f1(w), f1(p.rowH))
 		pr(`<rect x="%s" y="%s" width="%s" height="%s" fill="url(#hatch-dark)"/>`, f1(x0), f1(y), f1(w), f1(p.rowH))
-	case "reorganization":
+	case wire.StateReorganization:
 		pr(`<rect x="%s" y="%s" width="%s" height="%s" fill="%s"/>`, f1(x0), f1(y), f1(w), f1(p.rowH), fill)
 		pr(`<rect x="%s" y="%s" width="%s" height="%s" fill="url(#hatch)"/>`, f1(x0), f1(y), f1(w), f1(p.rowH))
 	default:
@@ -734,13 +705,13 @@ func (p *picture) drawSegment(b *strings.Builder, n uint64, s segment, y float64
 			tx += 12
 		}
 	}
-	lbl := st.Group
-	if state == "election" {
+	lbl := st.Group.String()
+	if st.State == wire.StateElection {
 		lbl = "election"
 	}
-	if lbl != "" && tx+textW(lbl)+4 <= x1 {
+	if tx+textW(lbl)+4 <= x1 {
 		tc := textColour(fill)
-		if state == "election" {
+		if st.State == wire.StateElection {
 			tc = "#222"
 		}
 		pr(`<text x="%s" y="%s" fill="%s">%s</text>`, f1(tx), f1(mid+6), tc, esc(lbl))
@@ -748,28 +719,19 @@ func (p *picture) drawSegment(b *strings.Builder, n uint64, s segment, y float64
 	pr("</g>\n")
 }
 
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
 // legendItem is one entry of the legend.
 type legendItem struct {
 	kind  string // group | election | reorganization | coordinator | down | fault
 	label string
-	value string // the group number or fault kind
+	value string // the fault kind
+	group wire.GroupNumber
 	x, y  float64
 }
 
 func (p *picture) legendItems() []legendItem {
 	var items []legendItem
 	for _, g := range p.groups {
-		if noGroup(g) {
-			continue
-		}
-		items = append(items, legendItem{kind: "group", label: "group " + g, value: g})
+		items = append(items, legendItem{kind: "group", label: "group " + g.String(), group: g})
 	}
 	items = append(items,
 		legendItem{kind: "coordinator", label: "coordinator"},
@@ -811,7 +773,7 @@ func (p *picture) drawLegend(b *strings.Builder, items []legendItem, top float64
 		sw := func(extra string) { pr(`<rect x="%s" y="%s" width="14" height="12" %s/>`, f1(x), f1(y), extra) }
 		switch it.kind {
 		case "group":
-			sw(`fill="` + p.colour[it.value] + `"`)
+			sw(`fill="` + p.colour[it.group] + `"`)
 		case "coordinator":
 			sw(`fill="#f6f6f6" stroke="#bbb"`)
 			pr(`<rect x="%s" y="%s" width="14" height="4" fill="#222"/>`, f1(x), f1(y))
