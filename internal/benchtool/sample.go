@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -9,6 +10,10 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/groupd/groupd/client"
 )
 
 // Sample is a window of steady state.
@@ -161,10 +166,10 @@ func cmdSample(args []string) error {
 		return out
 	}
 	l := lab{run: *run}
-	var before map[int]map[string]float64
+	var before, after sent
 	var err error
 	if *run != "" {
-		if before, err = l.scrapeAll(nodes); err != nil {
+		if before, err = sentByType(context.Background(), l, nodes); err != nil {
 			return err
 		}
 	}
@@ -182,9 +187,8 @@ func cmdSample(args []string) error {
 		time.Sleep(min(time.Second, time.Until(end)))
 	}
 	v1, c1, t1 := vethRead(), cpuRead(), time.Now()
-	var after map[int]map[string]float64
 	if *run != "" {
-		if after, err = l.scrapeAll(nodes); err != nil {
+		if after, err = sentByType(context.Background(), l, nodes); err != nil {
 			return err
 		}
 	}
@@ -192,13 +196,8 @@ func cmdSample(args []string) error {
 	s := Sample{Kind: "sample", Label: *label, N: *n, WindowS: w, Load: load(), Start: t0}
 	if *run != "" {
 		per := float64(*n) * w
-		s.MsgsPerNodeS, s.BytesPerNodeS = map[string]float64{}, map[string]float64{}
-		for k, v := range byType("groupd_messages_sent_total", before, after) {
-			s.MsgsPerNodeS[k] = v / per
-		}
-		for k, v := range byType("groupd_bytes_sent_total", before, after) {
-			s.BytesPerNodeS[k] = v / per
-		}
+		s.MsgsPerNodeS = perSecond(before.msgs, after.msgs, per)
+		s.BytesPerNodeS = perSecond(before.bytes, after.bytes, per)
 	}
 	if *veth != "" {
 		s.Veth = map[int]Rate{}
@@ -246,4 +245,54 @@ func cmdSample(args []string) error {
 		say("         %-24s cpu %.3f%% rss %.0f KiB (max %.0f) pss %.0f KiB pids %v", name, ps.CPUPct, ps.RSSKiB, ps.RSSMax, ps.PssKiB, ps.Pids)
 	}
 	return emit(s)
+}
+
+// sent is what a set of nodes has sent, summed over the nodes, by message
+// type.
+type sent struct{ msgs, bytes map[string]float64 }
+
+// sentByType reads groupd_messages_sent_total and groupd_bytes_sent_total
+// from each node's /metrics (its API socket in the lab's run dir), parsed
+// by package client with prometheus/common's expfmt rather than by
+// splitting lines, so that labels with spaces or escapes, exemplars and
+// timestamps cannot be misread.
+func sentByType(ctx context.Context, l lab, nodes []int) (sent, error) {
+	s := sent{msgs: map[string]float64{}, bytes: map[string]float64{}}
+	for _, i := range nodes {
+		c, err := client.New("unix:" + l.sock(i))
+		if err != nil {
+			return sent{}, fmt.Errorf("node %d: %w", i, err)
+		}
+		fams, err := c.Metrics(ctx)
+		c.Close()
+		if err != nil {
+			return sent{}, fmt.Errorf("node %d: %w", i, err)
+		}
+		addByLabel(s.msgs, fams["groupd_messages_sent_total"], "type")
+		addByLabel(s.bytes, fams["groupd_bytes_sent_total"], "type")
+	}
+	return s, nil
+}
+
+// addByLabel adds each counter of fam (nil: none) to sum, keyed by the
+// value of its label.
+func addByLabel(sum map[string]float64, fam *dto.MetricFamily, label string) {
+	for _, m := range fam.GetMetric() {
+		for _, lp := range m.GetLabel() {
+			if lp.GetName() == label {
+				sum[lp.GetValue()] += m.GetCounter().GetValue()
+			}
+		}
+	}
+}
+
+// perSecond returns (after - before) / per for every key that changed.
+func perSecond(before, after map[string]float64, per float64) map[string]float64 {
+	out := map[string]float64{}
+	for k, v := range after {
+		if d := v - before[k]; d != 0 {
+			out[k] = d / per
+		}
+	}
+	return out
 }
