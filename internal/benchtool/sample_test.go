@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
+	"time"
 )
 
 // serveMetrics serves body as /metrics on node i's API socket of run.
@@ -66,5 +67,64 @@ groupd_messages_sent_total{type="Ready"} 3
 	after := sent{msgs: map[string]float64{"Beacon": 35, "Election": 0, "Ready": 3, "Invitation": 4}}
 	if got, want := perSecond(want.msgs, after.msgs, 2), map[string]float64{"Beacon": 10, "Invitation": 2}; !reflect.DeepEqual(got, want) {
 		t.Errorf("perSecond = %v, want %v", got, want)
+	}
+}
+
+// TestProcReader reads this test process and the loopback interface, and
+// checks that the values move the way the work done here moves them.
+func TestProcReader(t *testing.T) {
+	pr, err := newProcReader()
+	if err != nil {
+		t.Skip(err) // no /proc
+	}
+	pid := os.Getpid()
+	c0, err := pr.cpuSeconds(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for start := time.Now(); time.Since(start) < 200*time.Millisecond; {
+		// Burn CPU: the clock ticks are 10 ms.
+	}
+	if c1, err := pr.cpuSeconds(pid); err != nil || c1-c0 < 0.05 {
+		t.Errorf("cpuSeconds went from %v to %v (%v) after 200 ms of work", c0, c1, err)
+	}
+	if _, err := pr.cpuSeconds(1 << 30); err == nil {
+		t.Error("cpuSeconds of no process gave no error")
+	}
+
+	rss, peak := selfMemKiB()
+	if rss < 1024 || peak < rss || selfPeakKiB() < rss {
+		t.Errorf("selfMemKiB = %v KiB, peak %v KiB", rss, peak)
+	}
+	if got := pr.rssKiB(pid); got < rss/2 || got > rss*2 {
+		t.Errorf("rssKiB(self) = %v KiB, VmRSS %v KiB", got, rss)
+	}
+	if pss, threads := pr.pssKiB(pid); pss <= 0 || pss > 2*rss || threads < 2 {
+		t.Errorf("pssKiB(self) = %v KiB, %d threads (Go runs several)", pss, threads)
+	}
+
+	before, err := pr.received([]string{"lo", "no-such-if0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := before["no-such-if0"]; ok || len(before) != 1 {
+		t.Fatalf("received = %v, want lo only", before)
+	}
+	c, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for range 10 {
+		if _, err := c.WriteTo(make([]byte, 100), c.LocalAddr()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	after, _ := pr.received([]string{"lo"})
+	if d := after["lo"][0] - before["lo"][0]; d < 10 {
+		t.Errorf("lo received %v packets more after 10 sent to it", d)
+	}
+	if d := after["lo"][1] - before["lo"][1]; d < 10*100 {
+		t.Errorf("lo received %v bytes more after 10 datagrams of 100", d)
 	}
 }
