@@ -22,7 +22,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"regexp"
 	"runtime"
 	"runtime/debug"
 	"strings"
@@ -69,22 +68,26 @@ func main() {
 // returns the process exit code. Errors are reported on stderr as one line
 // "groupd: <problem>". ctx is cancelled on SIGINT or SIGTERM.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	err := newApp(stdout, stderr).RunContext(ctx, permuteTimelineArgs(args))
+	args = permuteTimelineArgs(args)
+	err := newApp(args, stdout, stderr).RunContext(ctx, args)
 	if err == nil {
 		return exitOK
 	}
+	// Every error the commands return is a cli.Exit with its code; an
+	// error of urfave/cli's own is a runtime failure.
 	code := exitFailure
-	var ee *exitError
-	if errors.As(err, &ee) {
-		code = ee.code
+	var ec cli.ExitCoder
+	if errors.As(err, &ec) {
+		code = ec.ExitCode()
 	}
 	fmt.Fprintf(stderr, "groupd: %s\n", oneLine(err.Error()))
 	return code
 }
 
-// newApp builds the command line application. A fresh one is built for
-// every run, because urfave/cli flags keep state once parsed.
-func newApp(stdout, stderr io.Writer) *cli.App {
+// newApp builds the command line application for one run of the command
+// line args. A fresh one is built for every run, because urfave/cli flags
+// keep state once parsed.
+func newApp(args []string, stdout, stderr io.Writer) *cli.App {
 	app := &cli.App{
 		Name:  "groupd",
 		Usage: "keep the machines of a LAN organised into groups with one coordinator",
@@ -100,7 +103,9 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		// Errors are printed once by run, which also picks the exit code;
 		// urfave/cli must neither print them nor call os.Exit.
 		ExitErrHandler: func(*cli.Context, error) {},
-		OnUsageError:   onUsageError,
+		OnUsageError: func(c *cli.Context, err error, _ bool) error {
+			return usageError(c.Command, args[1:], err)
+		},
 		Commands: []*cli.Command{
 			runCommand(),
 			statusCommand(),
@@ -117,58 +122,24 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		},
 	}
 	for _, cmd := range app.Commands {
-		cmd.OnUsageError = onUsageError
+		cmd.OnUsageError = func(c *cli.Context, err error, _ bool) error {
+			// The root's context holds the command line from the
+			// command's name on.
+			return usageError(c.Command, c.Lineage()[1].Args().Tail(), err)
+		}
 		cmd.HideHelpCommand = true
 	}
 	return app
 }
 
-// onUsageError turns urfave/cli's flag parsing errors (unknown flag, bad
-// value, bad value in an env var) into bad-configuration errors, phrased
-// with the double dashes the help text uses.
-func onUsageError(c *cli.Context, err error, _ bool) error {
-	msg := err.Error()
-	if m := undefinedFlag.FindStringSubmatch(msg); m != nil {
-		msg = fmt.Sprintf("unknown flag --%s (see %s --help)", m[1], c.Command.HelpName)
-	} else if m := invalidValue.FindStringSubmatch(msg); m != nil {
-		detail := m[3]
-		if detail == ": parse error" {
-			detail = "" // says nothing the rest does not
-		}
-		msg = fmt.Sprintf("--%s: invalid value %s%s", m[2], m[1], detail)
-	}
-	return &exitError{code: exitConfig, err: errors.New(msg)}
-}
-
-// Messages of the standard flag package, which urfave/cli passes on.
-var (
-	undefinedFlag = regexp.MustCompile(`^flag provided but not defined: -+(\S+)$`)
-	invalidValue  = regexp.MustCompile(`^invalid (?:boolean )?value (".*") for (?:flag )?-+([^:\s]+)(: .*)?$`)
-)
-
-// exitError carries the exit code an error should end the process with.
-type exitError struct {
-	code int
-	err  error
-	msg  string // replaces err's text when set
-}
-
-func (e *exitError) Error() string {
-	if e.msg != "" {
-		return e.msg
-	}
-	return e.err.Error()
-}
-func (e *exitError) Unwrap() error { return e.err }
-
 // badConfig returns an error that exits with code 2.
 func badConfig(format string, args ...any) error {
-	return &exitError{code: exitConfig, err: fmt.Errorf(format, args...)}
+	return cli.Exit(fmt.Errorf(format, args...), exitConfig)
 }
 
 // failure returns an error that exits with code 1.
 func failure(format string, args ...any) error {
-	return &exitError{code: exitFailure, err: fmt.Errorf(format, args...)}
+	return cli.Exit(fmt.Errorf(format, args...), exitFailure)
 }
 
 // oneLine folds a message onto one line.

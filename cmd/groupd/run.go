@@ -239,9 +239,9 @@ func classify(err error) error {
 		errors.Is(err, syscall.EROFS):
 		// group's messages name the flag; its package prefix would
 		// read "groupd: group: --port ...".
-		return &exitError{code: exitConfig, err: err, msg: strings.TrimPrefix(err.Error(), "group: ")}
+		return cli.Exit(strings.TrimPrefix(err.Error(), "group: "), exitConfig)
 	}
-	return &exitError{code: exitFailure, err: err}
+	return cli.Exit(err, exitFailure)
 }
 
 // newLogger returns the daemon's logger writing to w.

@@ -52,7 +52,7 @@ func statusAction(c *cli.Context) error {
 		return err
 	}
 	if st.Expect > 0 && !st.Primary {
-		return &exitError{code: exitNotPrimary, err: fmt.Errorf("not in the primary partition (%d members, --expect %d)", len(st.Members), st.Expect)}
+		return cli.Exit(fmt.Sprintf("not in the primary partition (%d members, --expect %d)", len(st.Members), st.Expect), exitNotPrimary)
 	}
 	return nil
 }
