@@ -246,17 +246,12 @@ func classify(err error) error {
 
 // newLogger returns the daemon's logger writing to w.
 func newLogger(w io.Writer, level, format string) (zerolog.Logger, error) {
-	var lvl zerolog.Level
-	switch level {
-	case "debug":
-		lvl = zerolog.DebugLevel
-	case "info":
-		lvl = zerolog.InfoLevel
-	case "warn":
-		lvl = zerolog.WarnLevel
-	case "error":
-		lvl = zerolog.ErrorLevel
-	default:
+	// zerolog's own names, in any case. groupd offers four of them:
+	// trace floods the journal, and fatal, panic and disabled would hide
+	// the error that says why the daemon stops. ParseLevel also takes
+	// numbers, which the help does not offer.
+	lvl, err := zerolog.ParseLevel(level)
+	if err != nil || lvl < zerolog.DebugLevel || lvl > zerolog.ErrorLevel || !strings.EqualFold(level, lvl.String()) {
 		return zerolog.Nop(), badConfig("--log-level %q: want debug, info, warn or error", level)
 	}
 	switch format {

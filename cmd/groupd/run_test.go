@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/base64"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -277,5 +278,38 @@ func wantLastLine(t *testing.T, stderr, want string) {
 		if strings.HasPrefix(l, "groupd: ") {
 			t.Fatalf("more than one error line:\n%s", stderr)
 		}
+	}
+}
+
+func TestLogLevel(t *testing.T) {
+	for _, tc := range []struct {
+		level string
+		want  zerolog.Level // NoLevel: refused
+	}{
+		{"debug", zerolog.DebugLevel},
+		{"info", zerolog.InfoLevel},
+		{"warn", zerolog.WarnLevel},
+		{"error", zerolog.ErrorLevel},
+		{"WARN", zerolog.WarnLevel},
+		{"trace", zerolog.NoLevel},
+		{"fatal", zerolog.NoLevel},
+		{"disabled", zerolog.NoLevel},
+		{"", zerolog.NoLevel},
+		{"2", zerolog.NoLevel},
+		{"warning", zerolog.NoLevel},
+	} {
+		t.Run(tc.level, func(t *testing.T) {
+			log, err := newLogger(io.Discard, tc.level, "json")
+			if tc.want == zerolog.NoLevel {
+				want := fmt.Sprintf("--log-level %q: want debug, info, warn or error", tc.level)
+				if err == nil || err.Error() != want {
+					t.Fatalf("err = %v, want %q", err, want)
+				}
+				return
+			}
+			if err != nil || log.GetLevel() != tc.want {
+				t.Fatalf("level %v, err %v; want %v", log.GetLevel(), err, tc.want)
+			}
+		})
 	}
 }
