@@ -5,7 +5,7 @@
 //	groupd status [--json]     this node's view of its group, from the local API
 //	groupd members [--json]    the nodes this node knows
 //	groupd watch [--json]      a stream of group changes
-//	groupd version             version, commit and Go version
+//	groupd version             version, commit and Go version (also groupd --version)
 //	groupd timeline EVENTS.ndjson -o OUT.svg [--faults FAULTS.ndjson]
 //	                           draw recorded events as an SVG timeline
 //
@@ -114,9 +114,18 @@ func newApp(args []string, stdout, stderr io.Writer) *cli.App {
 			versionCommand(),
 			timelineCommand(),
 		},
+		// urfave/cli's own --version prints "groupd version X" through
+		// a package-level printer; this one prints what `groupd
+		// version` does.
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "version", Usage: "print the version, commit and Go version, as groupd version does"},
+		},
 		Action: func(c *cli.Context) error {
 			if c.Args().Present() {
 				return badConfig("unknown command %q (see groupd --help)", c.Args().First())
+			}
+			if c.Bool("version") {
+				return printVersion(c.App.Writer)
 			}
 			return cli.ShowAppHelp(c)
 		},
@@ -198,15 +207,21 @@ func versionCommand() *cli.Command {
 			if err := noArgs(c); err != nil {
 				return err
 			}
-			bi := readBuildInfo()
-			commit := bi.Commit
-			if commit == "" {
-				commit = "unknown"
-			} else if bi.Modified {
-				commit += " (modified)"
-			}
-			fmt.Fprintf(c.App.Writer, "groupd %s\ncommit: %s\ngo: %s\n", bi.Version, commit, bi.GoVersion)
-			return nil
+			return printVersion(c.App.Writer)
 		},
 	}
+}
+
+// printVersion prints the output of `groupd version` and `groupd
+// --version`.
+func printVersion(w io.Writer) error {
+	bi := readBuildInfo()
+	commit := bi.Commit
+	if commit == "" {
+		commit = "unknown"
+	} else if bi.Modified {
+		commit += " (modified)"
+	}
+	_, err := fmt.Fprintf(w, "groupd %s\ncommit: %s\ngo: %s\n", bi.Version, commit, bi.GoVersion)
+	return err
 }

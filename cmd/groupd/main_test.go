@@ -47,6 +47,10 @@ func TestVersion(t *testing.T) {
 		!strings.HasPrefix(lines[1], "commit: ") || !strings.HasPrefix(lines[2], "go: go") {
 		t.Fatalf("version output:\n%s", out)
 	}
+	code, flagOut, errOut := runCLI(t, "--version")
+	if code != exitOK || errOut != "" || flagOut != out {
+		t.Errorf("--version: exit %d, stderr %q, printed\n%s\nwant what version prints\n%s", code, errOut, flagOut, out)
+	}
 }
 
 func TestUsageErrors(t *testing.T) {
