@@ -201,6 +201,7 @@ func readBuildInfo() buildInfo {
 func versionCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "version",
+		Category:  catTools,
 		Usage:     "print the version, commit and Go version",
 		ArgsUsage: " ",
 		Action: func(c *cli.Context) error {

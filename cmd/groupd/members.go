@@ -15,6 +15,7 @@ import (
 func membersCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "members",
+		Category:  catQuery,
 		Usage:     "list the nodes this node knows (from the local API)",
 		ArgsUsage: " ",
 		Description: "Asks the daemon at --api for GET /v1/members and prints a table, or with --json the\n" +

@@ -17,6 +17,7 @@ import (
 func statusCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "status",
+		Category:  catQuery,
 		Usage:     "show this node's group, role and coordinator (from the local API)",
 		ArgsUsage: " ",
 		Description: "Asks the daemon at --api for GET /v1/status. With --json, prints the object exactly as\n" +

@@ -16,6 +16,7 @@ import (
 func timelineCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "timeline",
+		Category:  catTools,
 		Usage:     "draw recorded events (and faults) as an SVG timeline",
 		ArgsUsage: "EVENTS.ndjson",
 		Description: "Reads newline-delimited JSON events, as printed by `groupd watch --json` (lines of\n" +

@@ -17,6 +17,7 @@ import (
 func watchCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "watch",
+		Category:  catQuery,
 		Usage:     "stream this node's group changes (from the local API)",
 		ArgsUsage: " ",
 		Description: "Follows GET /v1/events of the daemon at --api and prints one line per event, or with\n" +
