@@ -3,6 +3,7 @@ module github.com/groupd/groupd
 go 1.26.8
 
 require (
+	github.com/gofrs/flock v0.13.1
 	github.com/hashicorp/memberlist v0.7.0
 	github.com/mattn/go-isatty v0.0.20
 	github.com/prometheus/client_golang v1.25.0
