@@ -12,19 +12,37 @@ import (
 	"github.com/groupd/groupd/group"
 )
 
-// apiFlag is the --api flag of the client commands.
-func apiFlag() *cli.StringFlag {
-	return &cli.StringFlag{
-		Name:    "api",
-		Usage:   "address of the daemon's local API: `HOST:PORT` or unix:/path",
-		Value:   group.DefaultAPI,
-		EnvVars: []string{"GROUPD_API"},
+// queryCommand is a command that asks the daemon's local API (status,
+// members, watch): it takes no arguments, has --api and --json, and its
+// action gets a client of the daemon at --api.
+func queryCommand(name, usage, description, jsonUsage string, action func(*cli.Context, *client.Client) error) *cli.Command {
+	return &cli.Command{
+		Name:        name,
+		Category:    catQuery,
+		Usage:       usage,
+		ArgsUsage:   " ",
+		Description: description,
+		Flags: []cli.Flag{
+			&cli.StringFlag{
+				Name:    "api",
+				Usage:   "address of the daemon's local API: `HOST:PORT` or unix:/path",
+				Value:   group.DefaultAPI,
+				EnvVars: []string{"GROUPD_API"},
+			},
+			&cli.BoolFlag{Name: "json", Usage: jsonUsage},
+		},
+		Action: func(c *cli.Context) error {
+			if err := noArgs(c); err != nil {
+				return err
+			}
+			api, err := newClient(c)
+			if err != nil {
+				return err
+			}
+			defer api.Close()
+			return action(c, api)
+		},
 	}
-}
-
-// jsonFlag is the --json flag of the client commands.
-func jsonFlag(usage string) *cli.BoolFlag {
-	return &cli.BoolFlag{Name: "json", Usage: usage}
 }
 
 // newClient returns a client of the daemon at --api. An address that

@@ -9,34 +9,18 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/groupd/groupd/client"
 	"github.com/groupd/groupd/group"
 )
 
 func membersCommand() *cli.Command {
-	return &cli.Command{
-		Name:      "members",
-		Category:  catQuery,
-		Usage:     "list the nodes this node knows (from the local API)",
-		ArgsUsage: " ",
-		Description: "Asks the daemon at --api for GET /v1/members and prints a table, or with --json the\n" +
+	return queryCommand("members", "list the nodes this node knows (from the local API)",
+		"Asks the daemon at --api for GET /v1/members and prints a table, or with --json the\n"+
 			"array as the API returns it, on one line. Exits 1 when no daemon answers.",
-		Flags: []cli.Flag{
-			apiFlag(),
-			jsonFlag("print the members as a JSON array, on one line"),
-		},
-		Action: membersAction,
-	}
+		"print the members as a JSON array, on one line", membersAction)
 }
 
-func membersAction(c *cli.Context) error {
-	if err := noArgs(c); err != nil {
-		return err
-	}
-	api, err := newClient(c)
-	if err != nil {
-		return err
-	}
-	defer api.Close()
+func membersAction(c *cli.Context, api *client.Client) error {
 	body, ms, err := api.MembersRaw(c.Context)
 	if c.Bool("json") && body != nil {
 		// The daemon's own bytes: a member list this client cannot

@@ -10,36 +10,20 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/groupd/groupd/client"
 	"github.com/groupd/groupd/group"
 	"github.com/groupd/groupd/wire"
 )
 
 func statusCommand() *cli.Command {
-	return &cli.Command{
-		Name:      "status",
-		Category:  catQuery,
-		Usage:     "show this node's group, role and coordinator (from the local API)",
-		ArgsUsage: " ",
-		Description: "Asks the daemon at --api for GET /v1/status. With --json, prints the object exactly as\n" +
-			"the API returns it, on one line. Exits 1 when no daemon answers, and 3 when the daemon\n" +
+	return queryCommand("status", "show this node's group, role and coordinator (from the local API)",
+		"Asks the daemon at --api for GET /v1/status. With --json, prints the object exactly as\n"+
+			"the API returns it, on one line. Exits 1 when no daemon answers, and 3 when the daemon\n"+
 			"runs with --expect and this node is not in the primary partition (scripts can gate on it).",
-		Flags: []cli.Flag{
-			apiFlag(),
-			jsonFlag("print the status object as JSON, on one line"),
-		},
-		Action: statusAction,
-	}
+		"print the status object as JSON, on one line", statusAction)
 }
 
-func statusAction(c *cli.Context) error {
-	if err := noArgs(c); err != nil {
-		return err
-	}
-	api, err := newClient(c)
-	if err != nil {
-		return err
-	}
-	defer api.Close()
+func statusAction(c *cli.Context, api *client.Client) error {
 	body, st, err := api.StatusRaw(c.Context)
 	if err != nil {
 		return apiError(err)

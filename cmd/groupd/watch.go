@@ -10,37 +10,21 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/groupd/groupd/client"
 	"github.com/groupd/groupd/group"
 	"github.com/groupd/groupd/wire"
 )
 
 func watchCommand() *cli.Command {
-	return &cli.Command{
-		Name:      "watch",
-		Category:  catQuery,
-		Usage:     "stream this node's group changes (from the local API)",
-		ArgsUsage: " ",
-		Description: "Follows GET /v1/events of the daemon at --api and prints one line per event, or with\n" +
-			"--json each newline-delimited JSON event as received. The first event is a snapshot of\n" +
-			"the current status. Exits 0 on Ctrl-C or when the daemon ends the stream, 1 when no\n" +
+	return queryCommand("watch", "stream this node's group changes (from the local API)",
+		"Follows GET /v1/events of the daemon at --api and prints one line per event, or with\n"+
+			"--json each newline-delimited JSON event as received. The first event is a snapshot of\n"+
+			"the current status. Exits 0 on Ctrl-C or when the daemon ends the stream, 1 when no\n"+
 			"daemon answers or the connection breaks.",
-		Flags: []cli.Flag{
-			apiFlag(),
-			jsonFlag("print each event as the JSON line the API sends"),
-		},
-		Action: watchAction,
-	}
+		"print each event as the JSON line the API sends", watchAction)
 }
 
-func watchAction(c *cli.Context) error {
-	if err := noArgs(c); err != nil {
-		return err
-	}
-	api, err := newClient(c)
-	if err != nil {
-		return err
-	}
-	defer api.Close()
+func watchAction(c *cli.Context, api *client.Client) error {
 	ctx := c.Context
 	stream, err := api.Watch(ctx)
 	if err != nil {
