@@ -85,9 +85,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 // newApp builds the command line application for one run of the command
-// line args. A fresh one is built for every run, because urfave/cli flags
-// keep state once parsed.
+// line args (args[0] is the program name), which it needs to explain a
+// usage error. A fresh one is built for every run, because urfave/cli
+// flags keep state once parsed.
 func newApp(args []string, stdout, stderr io.Writer) *cli.App {
+	var rootArgs []string
+	if len(args) > 1 {
+		rootArgs = args[1:]
+	}
 	app := &cli.App{
 		Name:  "groupd",
 		Usage: "keep the machines of a LAN organised into groups with one coordinator",
@@ -104,7 +109,7 @@ func newApp(args []string, stdout, stderr io.Writer) *cli.App {
 		// urfave/cli must neither print them nor call os.Exit.
 		ExitErrHandler: func(*cli.Context, error) {},
 		OnUsageError: func(c *cli.Context, err error, _ bool) error {
-			return usageError(c.Command, args[1:], err)
+			return usageError(c.Command, rootArgs, err)
 		},
 		Commands: []*cli.Command{
 			runCommand(),
