@@ -82,24 +82,35 @@ type Client struct {
 	address string
 }
 
+// AddrError is an API address that cannot be used, and why. The groupd
+// command names its flag (--api) in front of Problem; other callers print
+// Error.
+type AddrError struct {
+	Addr    string // as given
+	Problem string // "want HOST:PORT or unix:/path"
+}
+
+func (e *AddrError) Error() string { return fmt.Sprintf("API address %q: %s", e.Addr, e.Problem) }
+
 // ParseAddr checks an API address, "unix:/path/to.sock" or "host:port",
-// and returns the network ("unix" or "tcp") and the address to dial.
+// and returns the network ("unix" or "tcp") and the address to dial. Its
+// errors are *AddrError.
 func ParseAddr(addr string) (network, address string, err error) {
 	if path, ok := strings.CutPrefix(addr, "unix:"); ok {
 		if path == "" {
-			return "", "", fmt.Errorf("API address %q: no socket path after unix:", addr)
+			return "", "", &AddrError{addr, "no socket path after unix:"}
 		}
 		return "unix", path, nil
 	}
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
-		return "", "", fmt.Errorf("API address %q: want HOST:PORT or unix:/path", addr)
+		return "", "", &AddrError{addr, "want HOST:PORT or unix:/path"}
 	}
 	if host == "" {
-		return "", "", fmt.Errorf("API address %q: no host (use 127.0.0.1:%s for loopback)", addr, port)
+		return "", "", &AddrError{addr, fmt.Sprintf("no host (use 127.0.0.1:%s for loopback)", port)}
 	}
 	if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
-		return "", "", fmt.Errorf("API address %q: port %q is not in 1-65535", addr, port)
+		return "", "", &AddrError{addr, fmt.Sprintf("port %q is not in 1-65535", port)}
 	}
 	return "tcp", addr, nil
 }

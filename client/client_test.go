@@ -158,8 +158,9 @@ func TestParseAddr(t *testing.T) {
 	} {
 		n, a, err := ParseAddr(tc.in)
 		if tc.err != "" {
-			if err == nil || !strings.Contains(err.Error(), tc.err) {
-				t.Errorf("ParseAddr(%q) err = %v, want %q", tc.in, err, tc.err)
+			var ae *AddrError
+			if !errors.As(err, &ae) || ae.Addr != tc.in || !strings.Contains(ae.Problem, tc.err) {
+				t.Errorf("ParseAddr(%q) err = %#v, want an *AddrError saying %q", tc.in, err, tc.err)
 			}
 			continue
 		}

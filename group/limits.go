@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/time/rate"
+
 	"github.com/groupd/groupd/invitation"
 )
 
@@ -41,9 +43,8 @@ const (
 	DefaultRateLimit = 500
 
 	// maxSources bounds the token buckets. Beyond it (a flood from
-	// spoofed addresses), buckets idle long enough to be full again are
-	// reclaimed at most once a second, and new addresses meanwhile share
-	// one overflow bucket.
+	// spoofed addresses), buckets full again are reclaimed at most once
+	// a second, and new addresses meanwhile share one overflow bucket.
 	maxSources = invitation.MaxGroupSize
 
 	// logEvery is the period of logLimiter: at most one line per key.
@@ -55,28 +56,32 @@ const (
 
 // sourceLimiter is a token bucket per source IP address: rate tokens per
 // second, at most burst. Safe for concurrent use (the wire and multicast
-// readers share one).
+// readers share one). The buckets are golang.org/x/time/rate's; this type
+// keeps their number bounded.
 type sourceLimiter struct {
-	rate, burst float64
+	rate  rate.Limit
+	burst int
 
 	mu        sync.Mutex
-	buckets   map[netip.Addr]*bucket
-	overflow  bucket
+	buckets   map[netip.Addr]*rate.Limiter
+	overflow  *rate.Limiter // shared by new sources while buckets is full
 	lastSweep time.Time
 }
 
-type bucket struct {
-	tokens float64
-	last   time.Time
-}
-
-// newSourceLimiter returns a limiter of rate packets per second per
-// source, with a burst of two seconds' worth; nil (no limit) if rate <= 0.
-func newSourceLimiter(rate int) *sourceLimiter {
-	if rate <= 0 {
+// newSourceLimiter returns a limiter of perSecond packets per second per
+// source, with a burst of two seconds' worth; nil (no limit) if perSecond
+// <= 0.
+func newSourceLimiter(perSecond int) *sourceLimiter {
+	if perSecond <= 0 {
 		return nil
 	}
-	return &sourceLimiter{rate: float64(rate), burst: 2 * float64(rate), buckets: make(map[netip.Addr]*bucket)}
+	l := &sourceLimiter{
+		rate:    rate.Limit(perSecond),
+		burst:   2 * perSecond,
+		buckets: make(map[netip.Addr]*rate.Limiter),
+	}
+	l.overflow = rate.NewLimiter(l.rate, l.burst)
+	return l
 }
 
 // allow takes a token from src's bucket and reports whether there was one.
@@ -90,6 +95,8 @@ func (l *sourceLimiter) allow(src *net.UDPAddr, now time.Time) bool {
 		return true
 	}
 	ip = ip.Unmap()
+	// Held across AllowN too, so that a sweep cannot forget a bucket
+	// between its lookup and its use.
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	b := l.buckets[ip]
@@ -98,38 +105,25 @@ func (l *sourceLimiter) allow(src *net.UDPAddr, now time.Time) bool {
 			l.sweep(now)
 		}
 		if len(l.buckets) >= maxSources {
-			b = &l.overflow
+			b = l.overflow
 		} else {
-			b = &bucket{tokens: l.burst, last: now}
+			b = rate.NewLimiter(l.rate, l.burst) // full
 			l.buckets[ip] = b
 		}
 	}
-	return b.take(now, l.rate, l.burst)
+	return b.AllowN(now, 1)
 }
 
-// take refills b for the time since its last use and takes one token.
-func (b *bucket) take(now time.Time, rate, burst float64) bool {
-	if d := now.Sub(b.last).Seconds(); d > 0 { // a zero last: a full bucket
-		b.tokens = min(burst, b.tokens+d*rate)
-		b.last = now
-	}
-	if b.tokens < 1 {
-		return false
-	}
-	b.tokens--
-	return true
-}
-
-// sweep forgets buckets that would be full by now (forgetting them changes
-// nothing), at most once a second. Call with mu held.
+// sweep forgets buckets that are full by now (forgetting them changes
+// nothing: a new one starts full), at most once a second. Call with mu
+// held.
 func (l *sourceLimiter) sweep(now time.Time) {
 	if now.Sub(l.lastSweep) < time.Second {
 		return
 	}
 	l.lastSweep = now
-	full := time.Duration(l.burst / l.rate * float64(time.Second))
 	for ip, b := range l.buckets {
-		if now.Sub(b.last) >= full {
+		if b.TokensAt(now) >= float64(l.burst) {
 			delete(l.buckets, ip)
 		}
 	}

@@ -61,8 +61,9 @@ func TestSourceLimiter(t *testing.T) {
 	if n < 95 || n > 105 {
 		t.Fatalf("one second at 1000/s: %d allowed, want about 100", n)
 	}
-	// IPv4-mapped IPv6 is the same address.
-	if l.allow(&net.UDPAddr{IP: net.ParseIP("::ffff:10.0.0.1"), Port: 1}, t0.Add(time.Second)) {
+	// IPv4-mapped IPv6 is the same address: at 999 ms the bucket holds
+	// 0.9 of a token (the last one was taken at 990 ms).
+	if l.allow(&net.UDPAddr{IP: net.ParseIP("::ffff:10.0.0.1"), Port: 1}, t0.Add(999*time.Millisecond)) {
 		t.Fatal("IPv4-mapped form of a flooding address got through")
 	}
 	if !l.allow(nil, t0) || !l.allow(&net.UDPAddr{}, t0) {
@@ -353,5 +354,24 @@ func TestAPILoopbackByDefault(t *testing.T) {
 		if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
 			t.Errorf("default API %q is not on loopback", cfg.API)
 		}
+	}
+}
+
+// BenchmarkSourceLimiter is the per-packet cost on the socket readers: a
+// flood from one address, and traffic from many.
+func BenchmarkSourceLimiter(b *testing.B) {
+	for _, sources := range []int{1, 1000} {
+		b.Run(fmt.Sprint(sources, " sources"), func(b *testing.B) {
+			l := newSourceLimiter(DefaultRateLimit)
+			addrs := make([]*net.UDPAddr, sources)
+			for i := range addrs {
+				addrs[i] = &net.UDPAddr{IP: net.IPv4(10, 0, byte(i>>8), byte(i)), Port: 7950}
+			}
+			now := time.Unix(1000, 0)
+			b.ResetTimer()
+			for i := range b.N {
+				l.allow(addrs[i%sources], now.Add(time.Duration(i)*time.Microsecond))
+			}
+		})
 	}
 }

@@ -3,6 +3,7 @@ package group
 import (
 	"bytes"
 	"log"
+	"net"
 	"strings"
 	"time"
 
@@ -47,6 +48,14 @@ func (w mlLogWriter) Write(p []byte) (int, error) {
 			continue
 		}
 		level, msg := parseMemberlistLine(string(line))
+		if level > zerolog.DebugLevel && strings.Contains(msg, net.ErrClosed.Error()) {
+			// Memberlist's gossip and probe goroutines may send once
+			// more after Shutdown closed its transport: a clean stop
+			// logged "[ERR] Failed to send gossip ...: use of closed
+			// network connection". The socket was closed by this
+			// process, so it is no error of the network's.
+			level = zerolog.DebugLevel
+		}
 		if len(msg) > maxMLLogLine {
 			// Memberlist quotes what it received (a bad label, a
 			// node name): a hostile peer must not fill the log.

@@ -64,3 +64,34 @@ func TestMemberlistLogger(t *testing.T) {
 		}
 	}
 }
+
+// TestMemberlistLogClosedSocket: memberlist's complaint about a socket
+// this process closed (a clean shutdown) is debug, not an error; other
+// send failures stay errors.
+func TestMemberlistLogClosedSocket(t *testing.T) {
+	for _, tc := range []struct {
+		line, level string // level "": not logged at info
+	}{
+		{"[ERR] memberlist: Failed to send gossip to 127.0.0.1:17921: write udp 127.0.0.1:17911->127.0.0.1:17921: use of closed network connection", ""},
+		{"[WARN] memberlist: Failed to send ping: write udp 127.0.0.1:1->127.0.0.1:2: use of closed network connection", ""},
+		{"[ERR] memberlist: Failed to send gossip to 127.0.0.1:17921: write udp 127.0.0.1:17911->127.0.0.1:17921: sendto: network is unreachable", "error"},
+	} {
+		for _, min := range []zerolog.Level{zerolog.InfoLevel, zerolog.DebugLevel} {
+			var buf bytes.Buffer
+			newStdLogger(zerolog.New(&buf).Level(min)).Print(tc.line)
+			want := tc.level
+			if want == "" && min == zerolog.DebugLevel {
+				want = "debug"
+			}
+			var got struct{ Level string }
+			if buf.Len() > 0 {
+				if err := json.Unmarshal(buf.Bytes(), &got); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got.Level != want {
+				t.Errorf("%q at %v: logged at %q, want %q", tc.line, min, got.Level, want)
+			}
+		}
+	}
+}

@@ -7,6 +7,8 @@ import (
 	"os"
 	"strconv"
 	"syscall"
+
+	"github.com/gofrs/flock"
 )
 
 // fsys is every file-system operation the store performs, so that tests can
@@ -66,7 +68,10 @@ func (osFS) writable(dir string) error {
 	return nil
 }
 
-func (osFS) readFile(path string, limit int64) ([]byte, error) {
+func (osFS) readFile(path string, limit int64) ([]byte, error) { return readFileLimit(path, limit) }
+
+// readFileLimit reads at most limit bytes of path.
+func readFileLimit(path string, limit int64) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -87,48 +92,30 @@ func (osFS) syncDir(dir string) error {
 	return err
 }
 
+// lock takes the flock with gofrs/flock, which opens the file through
+// os.OpenFile (O_CLOEXEC: hook commands do not inherit the lock), creating
+// it with mode 0600, and retries read-write where flock(2) is emulated
+// over fcntl (NFS). The PID written into the file is only informative (the
+// flock is what counts), so it is written through a second descriptor and
+// not fsynced; closing that descriptor keeps the flock, which belongs to
+// the first one.
 func (osFS) lock(path string) (io.Closer, error) {
-	// os.OpenFile sets O_CLOEXEC: hook commands do not inherit the lock.
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	l := flock.New(path, flock.SetPermissions(0o600))
+	locked, err := l.TryLock()
 	if err != nil {
-		return nil, err
-	}
-	rc, err := f.SyscallConn()
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	var ferr error
-	if err := rc.Control(func(fd uintptr) {
-		for {
-			ferr = syscall.Flock(int(fd), syscall.LOCK_EX|syscall.LOCK_NB)
-			if ferr != syscall.EINTR {
-				return
-			}
+		if pe := (*os.PathError)(nil); errors.As(err, &pe) {
+			return nil, err // opening the file failed
 		}
-	}); err != nil {
-		f.Close()
-		return nil, err
+		return nil, &os.PathError{Op: "flock", Path: path, Err: err}
 	}
-	if errors.Is(ferr, syscall.EWOULDBLOCK) {
-		b, _ := io.ReadAll(io.LimitReader(f, 32))
-		f.Close()
+	if !locked {
+		b, _ := readFileLimit(path, 32)
 		pid, _ := strconv.Atoi(string(bytes.TrimSpace(b)))
 		return nil, &heldError{pid: pid}
 	}
-	if ferr != nil {
-		f.Close()
-		return nil, &os.PathError{Op: "flock", Path: path, Err: ferr}
-	}
-	// The PID is only informative (the flock is what counts), so it is not
-	// fsynced.
-	if err := f.Truncate(0); err != nil {
-		f.Close()
+	if err := os.WriteFile(path, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o600); err != nil {
+		l.Close()
 		return nil, err
 	}
-	if _, err := f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0); err != nil {
-		f.Close()
-		return nil, err
-	}
-	return f, nil
+	return l, nil
 }

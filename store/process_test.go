@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -255,5 +256,27 @@ func TestCrashConsistency(t *testing.T) {
 	t.Logf("seed %d: %d kills during saves, highest counter %d, incarnation %d", seed, midRun, maxCounter, maxInc)
 	if midRun < 20 {
 		t.Errorf("seed %d: only %d kills interrupted a saving child within %v", seed, midRun, budget)
+	}
+}
+
+// TestLockNotInherited checks that a command started while the store is
+// open (a hook) does not inherit the lock's descriptor: the lock must end
+// with the daemon, not with its longest-running hook.
+func TestLockNotInherited(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	out, err := exec.Command("/bin/sh", "-c", `for f in /proc/$$/fd/*; do readlink "$f"; done; true`).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(out), filepath.Join(dir, lockName)) {
+		t.Fatalf("a child process holds the lock file open:\n%s", out)
+	}
+	if !strings.Contains(string(out), "/") {
+		t.Fatalf("the child listed no open file, so the check proves nothing:\n%q", out)
 	}
 }

@@ -11,30 +11,13 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/groupd/groupd/group"
+	"github.com/groupd/groupd/wire"
 )
 
 // maxLine bounds one NDJSON line; longer lines are counted as malformed.
 const maxLine = 1 << 20
-
-// Status is the part of a node's status (the contract's Status JSON) that
-// the timeline uses. Unknown fields are ignored.
-type Status struct {
-	ID          uint64   `json:"id"`
-	State       string   `json:"state"`       // "normal" | "election" | "reorganization"
-	Role        string   `json:"role"`        // "coordinator" | "participant"
-	Group       string   `json:"group"`       // "seq.id", e.g. "17.3"
-	Coordinator uint64   `json:"coordinator"` // ID of the group's coordinator
-	Members     []uint64 `json:"members"`
-}
-
-// Event is one line of events.ndjson (the contract's Event JSON).
-type Event struct {
-	Time   time.Time `json:"time"`
-	Node   uint64    `json:"node"`
-	Reason string    `json:"reason"`
-	Old    *Status   `json:"old"`
-	New    *Status   `json:"new"`
-}
 
 // Fault is one line of faults.ndjson, written by the lab scripts.
 type Fault struct {
@@ -44,7 +27,7 @@ type Fault struct {
 }
 
 // Node returns the node a kill or restart fault is about, or 0.
-func (f Fault) Node() uint64 {
+func (f Fault) Node() wire.NodeID {
 	if f.Kind != "kill" && f.Kind != "restart" {
 		return 0
 	}
@@ -52,18 +35,21 @@ func (f Fault) Node() uint64 {
 	if err != nil {
 		return 0
 	}
-	return n
+	return wire.NodeID(n)
 }
 
-// ReadEvents reads newline-delimited Event JSON. Blank lines are ignored;
-// lines that are not a JSON object with a time, a node (or new.id) and a
-// new status are skipped and counted in skipped. The events come back
-// sorted by time (stable for equal times). err is set only when the reader
-// fails; an input with no valid event is not an error here (Render decides).
-func ReadEvents(r io.Reader) (events []Event, skipped int, err error) {
+// ReadEvents reads newline-delimited group.Event JSON (GET /v1/events,
+// `groupd watch --json`). Blank lines are ignored; lines that are not such
+// an event with a time, a node (or new.id) and a new status are skipped and
+// counted in skipped. The events come back sorted by time (stable for
+// equal times). err is set only when the reader fails; an input with no
+// valid event is not an error here (Render decides).
+func ReadEvents(r io.Reader) (events []group.Event, skipped int, err error) {
 	err = readLines(r, func(line []byte) {
-		var e Event
-		if json.Unmarshal(line, &e) != nil || e.Time.IsZero() || e.New == nil {
+		var e group.Event
+		// A line without "new" leaves New zero, whose State is not
+		// valid: no status was recorded.
+		if json.Unmarshal(line, &e) != nil || e.Time.IsZero() || !e.New.State.Valid() {
 			skipped++
 			return
 		}

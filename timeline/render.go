@@ -9,6 +9,10 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/groupd/groupd/group"
+	"github.com/groupd/groupd/invitation"
+	"github.com/groupd/groupd/wire"
 )
 
 // Options shape the picture. The zero value is usable.
@@ -41,6 +45,7 @@ const (
 	axisH     = 34.0
 	legendH   = 20.0
 	charW     = 6.4 // estimated width of one character at font-size 11
+	digitW    = 7.0 // and of a digit
 	fontSize  = 11
 	fontStack = "system-ui, -apple-system, 'Segoe UI', Helvetica, Arial, sans-serif"
 )
@@ -147,7 +152,7 @@ func plural(n int) string {
 // segment is a stretch of one node's row.
 type segment struct {
 	from, to time.Time
-	st       Status
+	st       group.Status
 	down     bool
 	changes  []time.Time // member list changes inside the segment
 }
@@ -165,26 +170,33 @@ type picture struct {
 	title                string
 	width, rowH          float64
 	t0, t1               time.Time
-	nodes                []uint64
-	rows                 map[uint64][]segment
-	groups               []string // sorted by group number
-	colour               map[string]string
+	nodes                []wire.NodeID
+	rows                 map[wire.NodeID][]segment
+	groups               []wire.GroupNumber // sorted, without the zero one
+	colour               map[wire.GroupNumber]string
 	windows              []window
 	lanes                int
 	nEvents, nFaults     int
 	badEvents, badFaults int
+
+	// Filled while drawing, for the legend.
+	used      map[string]bool   // data-mark keys drawn
+	usedOrder []string          // in the order first drawn
+	markDash  map[string]string // a mark's stroke-dasharray, by fault kind
+	reorgFill string            // the fill under the first reorganization hatch
 }
 
-func newPicture(evs []Event, fs []Fault, opts Options) *picture {
+func newPicture(evs []group.Event, fs []Fault, opts Options) *picture {
 	p := &picture{
-		opts:    opts,
-		title:   opts.Title,
-		width:   float64(opts.Width),
-		rowH:    float64(opts.RowHeight),
-		rows:    map[uint64][]segment{},
-		colour:  map[string]string{},
-		nEvents: len(evs),
-		nFaults: len(fs),
+		opts:     opts,
+		title:    opts.Title,
+		width:    float64(opts.Width),
+		rowH:     float64(opts.RowHeight),
+		rows:     map[wire.NodeID][]segment{},
+		colour:   map[wire.GroupNumber]string{},
+		markDash: map[string]string{},
+		nEvents:  len(evs),
+		nFaults:  len(fs),
 	}
 	if p.title == "" {
 		p.title = "groupd timeline"
@@ -224,11 +236,11 @@ func newPicture(evs []Event, fs []Fault, opts Options) *picture {
 	}
 
 	// Nodes: every node with an event or a kill/restart fault.
-	byNode := map[uint64][]Event{}
+	byNode := map[wire.NodeID][]group.Event{}
 	for _, e := range evs {
 		byNode[e.Node] = append(byNode[e.Node], e)
 	}
-	downAt := map[uint64][]time.Time{}
+	downAt := map[wire.NodeID][]time.Time{}
 	for _, f := range fs {
 		if n := f.Node(); n != 0 {
 			downAt[n] = append(downAt[n], f.Time)
@@ -243,7 +255,7 @@ func newPicture(evs []Event, fs []Fault, opts Options) *picture {
 	sort.Slice(p.nodes, func(i, j int) bool { return p.nodes[i] < p.nodes[j] })
 
 	// Segments per node, with the down windows cut out.
-	seen := map[string]bool{}
+	seen := map[wire.GroupNumber]bool{}
 	for _, n := range p.nodes {
 		es := byNode[n]
 		var segs []segment
@@ -252,8 +264,8 @@ func newPicture(evs []Event, fs []Fault, opts Options) *picture {
 			if i+1 < len(es) {
 				to = es[i+1].Time
 			}
-			segs = append(segs, segment{from: e.Time, to: to, st: *e.New})
-			if g := e.New.Group; g != "" && !seen[g] {
+			segs = append(segs, segment{from: e.Time, to: to, st: e.New})
+			if g := e.New.Group; g != (wire.GroupNumber{}) && !seen[g] {
 				seen[g] = true
 				p.groups = append(p.groups, g)
 			}
@@ -270,6 +282,9 @@ func newPicture(evs []Event, fs []Fault, opts Options) *picture {
 			downs = append(downs, segment{from: t, to: end, down: true})
 		}
 		p.rows[n] = cutDown(mergeSame(segs), downs)
+	}
+	if opts.End.IsZero() {
+		p.makeRoomAtEnd()
 	}
 	sort.Slice(p.groups, func(i, j int) bool { return groupLess(p.groups[i], p.groups[j]) })
 	for i, g := range p.groups {
@@ -292,6 +307,53 @@ func newPicture(evs []Event, fs []Fault, opts Options) *picture {
 	}
 	p.assignLanes()
 	return p
+}
+
+// makeRoomAtEnd moves the end of the time axis (p.t1) later, if needed, so
+// that the last segment of every row is wide enough for its label: the
+// group a node ends in is what a reader looks for. (A fault label that
+// would run past the right edge is moved left instead: labelX.) The rows
+// are built up to the old end; their last segments are stretched to the
+// new one.
+func (p *picture) makeRoomAtEnd() {
+	type need struct {
+		at time.Time
+		px float64 // from at's x
+	}
+	var needs []need
+	for _, n := range p.nodes {
+		if segs := p.rows[n]; len(segs) > 0 {
+			last := segs[len(segs)-1]
+			_, px := segmentLabel(last)
+			needs = append(needs, need{last.from, px})
+		}
+	}
+	// x(at) + px <= x(t1) holds when (t1-t0) >= (at-t0) / (1 - px/plotW).
+	span := p.t1.Sub(p.t0)
+	for _, nd := range needs {
+		// A label wider than half the plot is not worth the squeeze; one
+		// pixel more absorbs the rounding of the comparison in drawSegment.
+		px := min(nd.px+1, p.plotW()/2)
+		if nd.at.Before(p.t0) {
+			continue
+		}
+		if d := time.Duration(float64(nd.at.Sub(p.t0)) / (1 - px/p.plotW())); d > span {
+			span = d
+		}
+	}
+	end := p.t0.Add(span)
+	if !end.After(p.t1) {
+		return
+	}
+	for n, segs := range p.rows {
+		for i := range segs {
+			if segs[i].to.Equal(p.t1) {
+				segs[i].to = end
+			}
+		}
+		p.rows[n] = segs
+	}
+	p.t1 = end
 }
 
 // mergeSame joins neighbouring segments that look the same (state, role
@@ -348,37 +410,13 @@ func cutDown(segs, downs []segment) []segment {
 	return out
 }
 
-// groupLess orders "seq.id" numbers by seq, then id; anything unparsable
-// sorts after, by text.
-func groupLess(a, b string) bool {
-	as, ai, aok := parseGroup(a)
-	bs, bi, bok := parseGroup(b)
-	switch {
-	case aok && bok:
-		if as != bs {
-			return as < bs
-		}
-		return ai < bi
-	case aok != bok:
-		return aok
+// groupLess orders group numbers by seq, then id: the order they were
+// created in, as far as numbers tell.
+func groupLess(a, b wire.GroupNumber) bool {
+	if a.Seq != b.Seq {
+		return a.Seq < b.Seq
 	}
-	return a < b
-}
-
-func parseGroup(g string) (seq, id uint64, ok bool) {
-	a, b, found := strings.Cut(g, ".")
-	if !found {
-		return 0, 0, false
-	}
-	seq, err1 := strconv.ParseUint(a, 10, 64)
-	id, err2 := strconv.ParseUint(b, 10, 64)
-	return seq, id, err1 == nil && err2 == nil
-}
-
-// noGroup reports whether g names no group (before the first recovery).
-func noGroup(g string) bool {
-	seq, id, ok := parseGroup(g)
-	return g == "" || (ok && seq == 0 && id == 0)
+	return a.ID < b.ID
 }
 
 // groupColour returns the i-th group's colour: the palette first, then hues
@@ -445,6 +483,12 @@ func (p *picture) label(w window) string {
 	return w.f.Kind + " " + w.f.Spec
 }
 
+// labelX is where a fault's label starts: just after its line, or as far
+// right as it fits when that would run past the picture's right edge.
+func (p *picture) labelX(w window) float64 {
+	return math.Max(marginL, math.Min(p.x(w.from)+3, p.width-2-textW(p.label(w))))
+}
+
 // assignLanes places fault labels in lanes above the rows so that they do
 // not overlap; past maxLanes, the least crowded lane is reused.
 func (p *picture) assignLanes() {
@@ -452,7 +496,8 @@ func (p *picture) assignLanes() {
 	for i := range p.windows {
 		w := &p.windows[i]
 		x0 := p.x(w.from)
-		x1 := math.Max(p.x(w.to), x0+textW(p.label(*w))+6)
+		x0 = math.Min(x0, p.labelX(*w)-3)
+		x1 := math.Max(p.x(w.to), p.labelX(*w)+textW(p.label(*w))+3)
 		lane := -1
 		for l, r := range right {
 			if r+2 <= x0 {
@@ -479,7 +524,32 @@ func (p *picture) assignLanes() {
 	p.lanes = len(right)
 }
 
-func textW(s string) float64 { return float64(len([]rune(s))) * charW }
+// textW estimates the width of s at fontSize. Digits are wider than the
+// average letter in the usual sans-serif fonts (DejaVu Sans: 7.0 px
+// against 5.7 at 11 px), and labels are mostly digits.
+func textW(s string) float64 {
+	w := 0.0
+	for _, r := range s {
+		if r >= '0' && r <= '9' {
+			w += digitW
+		} else {
+			w += charW
+		}
+	}
+	return w
+}
+
+// fit shortens s with an ellipsis to at most width pixels.
+func fit(s string, width float64) string {
+	if textW(s) <= width {
+		return s
+	}
+	r := []rune(s)
+	for len(r) > 0 && textW(string(r))+charW > width {
+		r = r[:len(r)-1]
+	}
+	return string(r) + "…"
+}
 
 // niceStep returns a tick step (in seconds) giving about ten ticks.
 func niceStep(span float64) float64 {
@@ -518,10 +588,10 @@ func esc(s string) string {
 	return b.String()
 }
 
-func ids(ms []uint64) string {
+func ids(ms []wire.NodeID) string {
 	s := make([]string, len(ms))
 	for i, m := range ms {
-		s[i] = strconv.FormatUint(m, 10)
+		s[i] = strconv.FormatUint(uint64(m), 10)
 	}
 	return strings.Join(s, " ")
 }
@@ -530,9 +600,35 @@ func (p *picture) secs(t time.Time) string {
 	return strconv.FormatFloat(t.Sub(p.t0).Seconds(), 'f', 2, 64) + "s"
 }
 
+// The drawing marks every element it draws with data-mark="KEY", and the
+// legend has one entry per key drawn, with the same data-mark, so that the
+// two cannot drift apart (TestLegendCoversMarks reads the SVG back). Keys:
+//
+//	group:SEQ.ID      a segment in that group's colour
+//	no-group          a segment before the node's first group
+//	coordinator       the bar and star of a coordinating node
+//	election          grey hatching
+//	reorganization    white hatching over the group being joined
+//	members-changed   the tick where a member list changed
+//	down              a node down after a kill or restart
+//	fault:KIND        a fault window (partition, loss, ...)
+//	mark:KIND         a fault at one instant (kill, restart, heal)
+//
+// Everything else (title, grid, axis, row labels) is data-chrome.
+
+// use records that key is drawn and returns its attribute.
+func (p *picture) use(key string) string {
+	if !p.used[key] {
+		p.used[key] = true
+		p.usedOrder = append(p.usedOrder, key)
+	}
+	return ` data-mark="` + esc(key) + `"`
+}
+
 func (p *picture) svg() string {
-	var b strings.Builder
-	pr := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
+	p.used = map[string]bool{}
+	var body strings.Builder
+	pr := func(format string, a ...any) { fmt.Fprintf(&body, format, a...) }
 
 	titleH := 44.0
 	bandTop := titleH
@@ -544,41 +640,29 @@ func (p *picture) svg() string {
 	pitch := p.rowH + rowGap
 	rowsH := float64(len(p.nodes))*pitch - rowGap
 	axisTop := rowsTop + rowsH
-	legend := p.legendItems()
-	legendLines := p.layoutLegend(legend)
-	legendTop := axisTop + axisH
-	height := legendTop + float64(legendLines)*legendH + 8
-	if p.badEvents > 0 || p.badFaults > 0 {
-		height += 16
+
+	// Title and subtitle, shortened to the picture's width.
+	room := p.width - marginL - 2
+	pr(`<g data-chrome="title">`)
+	pr(`<text x="%s" y="18" font-size="15" font-weight="bold" fill="#111">%s</text>`, f1(marginL), esc(fit(p.title, room*11/15)))
+	sub := fmt.Sprintf("%.1f s · %d node%s · %d event%s · %d fault%s",
+		p.t1.Sub(p.t0).Seconds(), len(p.nodes), plural(len(p.nodes)), p.nEvents, plural(p.nEvents), p.nFaults, plural(p.nFaults))
+	if start := "start " + p.t0.UTC().Format("2006-01-02 15:04:05.000") + " UTC · "; textW(start+sub) <= room {
+		sub = start + sub
 	}
-
-	pr(`<svg xmlns="http://www.w3.org/2000/svg" width="%s" height="%s" viewBox="0 0 %s %s" font-family="%s" font-size="%d">`+"\n",
-		f1(p.width), f1(height), f1(p.width), f1(height), fontStack, fontSize)
-	pr("<title>%s</title>\n", esc(p.title))
-	pr(`<defs>
-<pattern id="hatch" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><rect width="2.5" height="6" fill="#fff" fill-opacity="0.6"/></pattern>
-<pattern id="hatch-dark" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(-45)"><rect width="2" height="6" fill="#555" fill-opacity="0.55"/></pattern>
-</defs>
-`)
-	pr(`<rect width="100%%" height="100%%" fill="#fff"/>` + "\n")
-
-	// Title and subtitle.
-	pr(`<text x="%s" y="18" font-size="15" font-weight="bold" fill="#111">%s</text>`+"\n", f1(marginL), esc(p.title))
-	sub := fmt.Sprintf("start %s UTC · %.1f s · %d node%s · %d event%s · %d fault%s",
-		p.t0.UTC().Format("2006-01-02 15:04:05.000"), p.t1.Sub(p.t0).Seconds(),
-		len(p.nodes), plural(len(p.nodes)), p.nEvents, plural(p.nEvents), p.nFaults, plural(p.nFaults))
-	pr(`<text x="%s" y="35" fill="#555">%s</text>`+"\n", f1(marginL), esc(sub))
+	pr(`<text x="%s" y="35" fill="#555">%s</text>`, f1(marginL), esc(fit(sub, room)))
+	pr("</g>\n")
 
 	// Grid and ticks.
 	span := p.t1.Sub(p.t0).Seconds()
 	step := niceStep(span)
-	pr(`<g stroke="#e6e6e6" stroke-width="1">` + "\n")
+	pr(`<g data-chrome="grid" stroke="#e6e6e6" stroke-width="1">` + "\n")
 	for i := 0; float64(i)*step <= span+1e-9; i++ {
 		x := marginL + float64(i)*step/span*p.plotW()
 		pr(`<line x1="%s" y1="%s" x2="%s" y2="%s"/>`+"\n", f1(x), f1(rowsTop), f1(x), f1(axisTop+4))
 	}
 	pr("</g>\n")
-	pr(`<g fill="#444" text-anchor="middle">` + "\n")
+	pr(`<g data-chrome="axis" fill="#444" text-anchor="middle">` + "\n")
 	for i := 0; float64(i)*step <= span+1e-9; i++ {
 		x := marginL + float64(i)*step/span*p.plotW()
 		v := float64(i) * step
@@ -588,17 +672,17 @@ func (p *picture) svg() string {
 		}
 		pr(`<text x="%s" y="%s">%s</text>`+"\n", f1(x), f1(axisTop+17), lbl)
 	}
-	pr("</g>\n")
 	pr(`<text x="%s" y="%s" fill="#777" text-anchor="end">seconds from start</text>`+"\n", f1(p.width-marginR), f1(axisTop+28))
+	pr("</g>\n")
 
 	// Rows.
 	for i, n := range p.nodes {
 		y := rowsTop + float64(i)*pitch
 		pr(`<g class="node" data-node="%d">`+"\n", n)
-		pr(`<text x="%s" y="%s" text-anchor="end" fill="#222">node %d</text>`+"\n", f1(marginL-8), f1(y+p.rowH/2+4), n)
-		pr(`<rect x="%s" y="%s" width="%s" height="%s" fill="#f6f6f6"/>`+"\n", f1(marginL), f1(y), f1(p.plotW()), f1(p.rowH))
+		pr(`<text data-chrome="row" x="%s" y="%s" text-anchor="end" fill="#222">node %d</text>`+"\n", f1(marginL-8), f1(y+p.rowH/2+4), n)
+		pr(`<rect data-chrome="row" x="%s" y="%s" width="%s" height="%s" fill="#f6f6f6"/>`+"\n", f1(marginL), f1(y), f1(p.plotW()), f1(p.rowH))
 		for _, s := range p.rows[n] {
-			p.drawSegment(&b, n, s, y)
+			p.drawSegment(&body, n, s, y)
 		}
 		pr("</g>\n")
 	}
@@ -612,7 +696,7 @@ func (p *picture) svg() string {
 		tip := fmt.Sprintf("%s at %s", lbl, p.secs(w.from))
 		if !w.mark {
 			tip += " until " + p.secs(w.to)
-			pr(`<g class="fault" data-kind="%s"><title>%s</title>`+"\n", esc(w.f.Kind), esc(tip))
+			pr(`<g class="fault" data-kind="%s"%s><title>%s</title>`+"\n", esc(w.f.Kind), p.use("fault:"+w.f.Kind), esc(tip))
 			pr(`<rect x="%s" y="%s" width="%s" height="%s" fill="#000" fill-opacity="0.08"/>`+"\n",
 				f1(x0), f1(rowsTop-2), f1(math.Max(x1-x0, 1)), f1(rowsH+4))
 			pr(`<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="%s" stroke-width="1" stroke-dasharray="2 2"/>`+"\n",
@@ -621,11 +705,10 @@ func (p *picture) svg() string {
 				f1(x0), f1(ly+1), f1(math.Max(x1-x0, 1)), f1(laneH-3), c)
 			pr(`<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="%s" stroke-width="1.5"/>`+"\n",
 				f1(x0), f1(ly+1), f1(x0), f1(axisTop), c)
-			pr(`<text x="%s" y="%s" fill="%s">%s</text>`+"\n", f1(x0+3), f1(ly+laneH-5), darker(c), esc(lbl))
+			pr(`<text x="%s" y="%s" fill="%s">%s</text>`+"\n", f1(p.labelX(w)), f1(ly+laneH-5), darker(c), esc(lbl))
 			pr("</g>\n")
 			continue
 		}
-		pr(`<g class="fault" data-kind="%s"><title>%s</title>`+"\n", esc(w.f.Kind), esc(tip))
 		y0, y1 := rowsTop-2, axisTop
 		dash := ` stroke-dasharray="4 3"`
 		if n := w.f.Node(); n != 0 {
@@ -635,23 +718,46 @@ func (p *picture) svg() string {
 				dash = ""
 			}
 		}
+		if _, seen := p.markDash[w.f.Kind]; !seen {
+			p.markDash[w.f.Kind] = dash
+		}
+		pr(`<g class="fault" data-kind="%s"%s><title>%s</title>`+"\n", esc(w.f.Kind), p.use("mark:"+w.f.Kind), esc(tip))
 		pr(`<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="%s" stroke-width="2"%s/>`+"\n", f1(x0), f1(y0), f1(x0), f1(y1), c, dash)
 		pr(`<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="%s" stroke-width="1" stroke-opacity="0.5"/>`+"\n", f1(x0), f1(ly+1), f1(x0), f1(y0), c)
-		pr(`<text x="%s" y="%s" fill="%s">%s</text>`+"\n", f1(x0+3), f1(ly+laneH-5), darker(c), esc(lbl))
+		pr(`<text x="%s" y="%s" fill="%s">%s</text>`+"\n", f1(p.labelX(w)), f1(ly+laneH-5), darker(c), esc(lbl))
 		pr("</g>\n")
 	}
 
-	// Legend.
+	// The legend: what was drawn, in a fixed order.
+	legend := p.legendItems()
+	legendLines := p.layoutLegend(legend)
+	legendTop := axisTop + axisH
+	height := legendTop + float64(legendLines)*legendH + 8
+	if p.badEvents > 0 || p.badFaults > 0 {
+		height += 16
+	}
+
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%s" height="%s" viewBox="0 0 %s %s" font-family="%s" font-size="%d">`+"\n",
+		f1(p.width), f1(height), f1(p.width), f1(height), fontStack, fontSize)
+	fmt.Fprintf(&b, "<title>%s</title>\n", esc(p.title))
+	b.WriteString(`<defs>
+<pattern id="hatch" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><rect width="2.5" height="6" fill="#fff" fill-opacity="0.6"/></pattern>
+<pattern id="hatch-dark" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(-45)"><rect width="2" height="6" fill="#555" fill-opacity="0.55"/></pattern>
+</defs>
+`)
+	b.WriteString(`<rect data-chrome="background" width="100%" height="100%" fill="#fff"/>` + "\n")
+	b.WriteString(body.String())
 	p.drawLegend(&b, legend, legendTop)
 	if p.badEvents > 0 || p.badFaults > 0 {
-		pr(`<text x="%s" y="%s" fill="#a33">note: skipped %d malformed event line%s and %d malformed fault line%s</text>`+"\n",
+		fmt.Fprintf(&b, `<text data-chrome="note" x="%s" y="%s" fill="#a33">note: skipped %d malformed event line%s and %d malformed fault line%s</text>`+"\n",
 			f1(marginL), f1(height-8), p.badEvents, plural(p.badEvents), p.badFaults, plural(p.badFaults))
 	}
-	pr("</svg>\n")
+	b.WriteString("</svg>\n")
 	return b.String()
 }
 
-func (p *picture) rowIndex(n uint64) int {
+func (p *picture) rowIndex(n wire.NodeID) int {
 	for i, m := range p.nodes {
 		if m == n {
 			return i
@@ -670,17 +776,33 @@ func darker(c string) string {
 	return fmt.Sprintf("#%02x%02x%02x", r*7/10, g*7/10, b*7/10)
 }
 
-func isCoordinator(n uint64, st Status) bool {
-	if st.State == "election" {
-		return false
-	}
-	if st.Role != "" {
-		return st.Role == "coordinator"
-	}
-	return st.Coordinator == n
+// isCoordinator reports whether st shows its node coordinating: a node
+// merging as coordinator (Election) is drawn as electing instead.
+func isCoordinator(st group.Status) bool {
+	return st.State != wire.StateElection && st.Role == invitation.Coordinator
 }
 
-func (p *picture) drawSegment(b *strings.Builder, n uint64, s segment, y float64) {
+// noGroupFill is the colour of a node that has no group yet.
+const noGroupFill = "#e0e0e0"
+
+// segmentLabel is the text drawn in a segment, and the room it needs from
+// the segment's start (with the coordinator's star).
+func segmentLabel(s segment) (string, float64) {
+	if s.down {
+		return "down", textW("down") + 8
+	}
+	lbl := s.st.Group.String()
+	if s.st.State == wire.StateElection {
+		lbl = "election"
+	}
+	need := textW(lbl) + 8
+	if isCoordinator(s.st) {
+		need += 12
+	}
+	return lbl, need
+}
+
+func (p *picture) drawSegment(b *strings.Builder, n wire.NodeID, s segment, y float64) {
 	pr := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
 	x0, x1 := p.x(s.from), p.x(s.to)
 	w := x1 - x0
@@ -688,100 +810,99 @@ func (p *picture) drawSegment(b *strings.Builder, n uint64, s segment, y float64
 		return
 	}
 	mid := y + p.rowH/2
+	lbl, need := segmentLabel(s)
 	if s.down {
-		pr(`<g class="down"><title>node %d down %s–%s</title>`, n, p.secs(s.from), p.secs(s.to))
+		pr(`<g class="down"%s><title>node %d down %s–%s</title>`, p.use("down"), n, p.secs(s.from), p.secs(s.to))
 		pr(`<rect x="%s" y="%s" width="%s" height="%s" fill="#fff"/>`, f1(x0), f1(y), f1(w), f1(p.rowH))
 		pr(`<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="#999" stroke-width="1.2" stroke-dasharray="3 3"/>`, f1(x0), f1(mid), f1(x1), f1(mid))
-		if w > textW("down")+8 {
-			pr(`<text x="%s" y="%s" fill="#888" font-size="10">down</text>`, f1(x0+4), f1(mid-3))
+		if w >= need {
+			pr(`<text x="%s" y="%s" fill="#888" font-size="10">%s</text>`, f1(x0+4), f1(mid-3), lbl)
 		}
 		pr("</g>\n")
 		return
 	}
 	st := s.st
-	fill := "#e0e0e0"
-	if !noGroup(st.Group) {
-		if c, ok := p.colour[st.Group]; ok {
-			fill = c
+	fill, key := noGroupFill, "no-group"
+	if c, ok := p.colour[st.Group]; ok {
+		fill, key = c, "group:"+st.Group.String()
+	}
+	state := st.State.String()
+	tip := fmt.Sprintf("node %d %s %s group %s [%s] %s–%s", n, state, st.Role, st.Group, ids(st.Members), p.secs(s.from), p.secs(s.to))
+	pr(`<g class="seg" data-state="%s" data-group="%s"><title>%s</title>`, esc(state), st.Group, esc(tip))
+	switch st.State {
+	case wire.StateElection:
+		pr(`<rect x="%s" y="%s" width="%s" height="%s" fill="#c8c8c8"%s/>`, f1(x0), f1(y), f1(w), f1(p.rowH), p.use("election"))
+		pr(`<rect x="%s" y="%s" width="%s" height="%s" fill="url(#hatch-dark)"%s/>`, f1(x0), f1(y), f1(w), f1(p.rowH), p.use("election"))
+	case wire.StateReorganization:
+		if p.reorgFill == "" {
+			p.reorgFill = fill
 		}
-	}
-	state := st.State
-	if state == "" {
-		state = "unknown"
-	}
-	coord := isCoordinator(n, st)
-	tip := fmt.Sprintf("node %d %s %s group %s [%s] %s–%s", n, state, orDash(st.Role), orDash(st.Group), ids(st.Members), p.secs(s.from), p.secs(s.to))
-	pr(`<g class="seg" data-state="%s" data-group="%s"><title>%s</title>`, esc(state), esc(st.Group), esc(tip))
-	switch state {
-	case "election":
-		pr(`<rect x="%s" y="%s" width="%s" height="%s" fill="#c8c8c8"/>`, f1(x0), f1(y), f1(w), f1(p.rowH))
-		pr(`<rect x="%s" y="%s" width="%s" height="%s" fill="url(#hatch-dark)"/>`, f1(x0), f1(y), f1(w), f1(p.rowH))
-	case "reorganization":
-		pr(`<rect x="%s" y="%s" width="%s" height="%s" fill="%s"/>`, f1(x0), f1(y), f1(w), f1(p.rowH), fill)
-		pr(`<rect x="%s" y="%s" width="%s" height="%s" fill="url(#hatch)"/>`, f1(x0), f1(y), f1(w), f1(p.rowH))
+		pr(`<rect x="%s" y="%s" width="%s" height="%s" fill="%s"%s/>`, f1(x0), f1(y), f1(w), f1(p.rowH), fill, p.use(key))
+		pr(`<rect x="%s" y="%s" width="%s" height="%s" fill="url(#hatch)"%s/>`, f1(x0), f1(y), f1(w), f1(p.rowH), p.use("reorganization"))
 	default:
-		pr(`<rect x="%s" y="%s" width="%s" height="%s" fill="%s"/>`, f1(x0), f1(y), f1(w), f1(p.rowH), fill)
+		pr(`<rect x="%s" y="%s" width="%s" height="%s" fill="%s"%s/>`, f1(x0), f1(y), f1(w), f1(p.rowH), fill, p.use(key))
 	}
 	for _, c := range s.changes {
 		cx := p.x(c)
-		pr(`<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="#fff" stroke-width="1.5"/>`, f1(cx), f1(y+p.rowH-6), f1(cx), f1(y+p.rowH))
+		pr(`<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="#fff" stroke-width="1.5"%s/>`, f1(cx), f1(y+p.rowH-6), f1(cx), f1(y+p.rowH), p.use("members-changed"))
 	}
 	tx := x0 + 4
-	if coord {
+	if isCoordinator(st) {
+		pr(`<g%s>`, p.use("coordinator"))
 		pr(`<rect x="%s" y="%s" width="%s" height="4" fill="#222"/>`, f1(x0), f1(y), f1(w))
 		if w >= 12 {
 			pr(`<text x="%s" y="%s" fill="#222" font-size="12">★</text>`, f1(x0+2), f1(mid+6))
 			tx += 12
 		}
+		pr(`</g>`)
 	}
-	lbl := st.Group
-	if state == "election" {
-		lbl = "election"
-	}
-	if lbl != "" && tx+textW(lbl)+4 <= x1 {
+	if x0+need <= x1 {
 		tc := textColour(fill)
-		if state == "election" {
+		if st.State == wire.StateElection {
 			tc = "#222"
 		}
-		pr(`<text x="%s" y="%s" fill="%s">%s</text>`, f1(tx), f1(mid+6), tc, esc(lbl))
+		lk := key
+		if st.State == wire.StateElection {
+			lk = "election"
+		}
+		pr(`<text x="%s" y="%s" fill="%s" data-label="segment"%s>%s</text>`, f1(tx), f1(mid+6), tc, p.use(lk), esc(lbl))
 	}
 	pr("</g>\n")
 }
 
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
 // legendItem is one entry of the legend.
 type legendItem struct {
-	kind  string // group | election | reorganization | coordinator | down | fault
+	key   string // the data-mark it explains
 	label string
-	value string // the group number or fault kind
 	x, y  float64
 }
 
+// legendItems returns an entry for every mark drawn: groups in order, then
+// states and marks, then faults in the order they first appear.
 func (p *picture) legendItems() []legendItem {
 	var items []legendItem
-	for _, g := range p.groups {
-		if noGroup(g) {
-			continue
+	add := func(key, label string) {
+		if p.used[key] {
+			items = append(items, legendItem{key: key, label: label})
 		}
-		items = append(items, legendItem{kind: "group", label: "group " + g, value: g})
 	}
-	items = append(items,
-		legendItem{kind: "coordinator", label: "coordinator"},
-		legendItem{kind: "election", label: "election"},
-		legendItem{kind: "reorganization", label: "reorganization"},
-		legendItem{kind: "down", label: "down"},
-	)
-	seen := map[string]bool{}
-	for _, w := range p.windows {
-		if !w.mark && !seen[w.f.Kind] {
-			seen[w.f.Kind] = true
-			items = append(items, legendItem{kind: "fault", label: w.f.Kind, value: w.f.Kind})
+	for _, g := range p.groups {
+		add("group:"+g.String(), "group "+g.String())
+	}
+	add("no-group", "no group yet")
+	add("coordinator", "coordinator")
+	add("election", "election")
+	add("reorganization", "reorganization")
+	add("members-changed", "member list changed")
+	add("down", "down")
+	for _, key := range p.usedOrder {
+		if kind, ok := strings.CutPrefix(key, "fault:"); ok {
+			add(key, kind)
+		}
+	}
+	for _, key := range p.usedOrder {
+		if kind, ok := strings.CutPrefix(key, "mark:"); ok {
+			add(key, kind)
 		}
 	}
 	return items
@@ -808,10 +929,14 @@ func (p *picture) drawLegend(b *strings.Builder, items []legendItem, top float64
 	pr(`<g class="legend">` + "\n")
 	for _, it := range items {
 		x, y := it.x, top+it.y
+		pr(`<g class="legend-item"%s>`, ` data-mark="`+esc(it.key)+`"`)
 		sw := func(extra string) { pr(`<rect x="%s" y="%s" width="14" height="12" %s/>`, f1(x), f1(y), extra) }
-		switch it.kind {
+		switch kind, arg, _ := strings.Cut(it.key, ":"); kind {
 		case "group":
-			sw(`fill="` + p.colour[it.value] + `"`)
+			g, _ := wire.ParseGroupNumber(arg)
+			sw(`fill="` + p.colour[g] + `"`)
+		case "no-group":
+			sw(`fill="` + noGroupFill + `"`)
 		case "coordinator":
 			sw(`fill="#f6f6f6" stroke="#bbb"`)
 			pr(`<rect x="%s" y="%s" width="14" height="4" fill="#222"/>`, f1(x), f1(y))
@@ -820,14 +945,19 @@ func (p *picture) drawLegend(b *strings.Builder, items []legendItem, top float64
 			sw(`fill="#c8c8c8"`)
 			sw(`fill="url(#hatch-dark)"`)
 		case "reorganization":
-			sw(`fill="#4e79a7"`)
+			sw(`fill="` + p.reorgFill + `"`)
 			sw(`fill="url(#hatch)"`)
+		case "members-changed":
+			sw(`fill="#9a9a9a"`)
+			pr(`<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="#fff" stroke-width="1.5"/>`, f1(x+7), f1(y+6), f1(x+7), f1(y+12))
 		case "down":
 			pr(`<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="#999" stroke-width="1.2" stroke-dasharray="3 3"/>`, f1(x), f1(y+6), f1(x+14), f1(y+6))
 		case "fault":
-			sw(`fill="` + colourOfFault(it.value) + `" fill-opacity="0.25"`)
+			sw(`fill="` + colourOfFault(arg) + `" fill-opacity="0.25"`)
+		case "mark":
+			pr(`<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="%s" stroke-width="2"%s/>`, f1(x+7), f1(y), f1(x+7), f1(y+12), colourOfFault(arg), p.markDash[arg])
 		}
-		pr(`<text x="%s" y="%s" fill="#333">%s</text>`+"\n", f1(x+18), f1(y+10), esc(it.label))
+		pr(`<text x="%s" y="%s" fill="#333">%s</text></g>`+"\n", f1(x+18), f1(y+10), esc(it.label))
 	}
 	pr("</g>\n")
 }

@@ -8,10 +8,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"sort"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/groupd/groupd/wire"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden SVG files in testdata/")
@@ -189,10 +192,10 @@ func TestManyGroupsDistinctColours(t *testing.T) {
 }
 
 func TestGroupOrder(t *testing.T) {
-	gs := []string{"10.2", "2.7", "2.3", "x", "1.9"}
-	want := []string{"1.9", "2.3", "2.7", "10.2", "x"}
+	gs := []wire.GroupNumber{{Seq: 10, ID: 2}, {Seq: 2, ID: 7}, {Seq: 2, ID: 3}, {Seq: 1, ID: 9}}
+	want := []wire.GroupNumber{{Seq: 1, ID: 9}, {Seq: 2, ID: 3}, {Seq: 2, ID: 7}, {Seq: 10, ID: 2}}
 	sort.Slice(gs, func(i, j int) bool { return groupLess(gs[i], gs[j]) })
-	if strings.Join(gs, " ") != strings.Join(want, " ") {
+	if !reflect.DeepEqual(gs, want) {
 		t.Fatalf("order %v, want %v", gs, want)
 	}
 }

@@ -1,144 +1,85 @@
 package main
 
 import (
-	"bufio"
-	"context"
+	"bytes"
+	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
-	"net"
-	"net/http"
-	"net/url"
-	"strconv"
-	"strings"
-	"time"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/groupd/groupd/client"
 	"github.com/groupd/groupd/group"
 )
 
-// Client timeouts. Dialling the local API is immediate when a daemon runs;
-// a request that takes longer than requestTimeout means a stuck daemon.
-const (
-	dialTimeout    = 2 * time.Second
-	requestTimeout = 5 * time.Second
-)
-
-// apiFlag is the --api flag of the client commands.
-func apiFlag() *cli.StringFlag {
-	return &cli.StringFlag{
-		Name:    "api",
-		Usage:   "address of the daemon's local API: `HOST:PORT` or unix:/path",
-		Value:   group.DefaultAPI,
-		EnvVars: []string{"GROUPD_API"},
-	}
-}
-
-// jsonFlag is the --json flag of the client commands.
-func jsonFlag(usage string) *cli.BoolFlag {
-	return &cli.BoolFlag{Name: "json", Usage: usage}
-}
-
-// parseAPIAddr checks an API address: "unix:/path/to.sock" or "host:port".
-// It returns the network ("unix" or "tcp") and the address to dial.
-func parseAPIAddr(addr string) (network, address string, err error) {
-	if path, ok := strings.CutPrefix(addr, "unix:"); ok {
-		if path == "" {
-			return "", "", fmt.Errorf("--api %q: no socket path after unix:", addr)
-		}
-		return "unix", path, nil
-	}
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return "", "", fmt.Errorf("--api %q: want HOST:PORT or unix:/path", addr)
-	}
-	if host == "" {
-		return "", "", fmt.Errorf("--api %q: no host (use 127.0.0.1:%s for loopback)", addr, port)
-	}
-	if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
-		return "", "", fmt.Errorf("--api %q: port %q is not in 1-65535", addr, port)
-	}
-	return "tcp", addr, nil
-}
-
-// apiClient talks to the daemon's local HTTP API over TCP or a unix socket.
-type apiClient struct {
-	addr string // as given, for messages
-	base string // URL prefix
-	http *http.Client
-}
-
-// newAPIClient returns a client for the API at addr. timeout bounds each
-// whole request (0: none, for streams).
-func newAPIClient(addr string, timeout time.Duration) (*apiClient, error) {
-	network, address, err := parseAPIAddr(addr)
-	if err != nil {
-		return nil, &exitError{code: exitConfig, err: err}
-	}
-	dialer := &net.Dialer{Timeout: dialTimeout}
-	tr := &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			return dialer.DialContext(ctx, network, address)
+// queryCommand is a command that asks the daemon's local API (status,
+// members, watch): it takes no arguments, has --api and --json, and its
+// action gets a client of the daemon at --api.
+func queryCommand(name, usage, description, jsonUsage string, action func(*cli.Context, *client.Client) error) *cli.Command {
+	return &cli.Command{
+		Name:        name,
+		Category:    catQuery,
+		Usage:       usage,
+		ArgsUsage:   " ",
+		Description: description,
+		Flags: []cli.Flag{
+			&cli.StringFlag{
+				Name:    "api",
+				Usage:   "address of the daemon's local API: `HOST:PORT` or unix:/path",
+				Value:   group.DefaultAPI,
+				EnvVars: []string{"GROUPD_API"},
+			},
+			&cli.BoolFlag{Name: "json", Usage: jsonUsage},
 		},
-		ResponseHeaderTimeout: requestTimeout,
-		DisableCompression:    true, // streams must arrive line by line
+		Action: func(c *cli.Context) error {
+			if err := noArgs(c); err != nil {
+				return err
+			}
+			api, err := newClient(c)
+			if err != nil {
+				return err
+			}
+			defer api.Close()
+			return action(c, api)
+		},
 	}
-	base := "http://" + address
-	if network == "unix" {
-		base = "http://unix" // the host is ignored by DialContext
-	}
-	return &apiClient{
-		addr: addr,
-		base: base,
-		http: &http.Client{Transport: tr, Timeout: timeout},
-	}, nil
 }
 
-// get sends GET path and returns the response if its status is 200. When no
-// daemon answers it returns an exit-1 error "no daemon answering at ADDR".
-func (a *apiClient) get(ctx context.Context, path string) (*http.Response, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.base+path, nil)
-	if err != nil {
-		return nil, failure("%s: %w", path, err)
+// newClient returns a client of the daemon at --api. An address that
+// cannot be used is a usage error (exit 2), named by its flag.
+func newClient(c *cli.Context) (*client.Client, error) {
+	cl, err := client.New(c.String("api"))
+	var ae *client.AddrError
+	switch {
+	case errors.As(err, &ae):
+		return nil, badConfig("--api %q: %s", ae.Addr, ae.Problem)
+	case err != nil:
+		return nil, badConfig("--api: %w", err)
 	}
-	resp, err := a.http.Do(req)
-	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err // drop the `Get "http://...":` prefix
-		}
-		return nil, failure("no daemon answering at %s: %w", a.addr, err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		defer resp.Body.Close()
-		line, _ := bufio.NewReader(io.LimitReader(resp.Body, 512)).ReadString('\n')
-		line = strings.TrimSpace(line)
-		if line == "" {
-			line = "(no body)"
-		}
-		return nil, failure("daemon at %s answered GET %s with %s: %s", a.addr, path, resp.Status, line)
-	}
-	return resp, nil
+	return cl, nil
 }
 
-// getBody sends GET path and returns the whole body (at most maxBody bytes).
-func (a *apiClient) getBody(ctx context.Context, path string) ([]byte, error) {
-	resp, err := a.get(ctx, path)
-	if err != nil {
-		return nil, err
+// noDaemonHint follows "no daemon answering at ADDR: ...": the two things
+// a newcomer has most likely got wrong.
+const noDaemonHint = " (is `groupd run` running? --api or GROUPD_API must give its address)"
+
+// apiError gives an error of the client its exit code, 1: the daemon is not
+// there, may not be reached by this user (the client's message says so and
+// how to fix it), or answered with an error.
+func apiError(err error) error {
+	if errors.Is(err, client.ErrNoDaemon) {
+		return failure("%w%s", err, noDaemonHint)
 	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
-	if err != nil {
-		return nil, failure("reading %s from daemon at %s: %w", path, a.addr, err)
-	}
-	if len(body) > maxBody {
-		return nil, failure("answer to %s from daemon at %s is larger than %d bytes", path, a.addr, maxBody)
-	}
-	return body, nil
+	return failure("%w", err)
 }
 
-// maxBody bounds an API answer (and one event line): a member list of
-// invitation.MaxGroupSize entries fits many times over.
-const maxBody = 16 << 20
+// printJSONLine prints a JSON document from the API compacted onto one line.
+func printJSONLine(w io.Writer, addr string, body []byte) error {
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, body); err != nil {
+		return failure("daemon at %s sent invalid JSON: %w", addr, err)
+	}
+	buf.WriteByte('\n')
+	_, err := w.Write(buf.Bytes())
+	return err
+}

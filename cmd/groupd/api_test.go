@@ -4,15 +4,18 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -179,6 +182,9 @@ func TestNoDaemon(t *testing.T) {
 					t.Errorf("stdout %q", out)
 				}
 				wantOneLine(t, errOut, "groupd: no daemon answering at "+a+": ")
+				if !strings.HasSuffix(errOut, noDaemonHint+"\n") {
+					t.Errorf("stderr %q lacks the hint", errOut)
+				}
 			})
 		}
 	}
@@ -220,7 +226,7 @@ func TestWatch(t *testing.T) {
 	}
 	var want []string
 	for _, e := range watchEvents {
-		var ev apiEvent
+		var ev group.Event
 		if err := json.Unmarshal([]byte(e), &ev); err != nil {
 			t.Fatal(err)
 		}
@@ -238,7 +244,7 @@ func TestFormatEvent(t *testing.T) {
 		"10:00:03.000 node 3 invited: 17.3 coordinator -> 18.5 participant (reorganization) []",
 	}
 	for i, e := range watchEvents {
-		var ev apiEvent
+		var ev group.Event
 		if err := json.Unmarshal([]byte(e), &ev); err != nil {
 			t.Fatal(err)
 		}
@@ -321,46 +327,82 @@ func TestWatchBrokenStream(t *testing.T) {
 	wantOneLine(t, errOut, "lost the event stream from daemon at "+addr)
 }
 
-// TestContractJSON checks that the client's structs read what package group
-// writes, field by field.
-func TestContractJSON(t *testing.T) {
-	since := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
-	st := group.Status{
+// TestWatchPrintsGroupEvents feeds watch the JSON package group writes, so
+// that the CLI and the daemon cannot drift apart: a persist error, a
+// member list and a state other than normal all reach the printed line.
+func TestWatchPrintsGroupEvents(t *testing.T) {
+	at := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+	old := group.Status{
 		ID: 3, Priority: 100, State: wire.StateNormal, Role: invitation.Coordinator,
 		Group: wire.GroupNumber{Seq: 17, ID: 3}, Coordinator: 3, Members: []wire.NodeID{1, 2, 3},
-		Version: 2, Since: since, Counter: 17, Incarnation: 5, PersistError: "disk full",
-		Time: since.Add(time.Minute),
+		Version: 2, Since: at, Time: at,
 	}
-	b, err := json.Marshal(group.Event{Time: since, Node: 3, Reason: "merge", Old: &st, New: st})
-	if err != nil {
-		t.Fatal(err)
+	st := old
+	st.State, st.Role, st.Group, st.Coordinator = wire.StateReorganization, invitation.Participant, wire.GroupNumber{Seq: 18, ID: 5}, 5
+	st.Members, st.PersistError = nil, "disk full"
+	var lines []string
+	for _, e := range []group.Event{
+		{Time: at, Node: 3, Reason: group.ReasonSnapshot, New: old},
+		{Time: at.Add(1500 * time.Millisecond), Node: 3, Reason: "invited", Old: &old, New: st},
+	} {
+		b, err := json.Marshal(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines = append(lines, string(b))
 	}
-	var ev apiEvent
-	if err := json.Unmarshal(b, &ev); err != nil {
-		t.Fatal(err)
+	code, out, errOut := runCLI(t, "watch", "--api", serve(t, &fakeAPI{events: lines}))
+	if code != exitOK {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}
-	want := apiStatus{
-		ID: 3, Priority: 100, State: "normal", Role: "coordinator", Group: "17.3", Coordinator: 3,
-		Members: []uint64{1, 2, 3}, Version: 2, Since: "2026-11-21T10:00:00Z", Counter: 17, Incarnation: 5,
-		PersistError: "disk full", Time: "2026-11-21T10:01:00Z",
+	at = at.Local()
+	want := at.Format("15:04:05.000") + " node 3 snapshot: 17.3 coordinator [1 2 3]\n" +
+		at.Add(1500*time.Millisecond).Format("15:04:05.000") +
+		" node 3 invited: 17.3 coordinator -> 18.5 participant (reorganization) [] persist error: disk full\n"
+	if out != want {
+		t.Errorf("watch printed\n%s\nwant\n%s", out, want)
 	}
-	if ev.New == nil || !reflect.DeepEqual(*ev.New, want) || ev.Old == nil || !reflect.DeepEqual(*ev.Old, want) {
-		t.Errorf("event %s\ndecoded as new=%+v old=%+v\nwant %+v", b, ev.New, ev.Old, want)
-	}
-	if ev.Node != 3 || ev.Reason != "merge" || ev.Time != "2026-11-21T10:00:00Z" {
-		t.Errorf("event header decoded as %+v", ev)
-	}
+}
 
-	m := group.Member{ID: 2, Priority: 100, Addr: "10.77.0.2:7950", Gossip: group.GossipAlive, InGroup: true}
-	b, err = json.Marshal([]group.Member{m})
-	if err != nil {
+// TestPermissionDenied checks that a socket this user may not connect to
+// reads "permission denied", with the hint, and exits 1 like a missing
+// daemon, rather than "no daemon answering". Root connects anywhere, so
+// as root the built command runs as nobody.
+func TestPermissionDenied(t *testing.T) {
+	addr := serveUnix(t, &fakeAPI{})
+	dir := filepath.Dir(strings.TrimPrefix(addr, "unix:"))
+	if err := os.Chmod(dir, 0); err != nil {
 		t.Fatal(err)
 	}
-	var ms []apiMember
-	if err := json.Unmarshal(b, &ms); err != nil {
-		t.Fatal(err)
+	defer os.Chmod(dir, 0o700)
+
+	code, errOut := exitFailure+100, ""
+	if os.Geteuid() != 0 {
+		code, _, errOut = runCLI(t, "status", "--api", addr)
+	} else {
+		if testing.Short() {
+			t.Skip("as root, builds the command to run it as nobody")
+		}
+		bin := buildGroupd(t)
+		// The binary's directory and its parent are t.TempDir's, 0700.
+		for _, d := range []string{filepath.Dir(bin), filepath.Dir(filepath.Dir(bin))} {
+			if err := os.Chmod(d, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var stderr bytes.Buffer
+		cmd := exec.Command(bin, "status", "--api", addr)
+		cmd.Stderr = &stderr
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+		err := cmd.Run()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
+			t.Fatalf("status as nobody: %v, want an exit status", err)
+		}
+		code, errOut = ee.ExitCode(), stderr.String()
 	}
-	if len(ms) != 1 || ms[0] != (apiMember{ID: 2, Priority: 100, Addr: "10.77.0.2:7950", Gossip: "alive", InGroup: true}) {
-		t.Errorf("members %s decoded as %+v", b, ms)
+	if code != exitFailure {
+		t.Errorf("exit %d, want %d", code, exitFailure)
 	}
+	wantOneLine(t, errOut, "groupd: permission denied on "+addr+" (the socket is mode 0600")
 }

@@ -3,6 +3,8 @@ package main
 import (
 	"os"
 	"regexp"
+	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -32,5 +34,63 @@ func TestContribEnv(t *testing.T) {
 		if !flags[v] {
 			t.Errorf("contrib/groupd.env sets %s, which is no flag's variable", v)
 		}
+	}
+}
+
+// unitKeys reads a systemd unit into section -> key -> values (a key may
+// be given more than once; a value may list several words).
+func unitKeys(t *testing.T, path string) map[string]map[string][]string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]map[string][]string{}
+	section := ""
+	for _, line := range strings.Split(string(b), "\n") {
+		line = strings.TrimSpace(line)
+		switch {
+		case line == "" || line[0] == '#' || line[0] == ';':
+		case line[0] == '[':
+			section = strings.Trim(line, "[]")
+			out[section] = map[string][]string{}
+		default:
+			k, v, ok := strings.Cut(line, "=")
+			if !ok {
+				t.Fatalf("%s: line %q is not KEY=VALUE", path, line)
+			}
+			out[section][k] = append(out[section][k], strings.Fields(v)...)
+		}
+	}
+	return out
+}
+
+// TestContribUnitRestart checks that the systemd unit restarts groupd after
+// a runtime failure (exit 1) for as long as it takes, and not after a
+// configuration error (exit 2), which would fail the same way again.
+func TestContribUnitRestart(t *testing.T) {
+	u := unitKeys(t, "../../contrib/groupd.service")
+	svc := u["Service"]
+	if got := svc["Restart"]; len(got) != 1 || got[0] != "on-failure" {
+		t.Errorf("Restart=%v, want on-failure", got)
+	}
+	prevent := map[string]bool{}
+	for _, v := range svc["RestartPreventExitStatus"] {
+		prevent[v] = true
+	}
+	if !prevent[strconv.Itoa(exitConfig)] {
+		t.Errorf("RestartPreventExitStatus=%v lacks %d: a configuration error would be retried forever",
+			svc["RestartPreventExitStatus"], exitConfig)
+	}
+	if prevent[strconv.Itoa(exitFailure)] {
+		t.Errorf("RestartPreventExitStatus=%v keeps the daemon down after exit %d", svc["RestartPreventExitStatus"], exitFailure)
+	}
+	for _, v := range svc["SuccessExitStatus"] {
+		if v == strconv.Itoa(exitFailure) {
+			t.Errorf("SuccessExitStatus=%v: exit %d would count as success and not be restarted", svc["SuccessExitStatus"], exitFailure)
+		}
+	}
+	if got := u["Unit"]["StartLimitIntervalSec"]; len(got) != 1 || got[0] != "0" {
+		t.Errorf("StartLimitIntervalSec=%v, want 0: systemd gives up after 5 failed starts in 10 s", got)
 	}
 }

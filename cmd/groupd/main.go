@@ -5,7 +5,7 @@
 //	groupd status [--json]     this node's view of its group, from the local API
 //	groupd members [--json]    the nodes this node knows
 //	groupd watch [--json]      a stream of group changes
-//	groupd version             version, commit and Go version
+//	groupd version             version, commit and Go version (also groupd --version)
 //	groupd timeline EVENTS.ndjson -o OUT.svg [--faults FAULTS.ndjson]
 //	                           draw recorded events as an SVG timeline
 //
@@ -22,7 +22,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"regexp"
 	"runtime"
 	"runtime/debug"
 	"strings"
@@ -69,22 +68,31 @@ func main() {
 // returns the process exit code. Errors are reported on stderr as one line
 // "groupd: <problem>". ctx is cancelled on SIGINT or SIGTERM.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	err := newApp(stdout, stderr).RunContext(ctx, permuteTimelineArgs(args))
+	args = permuteTimelineArgs(args)
+	err := newApp(args, stdout, stderr).RunContext(ctx, args)
 	if err == nil {
 		return exitOK
 	}
+	// Every error the commands return is a cli.Exit with its code; an
+	// error of urfave/cli's own is a runtime failure.
 	code := exitFailure
-	var ee *exitError
-	if errors.As(err, &ee) {
-		code = ee.code
+	var ec cli.ExitCoder
+	if errors.As(err, &ec) {
+		code = ec.ExitCode()
 	}
 	fmt.Fprintf(stderr, "groupd: %s\n", oneLine(err.Error()))
 	return code
 }
 
-// newApp builds the command line application. A fresh one is built for
-// every run, because urfave/cli flags keep state once parsed.
-func newApp(stdout, stderr io.Writer) *cli.App {
+// newApp builds the command line application for one run of the command
+// line args (args[0] is the program name), which it needs to explain a
+// usage error. A fresh one is built for every run, because urfave/cli
+// flags keep state once parsed.
+func newApp(args []string, stdout, stderr io.Writer) *cli.App {
+	var rootArgs []string
+	if len(args) > 1 {
+		rootArgs = args[1:]
+	}
 	app := &cli.App{
 		Name:  "groupd",
 		Usage: "keep the machines of a LAN organised into groups with one coordinator",
@@ -100,7 +108,9 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		// Errors are printed once by run, which also picks the exit code;
 		// urfave/cli must neither print them nor call os.Exit.
 		ExitErrHandler: func(*cli.Context, error) {},
-		OnUsageError:   onUsageError,
+		OnUsageError: func(c *cli.Context, err error, _ bool) error {
+			return usageError(c.Command, rootArgs, err)
+		},
 		Commands: []*cli.Command{
 			runCommand(),
 			statusCommand(),
@@ -109,66 +119,41 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			versionCommand(),
 			timelineCommand(),
 		},
+		// urfave/cli's own --version prints "groupd version X" through
+		// a package-level printer; this one prints what `groupd
+		// version` does.
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "version", Usage: "print the version, commit and Go version, as groupd version does"},
+		},
 		Action: func(c *cli.Context) error {
 			if c.Args().Present() {
 				return badConfig("unknown command %q (see groupd --help)", c.Args().First())
+			}
+			if c.Bool("version") {
+				return printVersion(c.App.Writer)
 			}
 			return cli.ShowAppHelp(c)
 		},
 	}
 	for _, cmd := range app.Commands {
-		cmd.OnUsageError = onUsageError
+		cmd.OnUsageError = func(c *cli.Context, err error, _ bool) error {
+			// The root's context holds the command line from the
+			// command's name on.
+			return usageError(c.Command, c.Lineage()[1].Args().Tail(), err)
+		}
 		cmd.HideHelpCommand = true
 	}
 	return app
 }
 
-// onUsageError turns urfave/cli's flag parsing errors (unknown flag, bad
-// value, bad value in an env var) into bad-configuration errors, phrased
-// with the double dashes the help text uses.
-func onUsageError(c *cli.Context, err error, _ bool) error {
-	msg := err.Error()
-	if m := undefinedFlag.FindStringSubmatch(msg); m != nil {
-		msg = fmt.Sprintf("unknown flag --%s (see %s --help)", m[1], c.Command.HelpName)
-	} else if m := invalidValue.FindStringSubmatch(msg); m != nil {
-		detail := m[3]
-		if detail == ": parse error" {
-			detail = "" // says nothing the rest does not
-		}
-		msg = fmt.Sprintf("--%s: invalid value %s%s", m[2], m[1], detail)
-	}
-	return &exitError{code: exitConfig, err: errors.New(msg)}
-}
-
-// Messages of the standard flag package, which urfave/cli passes on.
-var (
-	undefinedFlag = regexp.MustCompile(`^flag provided but not defined: -+(\S+)$`)
-	invalidValue  = regexp.MustCompile(`^invalid (?:boolean )?value (".*") for (?:flag )?-+([^:\s]+)(: .*)?$`)
-)
-
-// exitError carries the exit code an error should end the process with.
-type exitError struct {
-	code int
-	err  error
-	msg  string // replaces err's text when set
-}
-
-func (e *exitError) Error() string {
-	if e.msg != "" {
-		return e.msg
-	}
-	return e.err.Error()
-}
-func (e *exitError) Unwrap() error { return e.err }
-
 // badConfig returns an error that exits with code 2.
 func badConfig(format string, args ...any) error {
-	return &exitError{code: exitConfig, err: fmt.Errorf(format, args...)}
+	return cli.Exit(fmt.Errorf(format, args...), exitConfig)
 }
 
 // failure returns an error that exits with code 1.
 func failure(format string, args ...any) error {
-	return &exitError{code: exitFailure, err: fmt.Errorf(format, args...)}
+	return cli.Exit(fmt.Errorf(format, args...), exitFailure)
 }
 
 // oneLine folds a message onto one line.
@@ -221,21 +206,28 @@ func readBuildInfo() buildInfo {
 func versionCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "version",
+		Category:  catTools,
 		Usage:     "print the version, commit and Go version",
 		ArgsUsage: " ",
 		Action: func(c *cli.Context) error {
 			if err := noArgs(c); err != nil {
 				return err
 			}
-			bi := readBuildInfo()
-			commit := bi.Commit
-			if commit == "" {
-				commit = "unknown"
-			} else if bi.Modified {
-				commit += " (modified)"
-			}
-			fmt.Fprintf(c.App.Writer, "groupd %s\ncommit: %s\ngo: %s\n", bi.Version, commit, bi.GoVersion)
-			return nil
+			return printVersion(c.App.Writer)
 		},
 	}
+}
+
+// printVersion prints the output of `groupd version` and `groupd
+// --version`.
+func printVersion(w io.Writer) error {
+	bi := readBuildInfo()
+	commit := bi.Commit
+	if commit == "" {
+		commit = "unknown"
+	} else if bi.Modified {
+		commit += " (modified)"
+	}
+	_, err := fmt.Fprintf(w, "groupd %s\ncommit: %s\ngo: %s\n", bi.Version, commit, bi.GoVersion)
+	return err
 }

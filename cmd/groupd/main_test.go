@@ -47,29 +47,66 @@ func TestVersion(t *testing.T) {
 		!strings.HasPrefix(lines[1], "commit: ") || !strings.HasPrefix(lines[2], "go: go") {
 		t.Fatalf("version output:\n%s", out)
 	}
+	code, flagOut, errOut := runCLI(t, "--version")
+	if code != exitOK || errOut != "" || flagOut != out {
+		t.Errorf("--version: exit %d, stderr %q, printed\n%s\nwant what version prints\n%s", code, errOut, flagOut, out)
+	}
 }
 
 func TestUsageErrors(t *testing.T) {
 	for _, tc := range []struct {
+		env  map[string]string
 		args []string
 		want string
 	}{
-		{[]string{"frob"}, `unknown command "frob"`},
-		{[]string{"--frob"}, "unknown flag --frob"},
-		{[]string{"status", "--frob"}, "unknown flag --frob (see groupd status --help)"},
-		{[]string{"status", "extra"}, `status takes no arguments, got "extra"`},
-		{[]string{"members", "--json=maybe"}, `--json: invalid value "maybe"`},
-		{[]string{"watch", "--api", "nope"}, `--api "nope": want HOST:PORT or unix:/path`},
-		{[]string{"status", "--api", "unix:"}, `no socket path after unix:`},
-		{[]string{"status", "--api", "127.0.0.1:99999"}, `port "99999" is not in 1-65535`},
-		{[]string{"version", "now"}, `version takes no arguments`},
+		{nil, []string{"frob"}, `unknown command "frob"`},
+		{nil, []string{"--frob"}, "groupd: unknown flag --frob (see groupd --help)"},
+		{nil, []string{"-x"}, "groupd: unknown flag -x (see groupd --help)"},
+		{nil, []string{"status", "--frob"}, "groupd: unknown flag --frob (see groupd status --help)"},
+		{nil, []string{"status", "---json"}, `groupd: "---json" is not a flag (see groupd status --help)`},
+		{nil, []string{"status", "extra"}, `status takes no arguments, got "extra"`},
+		{nil, []string{"members", "--json=maybe"}, `groupd: --json: invalid value "maybe": want true or false`},
+		{nil, []string{"watch", "--api", "nope"}, `--api "nope": want HOST:PORT or unix:/path`},
+		{nil, []string{"watch", "--api"}, "groupd: --api needs a value (see groupd watch --help)"},
+		{nil, []string{"status", "--api", "unix:"}, `no socket path after unix:`},
+		{nil, []string{"status", "--api", "127.0.0.1:99999"}, `port "99999" is not in 1-65535`},
+		{nil, []string{"version", "now"}, `version takes no arguments`},
+		{nil, []string{"timeline", "x.ndjson", "-o"}, "groupd: -o needs a value (see groupd timeline --help)"},
+		{nil, []string{"timeline", "x.ndjson", "-o", "x.svg", "--width", "wide"}, `groupd: --width: invalid value "wide": want a whole number`},
+		// Every kind of value, on the command line and from the
+		// environment.
+		{nil, []string{"run", "--port", "abc"}, `groupd: --port: invalid value "abc": want a whole number`},
+		{nil, []string{"run", "--port", "99999999999999999999"}, `groupd: --port: invalid value "99999999999999999999": out of range`},
+		{nil, []string{"run", "--id=-3"}, `groupd: --id: invalid value "-3": want a whole number, 0 or more`},
+		{nil, []string{"run", "--priority", "high"}, `groupd: --priority: invalid value "high": want a whole number, 0 or more`},
+		{nil, []string{"run", "--hook-timeout", "5"}, `groupd: --hook-timeout: invalid value "5": want a duration such as 250ms`},
+		{nil, []string{"run", "--bind", "127.0.0.1", "--alive-timeout"}, "groupd: --alive-timeout needs a value (see groupd run --help)"},
+		{map[string]string{"GROUPD_PORT": "abc"}, []string{"run"},
+			`groupd: --port (from GROUPD_PORT): invalid value "abc": want a whole number`},
+		{map[string]string{"GROUPD_MIN_COUNTER": "-1"}, []string{"run"},
+			`groupd: --min-counter (from GROUPD_MIN_COUNTER): invalid value "-1": want a whole number, 0 or more`},
+		{map[string]string{"GROUPD_BEACON_INTERVAL": "1"}, []string{"run", "--port", "1"},
+			`groupd: --beacon-interval (from GROUPD_BEACON_INTERVAL): invalid value "1": want a duration`},
+		// The environment is read before the command line.
+		{map[string]string{"GROUPD_EXPECT": "three"}, []string{"run", "--frob"},
+			`groupd: --expect (from GROUPD_EXPECT): invalid value "three": want a whole number`},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
 			code, _, errOut := runCLI(t, tc.args...)
 			if code != exitConfig {
 				t.Errorf("exit %d, want %d", code, exitConfig)
 			}
 			wantOneLine(t, errOut, tc.want)
+			// urfave/cli's and the flag package's own words must not
+			// reach the user.
+			for _, raw := range []string{"could not parse", "provided but not defined", "strconv", "for flag", "parse error"} {
+				if strings.Contains(errOut, raw) {
+					t.Errorf("stderr %q has %q", errOut, raw)
+				}
+			}
 		})
 	}
 }

@@ -16,6 +16,10 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/groupd/groupd/group"
+	"github.com/groupd/groupd/invitation"
+	"github.com/groupd/groupd/wire"
 )
 
 // buildGroupd builds the groupd binary into a temporary directory.
@@ -96,16 +100,16 @@ func (d *daemon) running() bool {
 }
 
 // status runs `groupd status --json` against d.
-func (d *daemon) status(bin string) (apiStatus, string, error) {
+func (d *daemon) status(bin string) (group.Status, string, error) {
 	var out, errOut bytes.Buffer
 	cmd := exec.Command(bin, "status", "--json", "--api", d.api)
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	if err := cmd.Run(); err != nil {
-		return apiStatus{}, "", fmt.Errorf("%v: %s", err, strings.TrimSpace(errOut.String()))
+		return group.Status{}, "", fmt.Errorf("%v: %s", err, strings.TrimSpace(errOut.String()))
 	}
-	var st apiStatus
+	var st group.Status
 	if err := json.Unmarshal(out.Bytes(), &st); err != nil {
-		return apiStatus{}, "", fmt.Errorf("status --json printed %q: %v", out.String(), err)
+		return group.Status{}, "", fmt.Errorf("status --json printed %q: %v", out.String(), err)
 	}
 	return st, strings.TrimSpace(out.String()), nil
 }
@@ -187,7 +191,7 @@ func TestThreeDaemons(t *testing.T) {
 	var last []string
 	for {
 		last = last[:0]
-		sts := make([]apiStatus, len(ds))
+		sts := make([]group.Status, len(ds))
 		ok := true
 		for i, d := range ds {
 			if !d.running() {
@@ -201,12 +205,12 @@ func TestThreeDaemons(t *testing.T) {
 			}
 			sts[i] = st
 			last = append(last, raw)
-			if st.State != "normal" || st.Coordinator != 3 || st.Group != sts[0].Group ||
-				!reflect.DeepEqual(st.Members, []uint64{1, 2, 3}) {
+			if st.State != wire.StateNormal || st.Coordinator != 3 || st.Group != sts[0].Group ||
+				!reflect.DeepEqual(st.Members, []wire.NodeID{1, 2, 3}) {
 				ok = false
 			}
 		}
-		if ok && sts[2].Role == "coordinator" && sts[0].Role == "participant" {
+		if ok && sts[2].Role == invitation.Coordinator && sts[0].Role == invitation.Participant {
 			t.Logf("converged on group %s", sts[0].Group)
 			break
 		}
@@ -221,17 +225,17 @@ func TestThreeDaemons(t *testing.T) {
 	if err != nil {
 		t.Fatalf("members --json: %v", err)
 	}
-	var ms []apiMember
+	var ms []group.Member
 	if err := json.Unmarshal(out, &ms); err != nil {
 		t.Fatalf("members --json printed %q: %v", out, err)
 	}
-	in := map[uint64]bool{}
+	in := map[wire.NodeID]bool{}
 	for _, m := range ms {
 		if m.InGroup {
 			in[m.ID] = true
 		}
 	}
-	if !reflect.DeepEqual(in, map[uint64]bool{1: true, 2: true, 3: true}) {
+	if !reflect.DeepEqual(in, map[wire.NodeID]bool{1: true, 2: true, 3: true}) {
 		t.Errorf("members --json of node 3: %s", out)
 	}
 

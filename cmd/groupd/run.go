@@ -87,62 +87,84 @@ Exit codes: 0 stopped by a signal; 1 runtime failure; 2 bad configuration
 func runCommand() *cli.Command {
 	lan, fast := group.DefaultLANConfig(), group.DefaultFastConfig()
 	env := func(name string) []string { return []string{envName(name)} }
+	// Categories, as the help lists them (urfave/cli sorts them by name).
+	const (
+		identity = "Identity"
+		addrs    = "Addresses"
+		disco    = "Discovery"
+		data     = "Data"
+		api      = "API"
+		timing   = "Protocol timing"
+		election = "Election and quorum"
+		hooks    = "Hooks"
+		security = "Security"
+		logging  = "Logging"
+	)
 	flags := []cli.Flag{
-		&cli.Uint64Flag{Name: "id", EnvVars: env("id"), DefaultText: "kept in the data dir, random on first start",
-			Usage: "node `ID` (>= 1), unique on the LAN"},
-		&cli.UintFlag{Name: "priority", EnvVars: env("priority"), Value: uint(lan.Priority),
+		// urfave/cli files a command's flags into categories before it
+		// adds --help, which then appears in none: listed here, it comes
+		// first, in the category without a name.
+		cli.HelpFlag,
+		&cli.Uint64Flag{Name: "id", EnvVars: env("id"), Category: identity,
+			DefaultText: "kept in the data dir, random on first start",
+			Usage:       "node `ID` (>= 1), unique on the LAN"},
+		&cli.UintFlag{Name: "priority", EnvVars: env("priority"), Category: identity, Value: uint(lan.Priority),
 			Usage: "election `PRIORITY` 0-255; the highest (priority, id) coordinates"},
-		&cli.StringFlag{Name: "bind", EnvVars: env("bind"), Value: lan.Bind,
+		&cli.StringFlag{Name: "bind", EnvVars: env("bind"), Category: addrs, Value: lan.Bind,
 			Usage: "`IP` to bind the protocol and gossip sockets to"},
-		&cli.StringFlag{Name: "advertise", EnvVars: env("advertise"), DefaultText: "address of --interface, --bind or the first non-loopback",
-			Usage: "`IP` other nodes reach this one at"},
-		&cli.StringFlag{Name: "interface", EnvVars: env("interface"), DefaultText: "the one holding --bind, or the system default",
-			Usage: "network interface `NAME` for multicast"},
-		&cli.IntFlag{Name: "port", EnvVars: env("port"), Value: lan.Port,
+		&cli.StringFlag{Name: "advertise", EnvVars: env("advertise"), Category: addrs,
+			DefaultText: "address of --interface, --bind or the first non-loopback",
+			Usage:       "`IP` other nodes reach this one at"},
+		&cli.StringFlag{Name: "interface", EnvVars: env("interface"), Category: addrs,
+			DefaultText: "the one holding --bind, or the system default",
+			Usage:       "network interface `NAME` for multicast"},
+		&cli.IntFlag{Name: "port", EnvVars: env("port"), Category: addrs, Value: lan.Port,
 			Usage: "UDP `PORT` of the protocol (unicast)"},
-		&cli.IntFlag{Name: "gossip-port", EnvVars: env("gossip-port"), DefaultText: "--port + 1",
+		&cli.IntFlag{Name: "gossip-port", EnvVars: env("gossip-port"), Category: addrs, DefaultText: "--port + 1",
 			Usage: "UDP and TCP `PORT` of memberlist gossip"},
-		&cli.StringFlag{Name: "multicast", EnvVars: env("multicast"), Value: lan.Multicast,
+		&cli.StringFlag{Name: "multicast", EnvVars: env("multicast"), Category: disco, Value: lan.Multicast,
 			Usage: "multicast `GROUP:PORT` for beacons, or off (then use --join)"},
-		&cli.StringSliceFlag{Name: "join", EnvVars: env("join"),
+		&cli.StringSliceFlag{Name: "join", EnvVars: env("join"), Category: disco,
 			Usage: "gossip `HOST:PORT` of other nodes to join (repeat or comma-separate)"},
-		&cli.StringFlag{Name: "data-dir", EnvVars: env("data-dir"), Value: lan.DataDir,
+		&cli.StringFlag{Name: "data-dir", EnvVars: env("data-dir"), Category: data, Value: lan.DataDir,
 			Usage: "`DIR` for the node's durable state (node id, group-number counter)"},
-		&cli.StringFlag{Name: "api", EnvVars: env("api"), Value: lan.API,
-			Usage: "local HTTP API: `HOST:PORT`, unix:/path, or off"},
-		&cli.StringFlag{Name: "profile", EnvVars: env("profile"), Value: "lan",
-			Usage: "interval `PROFILE`: lan or fast"},
-		&cli.StringFlag{Name: "election", EnvVars: env("election"), Value: "bully",
-			Usage: "`ALGORITHM` a failed coordinator's survivors run: bully or ring (the same on every node)"},
-		&cli.IntFlag{Name: "expect", EnvVars: env("expect"),
-			Usage: "expected cluster size `N`: a group is primary when it holds more than N/2 members (0: off)"},
-		&cli.Uint64Flag{Name: "tie-breaker", EnvVars: env("tie-breaker"),
-			Usage: "node `ID` whose side is primary in an exact half split (needs --expect)"},
-		&cli.StringFlag{Name: "on-change", EnvVars: env("on-change"),
-			Usage: "`COMMAND` run by /bin/sh -c on every role or group change (env GROUPD_EVENT, GROUPD_ROLE, ...)"},
-		&cli.DurationFlag{Name: "hook-timeout", EnvVars: env("hook-timeout"), Value: lan.HookTimeout,
-			Usage: "kill an --on-change command still running after `DURATION`"},
-		&cli.StringFlag{Name: "key-file", EnvVars: env("key-file"),
-			Usage: "`FILE` of base64 32-byte keys, one per line: the first seals all traffic, the others are also accepted (key rotation)"},
-		&cli.IntFlag{Name: "rate-limit", EnvVars: env("rate-limit"), Value: lan.RateLimit,
-			Usage: "`PACKETS` per second accepted from one source address before decoding; the rest is dropped (0: no limit)"},
-		&cli.Uint64Flag{Name: "min-counter", EnvVars: env("min-counter"),
+		&cli.Uint64Flag{Name: "min-counter", EnvVars: env("min-counter"), Category: data,
 			Usage: "raise the saved group-number counter to at least `N` at start (to recover from lost or corrupt state)"},
-		&cli.StringFlag{Name: "log-level", EnvVars: env("log-level"), Value: "info",
+		&cli.StringFlag{Name: "api", EnvVars: env("api"), Category: api, Value: lan.API,
+			Usage: "local HTTP API: `HOST:PORT`, unix:/path, or off"},
+		&cli.StringFlag{Name: "profile", EnvVars: env("profile"), Category: timing, Value: "lan",
+			Usage: "interval `PROFILE`: lan or fast (five times shorter); an interval flag overrides one value"},
+		&cli.StringFlag{Name: "election", EnvVars: env("election"), Category: election, Value: "bully",
+			Usage: "`ALGORITHM` a failed coordinator's survivors run: bully or ring (the same on every node)"},
+		&cli.IntFlag{Name: "expect", EnvVars: env("expect"), Category: election,
+			Usage: "expected cluster size `N`: a group is primary when it holds more than N/2 members (0: off)"},
+		&cli.Uint64Flag{Name: "tie-breaker", EnvVars: env("tie-breaker"), Category: election,
+			Usage: "node `ID` whose side is primary in an exact half split (needs --expect)"},
+		&cli.StringFlag{Name: "on-change", EnvVars: env("on-change"), Category: hooks,
+			Usage: "`COMMAND` run by /bin/sh -c on every role or group change (env GROUPD_EVENT, GROUPD_ROLE, ...)"},
+		&cli.DurationFlag{Name: "hook-timeout", EnvVars: env("hook-timeout"), Category: hooks, Value: lan.HookTimeout,
+			Usage: "kill an --on-change command still running after `DURATION`"},
+		&cli.StringFlag{Name: "key-file", EnvVars: env("key-file"), Category: security,
+			Usage: "`FILE` of base64 32-byte keys, one per line: the first seals all traffic, the others are also accepted (key rotation)"},
+		&cli.IntFlag{Name: "rate-limit", EnvVars: env("rate-limit"), Category: security, Value: lan.RateLimit,
+			Usage: "`PACKETS` per second accepted from one source address before decoding; the rest is dropped (0: no limit)"},
+		&cli.StringFlag{Name: "log-level", EnvVars: env("log-level"), Category: logging, Value: "info",
 			Usage: "`LEVEL`: debug, info, warn or error"},
-		&cli.StringFlag{Name: "log-format", EnvVars: env("log-format"), Value: "json",
+		&cli.StringFlag{Name: "log-format", EnvVars: env("log-format"), Category: logging, Value: "json",
 			Usage: "`FORMAT`: json or console"},
 	}
 	for _, f := range intervalFlags {
 		flags = append(flags, &cli.DurationFlag{
 			Name:        f.name,
 			EnvVars:     env(f.name),
+			Category:    timing,
 			Usage:       f.usage,
 			DefaultText: fmt.Sprintf("%v (lan), %v (fast)", *f.field(&lan.Timing), *f.field(&fast.Timing)),
 		})
 	}
 	return &cli.Command{
 		Name:        "run",
+		Category:    catDaemon,
 		Usage:       "run the daemon",
 		ArgsUsage:   " ",
 		Description: runDescription,
@@ -239,24 +261,19 @@ func classify(err error) error {
 		errors.Is(err, syscall.EROFS):
 		// group's messages name the flag; its package prefix would
 		// read "groupd: group: --port ...".
-		return &exitError{code: exitConfig, err: err, msg: strings.TrimPrefix(err.Error(), "group: ")}
+		return cli.Exit(strings.TrimPrefix(err.Error(), "group: "), exitConfig)
 	}
-	return &exitError{code: exitFailure, err: err}
+	return cli.Exit(err, exitFailure)
 }
 
 // newLogger returns the daemon's logger writing to w.
 func newLogger(w io.Writer, level, format string) (zerolog.Logger, error) {
-	var lvl zerolog.Level
-	switch level {
-	case "debug":
-		lvl = zerolog.DebugLevel
-	case "info":
-		lvl = zerolog.InfoLevel
-	case "warn":
-		lvl = zerolog.WarnLevel
-	case "error":
-		lvl = zerolog.ErrorLevel
-	default:
+	// zerolog's own names, in any case. groupd offers four of them:
+	// trace floods the journal, and fatal, panic and disabled would hide
+	// the error that says why the daemon stops. ParseLevel also takes
+	// numbers, which the help does not offer.
+	lvl, err := zerolog.ParseLevel(level)
+	if err != nil || lvl < zerolog.DebugLevel || lvl > zerolog.ErrorLevel || !strings.EqualFold(level, lvl.String()) {
 		return zerolog.Nop(), badConfig("--log-level %q: want debug, info, warn or error", level)
 	}
 	switch format {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/base64"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -27,7 +28,8 @@ func parseRun(t *testing.T, args ...string) (group.Config, error) {
 		cfg    group.Config
 		cfgErr error
 	)
-	app := newApp(io.Discard, io.Discard)
+	args = append([]string{"groupd", "run"}, args...)
+	app := newApp(args, io.Discard, io.Discard)
 	for _, c := range app.Commands {
 		if c.Name == "run" {
 			c.Action = func(c *cli.Context) error {
@@ -36,7 +38,7 @@ func parseRun(t *testing.T, args ...string) (group.Config, error) {
 			}
 		}
 	}
-	err := app.Run(append([]string{"groupd", "run"}, args...))
+	err := app.Run(args)
 	if err == nil {
 		err = cfgErr
 	}
@@ -215,7 +217,8 @@ func TestRunBadConfig(t *testing.T) {
 		{"id 0", nil, []string{"--id", "0"}, "groupd: --id must be >= 1"},
 		{"env id 0", map[string]string{"GROUPD_ID": "0"}, nil, "groupd: --id must be >= 1"},
 		{"id not a number", nil, []string{"--id", "three"}, `groupd: --id: invalid value "three"`},
-		{"env port not a number", map[string]string{"GROUPD_PORT": "abc"}, nil, `"GROUPD_PORT"`},
+		{"env port not a number", map[string]string{"GROUPD_PORT": "abc"}, nil,
+			`groupd: --port (from GROUPD_PORT): invalid value "abc": want a whole number`},
 		{"unknown profile", nil, []string{"--profile", "wan"}, `groupd: --profile "wan": want lan or fast`},
 		{"interval 0", nil, []string{"--beacon-interval", "0"}, "groupd: --beacon-interval must be > 0, got 0s"},
 		{"interval negative", map[string]string{"GROUPD_ALIVE_TIMEOUT": "-1s"}, nil, "groupd: --alive-timeout must be > 0, got -1s"},
@@ -275,5 +278,38 @@ func wantLastLine(t *testing.T, stderr, want string) {
 		if strings.HasPrefix(l, "groupd: ") {
 			t.Fatalf("more than one error line:\n%s", stderr)
 		}
+	}
+}
+
+func TestLogLevel(t *testing.T) {
+	for _, tc := range []struct {
+		level string
+		want  zerolog.Level // NoLevel: refused
+	}{
+		{"debug", zerolog.DebugLevel},
+		{"info", zerolog.InfoLevel},
+		{"warn", zerolog.WarnLevel},
+		{"error", zerolog.ErrorLevel},
+		{"WARN", zerolog.WarnLevel},
+		{"trace", zerolog.NoLevel},
+		{"fatal", zerolog.NoLevel},
+		{"disabled", zerolog.NoLevel},
+		{"", zerolog.NoLevel},
+		{"2", zerolog.NoLevel},
+		{"warning", zerolog.NoLevel},
+	} {
+		t.Run(tc.level, func(t *testing.T) {
+			log, err := newLogger(io.Discard, tc.level, "json")
+			if tc.want == zerolog.NoLevel {
+				want := fmt.Sprintf("--log-level %q: want debug, info, warn or error", tc.level)
+				if err == nil || err.Error() != want {
+					t.Fatalf("err = %v, want %q", err, want)
+				}
+				return
+			}
+			if err != nil || log.GetLevel() != tc.want {
+				t.Fatalf("level %v, err %v; want %v", log.GetLevel(), err, tc.want)
+			}
+		})
 	}
 }

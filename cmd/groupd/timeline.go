@@ -16,6 +16,7 @@ import (
 func timelineCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "timeline",
+		Category:  catTools,
 		Usage:     "draw recorded events (and faults) as an SVG timeline",
 		ArgsUsage: "EVENTS.ndjson",
 		Description: "Reads newline-delimited JSON events, as printed by `groupd watch --json` (lines of\n" +
@@ -133,7 +134,13 @@ func permuteTimelineArgs(args []string) []string {
 		case len(a) > 1 && a[0] == '-':
 			flags = append(flags, a)
 			name := strings.TrimLeft(a, "-")
-			if !strings.Contains(name, "=") && name != "h" && name != "help" && i+1 < len(rest) {
+			if !strings.Contains(name, "=") && name != "h" && name != "help" {
+				if i+1 == len(rest) {
+					// A flag without its value: leave it last, with
+					// nothing after it, so that it is reported as
+					// such rather than take "--" for its value.
+					return append([]string{args[0], args[1]}, flags...)
+				}
 				i++
 				flags = append(flags, rest[i])
 			}

@@ -96,6 +96,7 @@ func TestPermuteTimelineArgs(t *testing.T) {
 		{[]string{"groupd", "timeline", "--output=t.svg", "-"}, []string{"groupd", "timeline", "--output=t.svg", "--", "-"}},
 		{[]string{"groupd", "timeline", "e", "--help"}, []string{"groupd", "timeline", "--help", "--", "e"}},
 		{[]string{"groupd", "timeline", "--", "-o"}, []string{"groupd", "timeline", "--", "-o"}},
+		{[]string{"groupd", "timeline", "e", "--title", "t", "-o"}, []string{"groupd", "timeline", "--title", "t", "-o"}},
 	} {
 		if got := permuteTimelineArgs(tc.in); !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("permuteTimelineArgs(%q) = %q, want %q", tc.in, got, tc.want)

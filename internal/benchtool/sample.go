@@ -1,14 +1,17 @@
 package main
 
 import (
-	"errors"
+	"context"
 	"flag"
 	"fmt"
-	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/procfs"
+
+	"github.com/groupd/groupd/client"
 )
 
 // Sample is a window of steady state.
@@ -51,63 +54,100 @@ type procFlag []string
 func (p *procFlag) String() string     { return strings.Join(*p, " ") }
 func (p *procFlag) Set(v string) error { *p = append(*p, v); return nil }
 
-func clkTck() float64 {
-	out, err := exec.Command("getconf", "CLK_TCK").Output()
-	if err == nil {
-		if v, err := strconv.ParseFloat(strings.TrimSpace(string(out)), 64); err == nil && v > 0 {
-			return v
-		}
+// procReader reads the footprint of processes and the counters of network
+// interfaces from /proc through prometheus/procfs, which knows the field
+// layouts (a command name with spaces or parentheses in /proc/PID/stat,
+// units in /proc/PID/status, the header of /proc/net/dev) that the
+// hand-written parsing had to guess.
+type procReader struct{ fs procfs.FS }
+
+func newProcReader() (procReader, error) {
+	fs, err := procfs.NewDefaultFS()
+	if err != nil {
+		return procReader{}, fmt.Errorf("sample: %w", err)
 	}
-	return 100
+	return procReader{fs: fs}, nil
 }
 
-// cpuTicks is utime+stime of pid, in clock ticks.
-func cpuTicks(pid int) (float64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+// cpuSeconds is the user plus system CPU time pid has used. procfs
+// converts clock ticks with USER_HZ = 100, the value the kernel exports
+// to user space on every architecture groupd runs on.
+func (r procReader) cpuSeconds(pid int) (float64, error) {
+	p, err := r.fs.Proc(pid)
 	if err != nil {
 		return 0, err
 	}
-	s := string(b)
-	k := strings.LastIndexByte(s, ')')
-	if k < 0 {
-		return 0, errors.New("bad stat")
+	st, err := p.Stat()
+	if err != nil {
+		return 0, err
 	}
-	f := strings.Fields(s[k+1:])
-	// after ")": state(0) ppid(1) ... utime is field 14 of stat, index 11 here.
-	if len(f) < 13 {
-		return 0, errors.New("short stat")
-	}
-	u, _ := strconv.ParseFloat(f[11], 64)
-	st, _ := strconv.ParseFloat(f[12], 64)
-	return u + st, nil
+	return st.CPUTime(), nil
 }
 
-// statusKiB reads a "Name:   123 kB" field of /proc/PID/status (or another
-// file with that layout).
-func statusKiB(path, field string) float64 {
-	b, err := os.ReadFile(path)
+// rssKiB is pid's resident set (VmRSS), in KiB; 0 if it cannot be read.
+func (r procReader) rssKiB(pid int) float64 {
+	p, err := r.fs.Proc(pid)
 	if err != nil {
 		return 0
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(line, field+":") {
-			f := strings.Fields(line[len(field)+1:])
-			if len(f) > 0 {
-				v, _ := strconv.ParseFloat(f[0], 64)
-				return v
-			}
+	st, err := p.NewStatus()
+	if err != nil {
+		return 0
+	}
+	return float64(st.VmRSS) / 1024
+}
+
+// selfMemKiB returns this process's resident set (VmRSS) and its peak
+// (VmHWM), in KiB; zeros if they cannot be read.
+func selfMemKiB() (rss, peak float64) {
+	p, err := procfs.Self()
+	if err != nil {
+		return 0, 0
+	}
+	st, err := p.NewStatus()
+	if err != nil {
+		return 0, 0
+	}
+	return float64(st.VmRSS) / 1024, float64(st.VmHWM) / 1024
+}
+
+// selfPeakKiB is selfMemKiB's peak.
+func selfPeakKiB() float64 {
+	_, peak := selfMemKiB()
+	return peak
+}
+
+// pssKiB is pid's proportional set size (smaps_rollup), in KiB, and its
+// thread count; zeros if they cannot be read.
+func (r procReader) pssKiB(pid int) (pss float64, threads int) {
+	p, err := r.fs.Proc(pid)
+	if err != nil {
+		return 0, 0
+	}
+	if sm, err := p.ProcSMapsRollup(); err == nil {
+		pss = float64(sm.Pss) / 1024
+	}
+	if st, err := p.Stat(); err == nil {
+		threads = st.NumThreads
+	}
+	return pss, threads
+}
+
+// received returns the packets and bytes each named interface has
+// received (/proc/net/dev, this process's network namespace); an
+// interface that does not exist is missing from the map.
+func (r procReader) received(names []string) (map[string][2]float64, error) {
+	dev, err := r.fs.NetDev()
+	if err != nil {
+		return nil, fmt.Errorf("sample: %w", err)
+	}
+	out := map[string][2]float64{}
+	for _, n := range names {
+		if l, ok := dev[n]; ok {
+			out[n] = [2]float64{float64(l.RxPackets), float64(l.RxBytes)}
 		}
 	}
-	return 0
-}
-
-func readCounter(path string) float64 {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return 0
-	}
-	v, _ := strconv.ParseFloat(strings.TrimSpace(string(b)), 64)
-	return v
+	return out, nil
 }
 
 func cmdSample(args []string) error {
@@ -120,7 +160,6 @@ func cmdSample(args []string) error {
 	var procs procFlag
 	fs.Var(&procs, "proc", "LABEL=PID[,PID...]: a process set to measure (repeatable)")
 	fs.Parse(args)
-	tck := clkTck()
 	nodes := rangeInts(1, *n)
 	sets := map[string][]int{}
 	for _, p := range procs {
@@ -136,22 +175,37 @@ func cmdSample(args []string) error {
 			sets[name] = append(sets[name], pid)
 		}
 	}
-	vethRead := func() map[int][2]float64 {
-		out := map[int][2]float64{}
-		if *veth == "" {
-			return out
-		}
+	pr, err := newProcReader()
+	if err != nil {
+		return err
+	}
+	// The root-side veth of node i is VETH<i>; its rx counters are what
+	// the node's namespace sent.
+	veths := map[int]string{}
+	var vethNames []string
+	if *veth != "" {
 		for _, i := range nodes {
-			d := fmt.Sprintf("/sys/class/net/%s%d/statistics/", *veth, i)
-			out[i] = [2]float64{readCounter(d + "rx_packets"), readCounter(d + "rx_bytes")}
+			veths[i] = fmt.Sprintf("%s%d", *veth, i)
+			vethNames = append(vethNames, veths[i])
 		}
-		return out
+	}
+	vethRead := func() (map[string][2]float64, error) {
+		if len(vethNames) == 0 {
+			return nil, nil
+		}
+		got, err := pr.received(vethNames)
+		for _, name := range vethNames {
+			if _, ok := got[name]; !ok && err == nil {
+				say("sample: no interface %s", name)
+			}
+		}
+		return got, err
 	}
 	cpuRead := func() map[string]float64 {
 		out := map[string]float64{}
 		for name, pids := range sets {
 			for _, pid := range pids {
-				v, err := cpuTicks(pid)
+				v, err := pr.cpuSeconds(pid)
 				if err != nil {
 					say("sample: pid %d (%s): %v", pid, name, err)
 				}
@@ -161,30 +215,36 @@ func cmdSample(args []string) error {
 		return out
 	}
 	l := lab{run: *run}
-	var before map[int]map[string]float64
-	var err error
+	var before, after sent
 	if *run != "" {
-		if before, err = l.scrapeAll(nodes); err != nil {
+		if before, err = sentByType(context.Background(), l, nodes); err != nil {
 			return err
 		}
 	}
-	v0, c0, t0 := vethRead(), cpuRead(), time.Now()
+	v0, err := vethRead()
+	if err != nil {
+		return err
+	}
+	c0, t0 := cpuRead(), time.Now()
 	rss := map[string][]float64{}
 	end := t0.Add(*window)
 	for time.Now().Before(end) {
 		for name, pids := range sets {
 			var s float64
 			for _, pid := range pids {
-				s += statusKiB(fmt.Sprintf("/proc/%d/status", pid), "VmRSS")
+				s += pr.rssKiB(pid)
 			}
 			rss[name] = append(rss[name], s)
 		}
 		time.Sleep(min(time.Second, time.Until(end)))
 	}
-	v1, c1, t1 := vethRead(), cpuRead(), time.Now()
-	var after map[int]map[string]float64
+	v1, err := vethRead()
+	if err != nil {
+		return err
+	}
+	c1, t1 := cpuRead(), time.Now()
 	if *run != "" {
-		if after, err = l.scrapeAll(nodes); err != nil {
+		if after, err = sentByType(context.Background(), l, nodes); err != nil {
 			return err
 		}
 	}
@@ -192,24 +252,19 @@ func cmdSample(args []string) error {
 	s := Sample{Kind: "sample", Label: *label, N: *n, WindowS: w, Load: load(), Start: t0}
 	if *run != "" {
 		per := float64(*n) * w
-		s.MsgsPerNodeS, s.BytesPerNodeS = map[string]float64{}, map[string]float64{}
-		for k, v := range byType("groupd_messages_sent_total", before, after) {
-			s.MsgsPerNodeS[k] = v / per
-		}
-		for k, v := range byType("groupd_bytes_sent_total", before, after) {
-			s.BytesPerNodeS[k] = v / per
-		}
+		s.MsgsPerNodeS = perSecond(before.msgs, after.msgs, per)
+		s.BytesPerNodeS = perSecond(before.bytes, after.bytes, per)
 	}
 	if *veth != "" {
 		s.Veth = map[int]Rate{}
-		for _, i := range nodes {
-			s.Veth[i] = Rate{PktsS: (v1[i][0] - v0[i][0]) / w, BytesS: (v1[i][1] - v0[i][1]) / w}
+		for i, name := range veths {
+			s.Veth[i] = Rate{PktsS: (v1[name][0] - v0[name][0]) / w, BytesS: (v1[name][1] - v0[name][1]) / w}
 		}
 	}
 	if len(sets) > 0 {
 		s.Procs = map[string]ProcStat{}
 		for name, pids := range sets {
-			ps := ProcStat{Pids: pids, CPUPct: (c1[name] - c0[name]) / tck / w * 100}
+			ps := ProcStat{Pids: pids, CPUPct: (c1[name] - c0[name]) / w * 100}
 			var tot float64
 			for _, v := range rss[name] {
 				tot += v
@@ -219,8 +274,9 @@ func cmdSample(args []string) error {
 				ps.RSSKiB = tot / float64(len(rss[name]))
 			}
 			for _, pid := range pids {
-				ps.PssKiB += statusKiB(fmt.Sprintf("/proc/%d/smaps_rollup", pid), "Pss")
-				ps.Threads += int(statusKiB(fmt.Sprintf("/proc/%d/status", pid), "Threads"))
+				pss, threads := pr.pssKiB(pid)
+				ps.PssKiB += pss
+				ps.Threads += threads
 			}
 			s.Procs[name] = ps
 		}
@@ -246,4 +302,54 @@ func cmdSample(args []string) error {
 		say("         %-24s cpu %.3f%% rss %.0f KiB (max %.0f) pss %.0f KiB pids %v", name, ps.CPUPct, ps.RSSKiB, ps.RSSMax, ps.PssKiB, ps.Pids)
 	}
 	return emit(s)
+}
+
+// sent is what a set of nodes has sent, summed over the nodes, by message
+// type.
+type sent struct{ msgs, bytes map[string]float64 }
+
+// sentByType reads groupd_messages_sent_total and groupd_bytes_sent_total
+// from each node's /metrics (its API socket in the lab's run dir), parsed
+// by package client with prometheus/common's expfmt rather than by
+// splitting lines, so that labels with spaces or escapes, exemplars and
+// timestamps cannot be misread.
+func sentByType(ctx context.Context, l lab, nodes []int) (sent, error) {
+	s := sent{msgs: map[string]float64{}, bytes: map[string]float64{}}
+	for _, i := range nodes {
+		c, err := client.New("unix:" + l.sock(i))
+		if err != nil {
+			return sent{}, fmt.Errorf("node %d: %w", i, err)
+		}
+		fams, err := c.Metrics(ctx)
+		c.Close()
+		if err != nil {
+			return sent{}, fmt.Errorf("node %d: %w", i, err)
+		}
+		addByLabel(s.msgs, fams["groupd_messages_sent_total"], "type")
+		addByLabel(s.bytes, fams["groupd_bytes_sent_total"], "type")
+	}
+	return s, nil
+}
+
+// addByLabel adds each counter of fam (nil: none) to sum, keyed by the
+// value of its label.
+func addByLabel(sum map[string]float64, fam *dto.MetricFamily, label string) {
+	for _, m := range fam.GetMetric() {
+		for _, lp := range m.GetLabel() {
+			if lp.GetName() == label {
+				sum[lp.GetValue()] += m.GetCounter().GetValue()
+			}
+		}
+	}
+}
+
+// perSecond returns (after - before) / per for every key that changed.
+func perSecond(before, after map[string]float64, per float64) map[string]float64 {
+	out := map[string]float64{}
+	for k, v := range after {
+		if d := v - before[k]; d != 0 {
+			out[k] = d / per
+		}
+	}
+	return out
 }

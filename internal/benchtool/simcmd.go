@@ -84,7 +84,7 @@ func (r *simRun) stop() error {
 	}
 	if r.memLimit > 0 && now.Sub(r.checked) > time.Second {
 		r.checked = now
-		if rss := statusKiB("/proc/self/status", "VmRSS"); rss > r.memLimit {
+		if rss, _ := selfMemKiB(); rss > r.memLimit {
 			return fmt.Errorf("%w: VmRSS %.1f GiB > %.1f GiB", errMem, rss/(1<<20), r.memLimit/(1<<20))
 		}
 	}
@@ -338,14 +338,14 @@ func cmdSimScale(args []string) error {
 					return
 				case <-tk.C:
 				}
-				rss := statusKiB("/proc/self/status", "VmRSS")
+				rss, _ := selfMemKiB()
 				if r.memLimit == 0 || rss <= r.memLimit {
 					continue
 				}
 				out := ScaleResult{Kind: "sim-scale", N: n, Seed: *seed, Status: "memory-limit",
 					Error: fmt.Sprintf("VmRSS %.1f GiB > guard %.1f GiB: stopped inside a simulation step", rss/(1<<20), *memGiB),
 					Phase: *phase.Load(), SimulatedS: time.Duration(r.virt.Load()).Seconds(), WallS: time.Since(wall).Seconds(),
-					RSSGiB: statusKiB("/proc/self/status", "VmHWM") / (1 << 20), Load: load(),
+					RSSGiB: selfPeakKiB() / (1 << 20), Load: load(),
 					ConvergeS: time.Duration(convS.Load()).Seconds(), ConvWallS: time.Duration(convWallS.Load()).Seconds()}
 				say("sim-scale N=%-5d memory-limit (phase %s): %s after %.1fs wall, %.2fs virtual reached", n, out.Phase, out.Error, out.WallS, out.SimulatedS)
 				_ = emit(out)
@@ -401,7 +401,7 @@ func cmdSimScale(args []string) error {
 		res.Events = s.Events()
 		res.MsgsPerNode = float64(s.Counts().TotalSent()) / float64(n)
 		res.Load = load()
-		res.RSSGiB = statusKiB("/proc/self/status", "VmHWM") / (1 << 20)
+		res.RSSGiB = selfPeakKiB() / (1 << 20)
 		say("sim-scale N=%-5d %s (phase %s, %d groups, largest %d): converged in %.2fs virtual (%.1fs wall), heal %.2fs virtual (%.1fs wall), %d events, %.0f msgs/node, %.1fs wall in all",
 			n, res.Status, res.Phase, res.Groups, res.Largest, res.ConvergeS, res.ConvWallS, res.HealS, res.HealWallS, res.Events, res.MsgsPerNode, res.WallS)
 		if err := emit(res); err != nil {

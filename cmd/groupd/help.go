@@ -1,0 +1,81 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+)
+
+// Help layout. urfave/cli prints a flag as its names, a tab and its whole
+// usage on one line (the run command's went up to 188 columns), and only
+// wraps descriptions. flagHelp pads the names to one width, so that every
+// category of flags has its usage column at flagColumn, and wraps the
+// usage after it, so that no line is wider than helpWidth.
+// TestHelpWidth renders every command's help and checks that.
+const (
+	helpWidth  = 100
+	flagColumn = 33 // "   " + names + urfave/cli's two spaces of padding
+	namesWidth = flagColumn - 3 - 2
+)
+
+// Command categories of `groupd --help` (urfave/cli sorts them by name).
+const (
+	catDaemon = "Daemon"
+	catQuery  = "Query a running daemon"
+	catTools  = "Tools"
+)
+
+// Every help goes through flagHelp. urfave/cli takes the flag printer as a
+// package variable; this command is its only user.
+func init() { cli.FlagStringer = flagHelp }
+
+// flagHelp renders one flag for the help: names and placeholder, a tab,
+// then the usage, the default and the environment variable, wrapped at
+// helpWidth - flagColumn with each further line starting with a tab (the
+// help's tabwriter lines them up under the usage).
+func flagHelp(f cli.Flag) string {
+	df, ok := f.(cli.DocGenerationFlag)
+	if !ok {
+		return ""
+	}
+	placeholder, usage := flag.UnquoteUsage(&flag.Flag{Usage: df.GetUsage()})
+	names := make([]string, 0, len(f.Names()))
+	for _, n := range f.Names() {
+		names = append(names, dashed(n))
+	}
+	left := strings.Join(names, ", ")
+	if df.TakesValue() {
+		left += " " + placeholder
+	}
+	// The default and the variable are kept whole on their line.
+	words := strings.Fields(usage)
+	// A zero default says nothing a flag's usage does not (0: off).
+	if d := df.GetDefaultText(); d != "" && d != "0" && d != "false" {
+		words = append(words, "(default: "+d+")")
+	}
+	if env := df.GetEnvVars(); len(env) > 0 {
+		words = append(words, "[$"+strings.Join(env, ", $")+"]")
+	}
+	return fmt.Sprintf("%-*s\t%s", namesWidth, left, strings.Join(wrapWords(words, helpWidth-flagColumn), "\n\t"))
+}
+
+// wrapWords joins words into lines of at most width bytes; a single
+// longer word gets a line of its own.
+func wrapWords(words []string, width int) []string {
+	var lines []string
+	line := ""
+	for _, w := range words {
+		switch {
+		case line == "":
+			line = w
+		case len(line)+1+len(w) <= width:
+			line += " " + w
+		default:
+			lines = append(lines, line)
+			line = w
+		}
+	}
+	return append(lines, line)
+}
