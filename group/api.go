@@ -23,7 +23,8 @@ import (
 //	                 first is a "snapshot"; ends when the client goes away
 //	                 or the agent stops
 //	GET /metrics     Prometheus metrics (the agent's own registry)
-//	GET /healthz     200 "ok" while the event loop runs, else 503 "not running"
+//	GET /healthz     200 "ok" while the event loop runs and the state can be
+//	                 saved; else 503 "not running" or "persist error: ..."
 //
 // It listens on Config.API: "host:port" (TCP; loopback by default, and a
 // non-loopback address is logged as a warning since anyone reaching it can
@@ -112,10 +113,17 @@ func (a *Agent) Handler() http.Handler {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		if !a.running.Load() {
 			w.WriteHeader(http.StatusServiceUnavailable)
-			w.Write([]byte("not running"))
+			w.Write([]byte("not running\n"))
 			return
 		}
-		w.Write([]byte("ok"))
+		if st := a.pub.status(); st.PersistError != "" {
+			// The node runs but cannot save: it creates no group number
+			// and has stepped aside. A supervisor should look.
+			w.WriteHeader(http.StatusServiceUnavailable)
+			w.Write([]byte("persist error: " + st.PersistError + "\n"))
+			return
+		}
+		w.Write([]byte("ok\n"))
 	})
 	return mux
 }
@@ -164,12 +172,14 @@ func (a *Agent) serveEvents(w http.ResponseWriter, r *http.Request) {
 // memberlist knows (alive, suspect, or recently dead or left), every
 // member of the current group, and the agent itself.
 func (a *Agent) Members() []Member {
-	a.mu.Lock()
-	st, prios := a.status, a.prios
-	a.mu.Unlock()
+	st := a.pub.status()
 	inGroup := make(map[wire.NodeID]bool, len(st.Members))
-	for _, id := range st.Members {
+	prios := make(map[wire.NodeID]uint8, len(st.Members))
+	for i, id := range st.Members {
 		inGroup[id] = true
+		if i < len(st.MemberPriorities) {
+			prios[id] = st.MemberPriorities[i]
+		}
 	}
 	// Memberlist's live view has suspicion, which its events do not
 	// report.
@@ -187,8 +197,9 @@ func (a *Agent) Members() []Member {
 	}
 	book := a.peers.snapshot()
 	out := []Member{{
-		ID: a.id, Priority: a.cfg.Priority, Addr: a.Addrs().Wire,
-		Gossip: GossipAlive, InGroup: inGroup[a.id],
+		ID: a.id, Name: a.name, Priority: a.cfg.Priority, Addr: a.Addrs().Wire,
+		Gossip: GossipAlive, InGroup: inGroup[a.id], Group: st.Group.String(), State: st.State.String(),
+		Leader: st.Leader, Degraded: st.Degraded, Tags: copyTags(a.cfg.Tags),
 	}}
 	seen := map[wire.NodeID]bool{a.id: true}
 	add := func(id wire.NodeID) {
@@ -211,6 +222,13 @@ func (a *Agent) Members() []Member {
 		if prio, ok := prios[id]; ok && !p.hasPrio {
 			m.Priority = prio
 		}
+		if md := p.meta; md != nil {
+			m.Name, m.Tags = md.Name, copyTags(md.Tags)
+			m.Group, m.State, m.Leader, m.Degraded = md.Group.String(), md.State.String(), md.Leader, md.Degraded
+		}
+		if m.Tags == nil {
+			m.Tags = map[string]string{}
+		}
 		out = append(out, m)
 	}
 	for id := range live {
@@ -225,5 +243,13 @@ func (a *Agent) Members() []Member {
 		add(id)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+func copyTags(t map[string]string) map[string]string {
+	out := make(map[string]string, len(t))
+	for k, v := range t {
+		out[k] = v
+	}
 	return out
 }

@@ -62,12 +62,15 @@ func keys(m map[string]any) []string {
 	return ks
 }
 
-var statusKeys = []string{"coordinator", "counter", "expect", "group", "id", "incarnation", "members", "persist_error",
-	"primary", "priority", "role", "since", "state", "time", "version"}
+var statusKeys = []string{"boot", "coordinator", "coordinator_name", "counter", "degraded", "duplicate_id", "expect",
+	"group", "id", "incarnation", "leader", "leader_since", "member_priorities", "members", "name", "persist_error",
+	"primary", "priority", "role", "since", "state", "tags", "term", "time", "timing_mismatches", "version"}
 
 func TestAPIHandlers(t *testing.T) {
 	cfg := newTestConfig(t)
 	cfg.ID = 42
+	cfg.Name = "test42"
+	cfg.Tags = map[string]string{"role": "db"}
 	a := startAgent(t, cfg)
 	srv := httptest.NewServer(a.Handler())
 	defer srv.Close()
@@ -85,8 +88,18 @@ func TestAPIHandlers(t *testing.T) {
 		if got := keys(m); !slices.Equal(got, statusKeys) {
 			t.Errorf("keys %v, want %v", got, statusKeys)
 		}
-		if m["id"] != 42.0 || m["state"] != "normal" || m["role"] != "coordinator" || m["coordinator"] != 42.0 {
+		if m["id"] != 42.0 || m["state"] != "normal" || m["role"] != "coordinator" || m["coordinator"] != 42.0 ||
+			m["leader"] != true || m["name"] != "test42" || m["coordinator_name"] != "test42" {
 			t.Errorf("status %s", body)
+		}
+		if ps, _ := m["member_priorities"].([]any); len(ps) != 1 || ps[0] != float64(cfg.Priority) {
+			t.Errorf("member_priorities %v", m["member_priorities"])
+		}
+		if tags, _ := m["tags"].(map[string]any); tags["role"] != "db" {
+			t.Errorf("tags %v", m["tags"])
+		}
+		if m["term"] != m["group"] {
+			t.Errorf("a singleton's leader has term %v, want its group %v", m["term"], m["group"])
 		}
 		if g, _ := m["group"].(string); !strings.HasSuffix(g, ".42") {
 			t.Errorf("group %q", g)
@@ -110,11 +123,12 @@ func TestAPIHandlers(t *testing.T) {
 		if err := json.Unmarshal([]byte(body), &ms); code != 200 || err != nil || len(ms) != 1 {
 			t.Fatalf("members %d %s %v", code, body, err)
 		}
-		want := []string{"addr", "gossip", "id", "in_group", "priority"}
+		want := []string{"addr", "degraded", "gossip", "group", "id", "in_group", "leader", "name", "priority", "state", "tags"}
 		if got := keys(ms[0]); !slices.Equal(got, want) {
 			t.Errorf("keys %v, want %v", got, want)
 		}
-		if ms[0]["id"] != 42.0 || ms[0]["gossip"] != "alive" || ms[0]["in_group"] != true || ms[0]["addr"] != a.Addrs().Wire {
+		if ms[0]["id"] != 42.0 || ms[0]["gossip"] != "alive" || ms[0]["in_group"] != true || ms[0]["addr"] != a.Addrs().Wire ||
+			ms[0]["name"] != "test42" || ms[0]["leader"] != true {
 			t.Errorf("member %v", ms[0])
 		}
 	})
@@ -168,7 +182,7 @@ func TestAPIHandlers(t *testing.T) {
 		if err := json.Unmarshal([]byte(line), &m); err != nil {
 			t.Fatal(err)
 		}
-		if got, want := keys(m), []string{"new", "node", "old", "reason", "time"}; !slices.Equal(got, want) {
+		if got, want := keys(m), []string{"name", "new", "node", "old", "reason", "time"}; !slices.Equal(got, want) {
 			t.Errorf("event keys %v, want %v", got, want)
 		}
 		if m["reason"] != "snapshot" || m["old"] != nil || m["node"] != 42.0 {
@@ -316,19 +330,24 @@ func TestAPIListeners(t *testing.T) {
 
 func TestStatusJSONRoundTrip(t *testing.T) {
 	s := Status{
-		ID: 3, Priority: 100, State: wire.StateReorganization, Role: invitation.Participant,
-		Group: wire.GroupNumber{Seq: 17, ID: 5}, Coordinator: 5, Members: []wire.NodeID{1, 2, 3}, Version: 2,
-		Since: time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC), Counter: 16, Incarnation: 5,
-		PersistError: "disk full", Time: time.Date(2026, 11, 21, 10, 0, 1, 5, time.UTC),
-		Expect: 5,
+		ID: 3, Name: "db3", Priority: 100, State: wire.StateReorganization, Role: invitation.Participant,
+		Group: wire.GroupNumber{Seq: 17, ID: 5}, Coordinator: 5, CoordinatorName: "db5", Members: []wire.NodeID{1, 2, 3},
+		MemberPriorities: []uint8{100, 255, 0}, Version: 2,
+		Since: time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC), Counter: 16, Incarnation: 5, Boot: 0xbeef,
+		PersistError: "disk full", Degraded: true, Time: time.Date(2026, 11, 21, 10, 0, 1, 5, time.UTC),
+		Expect: 5, Tags: map[string]string{"a": "b"},
+		DuplicateID: &DuplicateID{Boot: 7, Addr: "10.0.0.9:7950", Since: time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)},
 	}
 	b, err := json.Marshal(s)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"id":3,"priority":100,"state":"reorganization","role":"participant","group":"17.5","coordinator":5,` +
-		`"members":[1,2,3],"version":2,"since":"2026-11-21T10:00:00Z","counter":16,"incarnation":5,` +
-		`"persist_error":"disk full","time":"2026-11-21T10:00:01.000000005Z","primary":false,"expect":5}`
+	want := `{"id":3,"name":"db3","priority":100,"state":"reorganization","role":"participant","group":"17.5",` +
+		`"coordinator":5,"coordinator_name":"db5","members":[1,2,3],"member_priorities":[100,255,0],"version":2,` +
+		`"since":"2026-11-21T10:00:00Z","counter":16,"incarnation":5,"boot":"beef","persist_error":"disk full",` +
+		`"degraded":true,"time":"2026-11-21T10:00:01.000000005Z","primary":false,"expect":5,"leader":false,` +
+		`"leader_since":null,"term":"","tags":{"a":"b"},` +
+		`"duplicate_id":{"boot":7,"addr":"10.0.0.9:7950","since":"2026-11-21T10:00:00Z"},"timing_mismatches":[]}`
 	if string(b) != want {
 		t.Errorf("got  %s\nwant %s", b, want)
 	}
@@ -336,7 +355,9 @@ func TestStatusJSONRoundTrip(t *testing.T) {
 	if err := json.Unmarshal(b, &back); err != nil {
 		t.Fatal(err)
 	}
-	if back.String() != s.String() || !back.Since.Equal(s.Since) || back.PersistError != s.PersistError || back.Expect != 5 {
+	if back.String() != s.String() || !back.Since.Equal(s.Since) || back.PersistError != s.PersistError || back.Expect != 5 ||
+		!slices.Equal(back.MemberPriorities, s.MemberPriorities) || back.Boot != s.Boot || back.Tags["a"] != "b" ||
+		back.DuplicateID == nil || back.DuplicateID.Addr != s.DuplicateID.Addr || !back.Degraded {
 		t.Errorf("round trip: %+v", back)
 	}
 	empty, _ := json.Marshal(Status{State: wire.StateElection})

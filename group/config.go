@@ -3,6 +3,7 @@ package group
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -74,8 +75,19 @@ type Config struct {
 	// ID is the node ID. Zero takes the ID from the data dir's state
 	// file, or generates a random one on the first start. A non-zero ID
 	// must match the state file's, if there is one: a data dir belongs
-	// to one node, so that its group-number counter does too.
+	// to one node, so that its group-number counter does too. Two live
+	// processes with one ID are an error: the one that started second
+	// gives way (Run returns ErrDuplicateID).
 	ID wire.NodeID
+	// Name is a name for people: shown in status, members, watch, events,
+	// hooks and the live view, and announced to the other nodes. Empty
+	// means the host name. At most MaxNameLen bytes.
+	Name string
+	// Tags are key=value pairs announced to every node (for example the
+	// leader's application endpoint); other nodes see them in
+	// Agent.Members and /v1/members. Keys are 1-MaxTagKeyLen letters,
+	// digits, '_', '.' or '-'; see checkNameTags for the limits.
+	Tags map[string]string
 	// Priority is the first part of the node's rank (priority, ID):
 	// the highest-ranked live node coordinates the group.
 	Priority uint8
@@ -157,6 +169,21 @@ type Config struct {
 	// Logger receives the agent's logs; each component adds a
 	// "component" field. The zero Logger discards everything.
 	Logger zerolog.Logger
+	// Leader, if any callback is set, is told when this node starts and
+	// stops leading, and who leads (see LeaderCallbacks).
+	Leader LeaderCallbacks
+	// Transport carries the wire protocol; nil means UDP sockets on Bind,
+	// Port and Multicast. Tests and embedders can pass an in-memory one
+	// (package group/memnet). The agent closes it.
+	Transport Transport
+	// GossipTransport is memberlist's transport; nil means its UDP/TCP
+	// transport on Bind and GossipPort. The agent shuts it down.
+	GossipTransport memberlist.Transport
+	// InputLog, if set, receives every input of the state machine with
+	// what it answered (NDJSON, see driver.LogWriter): enough to replay the
+	// run, input by input, with driver.Replay. A debugging aid; it grows
+	// by a few hundred bytes per packet.
+	InputLog io.Writer
 }
 
 // DefaultLANConfig returns the lan profile (DESIGN §5): every value below
@@ -311,7 +338,7 @@ func (c Config) Validate() error {
 	if c.TickInterval < 0 {
 		return configErrorf("group: tick interval must be > 0, got %v", c.TickInterval)
 	}
-	return nil
+	return checkNameTags(c.Name, c.Tags)
 }
 
 // parseIPv4 parses an IPv4 literal for flag; unspecified (0.0.0.0) is
@@ -386,46 +413,51 @@ func parseAPI(s string) (network, addr string, err error) {
 }
 
 // memberlistConfig returns memberlist's configuration for this node:
-// DefaultLANConfig with the failure detector scaled to t, so that
-// memberlist and the invitation algorithm agree on how fast a node dies.
+// DefaultLANConfig, relaxed. Memberlist is groupd's slow, cheap failure
+// detector: it reports failed members (and carries the gossip meta), while
+// the coordinator's heartbeat, every AliveInterval, is the fast one that
+// failover relies on. So memberlist only has to report a dead member within
+// MemberTimeout, and an idle node should send about one packet a second in
+// all.
 //
 // Memberlist's detection time is roughly: the dead node's turn to be
-// probed (≤ ProbeInterval on average with several probers), ProbeTimeout
-// for the direct probe, the rest of the ProbeInterval for indirect probes,
-// then the suspicion timeout, SuspicionMult × ProbeInterval × max(1,
-// log10(n)), which confirmations from other nodes shorten from up to
-// SuspicionMaxTimeoutMult times that. With
+// probed (about one ProbeInterval with several probers), ProbeTimeout, the
+// rest of the ProbeInterval for indirect probes, then the suspicion
+// timeout, SuspicionMult × ProbeInterval × max(1, log10(n)) (with
+// SuspicionMaxTimeoutMult 1, confirmations do not matter). With
 //
-//	ProbeInterval  = AliveInterval          (lan 250ms; memberlist: 1s)
-//	ProbeTimeout   = AliveInterval/2        (lan 125ms; memberlist: 500ms; a LAN RTT is < 1ms)
-//	SuspicionMult  = 3                      (lan 750ms = AliveTimeout below 10 nodes; memberlist: 4)
-//	SuspicionMaxTimeoutMult = 2             (memberlist: 6)
+//	ProbeInterval  = MemberTimeout/5       (lan 3 s; memberlist: 1 s)
+//	ProbeTimeout   = 2 × AnswerTimeout      (lan 200 ms; memberlist: 500 ms; a LAN RTT is < 1 ms)
+//	SuspicionMult  = 2                      (lan 6 s below 10 nodes, 7.2 s at 16, 10.8 s at 64)
 //
-// a lan node is declared dead about 1 to 1.5 s after it stops, close to
-// the invitation algorithm's AliveInterval+AliveTimeout (1 s). Suspicion
-// still lets a slow node refute before it is declared dead, and Lifeguard
-// (AwarenessMaxMultiplier, kept at 8) still stretches the timeouts of a
-// node that notices it is itself slow. The probe interval and timeout have
-// floors (100ms and 50ms) so that the fast profile stays robust on a
-// loaded machine (tests under -race).
+// a dead member is reported about 9 s after it stopped below 10 nodes and
+// 14 s at 64, within MemberTimeout (15 s); beyond, the coordinator's own
+// sweep drops a member silent for MemberTimeout. An idle node probes one
+// node per ProbeInterval and acknowledges about as many probes: 2/3 of a
+// packet per second. Lifeguard (AwarenessMaxMultiplier, kept at 8) still
+// stretches the timeouts of a node that notices it is itself slow. The
+// probe interval and timeout have floors (100 ms and 50 ms) so that the
+// fast profile stays robust on a loaded machine (tests under -race).
 //
-// GossipInterval = AliveInterval/2 (lan 125ms; memberlist: 200ms) spreads
-// a death or a meta change in a few hundred milliseconds; gossip costs
-// nothing while there is nothing to spread. TCPTimeout (10s) is cut to
-// 2×BeaconInterval, at least 1s: it bounds a push/pull and each Join
+// GossipInterval = AliveInterval, at least 200 ms (lan 250 ms; memberlist:
+// 200 ms): gossip costs nothing while there is nothing to spread, and a
+// death or a meta change still spreads in about a second. PushPullInterval
+// is 60 s (memberlist: 30 s): beacons, not anti-entropy, heal partitions
+// here, and each push/pull is a TCP exchange. TCPTimeout (10 s) is cut to
+// 2×BeaconInterval, at least 1 s: it bounds a push/pull and each Join
 // attempt, and a LAN answers in milliseconds. DeadNodeReclaimTime =
 // PeerTimeout lets a node that crashed and came back on another address
 // (DHCP, a new port) reclaim its name once it has been dead that long;
 // memberlist's default (never) would lock it out until the dead entry is
-// reaped (GossipToTheDeadTime, 30s). PushPullInterval stays 30s: beacons,
-// not anti-entropy, heal partitions here.
+// reaped (GossipToTheDeadTime, 30 s).
 func memberlistConfig(t invitation.Timing) *memberlist.Config {
 	mc := memberlist.DefaultLANConfig()
-	mc.ProbeInterval = max(t.AliveInterval, 100*time.Millisecond)
-	mc.ProbeTimeout = max(t.AliveInterval/2, 50*time.Millisecond)
-	mc.SuspicionMult = 3
-	mc.SuspicionMaxTimeoutMult = 2
-	mc.GossipInterval = max(t.AliveInterval/2, 20*time.Millisecond)
+	mc.ProbeInterval = max(t.MemberTimeout/5, 100*time.Millisecond)
+	mc.ProbeTimeout = max(2*t.AnswerTimeout, 50*time.Millisecond)
+	mc.SuspicionMult = 2
+	mc.SuspicionMaxTimeoutMult = 1
+	mc.GossipInterval = max(t.AliveInterval, 200*time.Millisecond)
+	mc.PushPullInterval = 60 * time.Second
 	mc.TCPTimeout = max(2*t.BeaconInterval, time.Second)
 	mc.DeadNodeReclaimTime = t.PeerTimeout
 	return mc

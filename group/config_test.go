@@ -104,15 +104,20 @@ func TestDefaultPorts(t *testing.T) {
 	}
 }
 
-// TestMemberlistTuning checks that memberlist's failure detector is scaled
-// to the profile: its minimum suspicion (below 10 nodes) equals
-// AliveTimeout in the lan profile, and the probe settings keep their
-// floors in the fast one.
+// TestMemberlistTuning checks that memberlist, the slow detector, is
+// scaled to the profile: below 10 nodes a dead member is reported (one
+// probe interval to be probed, then the suspicion) within MemberTimeout,
+// an idle node probes less than once a second, and the probe settings
+// keep their floors in the fast profile.
 func TestMemberlistTuning(t *testing.T) {
 	lan := invitation.DefaultTiming()
 	mc := memberlistConfig(lan)
-	if got := time.Duration(mc.SuspicionMult) * mc.ProbeInterval; got != lan.AliveTimeout {
-		t.Errorf("lan suspicion %v, want AliveTimeout %v", got, lan.AliveTimeout)
+	suspicion := time.Duration(mc.SuspicionMult) * mc.ProbeInterval
+	if detect := mc.ProbeInterval + mc.ProbeTimeout + suspicion; detect >= lan.MemberTimeout {
+		t.Errorf("lan detection about %v, not within MemberTimeout %v", detect, lan.MemberTimeout)
+	}
+	if mc.ProbeInterval < time.Second || mc.SuspicionMaxTimeoutMult != 1 || mc.PushPullInterval < 60*time.Second {
+		t.Errorf("lan memberlist not relaxed: probe %v, suspicion ×%d, push/pull %v", mc.ProbeInterval, mc.SuspicionMaxTimeoutMult, mc.PushPullInterval)
 	}
 	if mc.ProbeTimeout >= mc.ProbeInterval {
 		t.Errorf("probe timeout %v must be below the interval %v", mc.ProbeTimeout, mc.ProbeInterval)

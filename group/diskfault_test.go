@@ -3,6 +3,7 @@ package group
 import (
 	"bytes"
 	"errors"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,11 +25,15 @@ import (
 //     events, node 1's view and the state file afterwards agree);
 //   - report the fault in Status.PersistError (and a persist-failed event);
 //   - log it once, however many times it retries;
-//   - recover once the disk does: create its group, take node 1 in, clear
-//     PersistError and log the recovery once.
+//   - step aside meanwhile: join node 1's group (it ranks below every node
+//     that can save), show itself degraded in its status, metrics and
+//     /healthz;
+//   - recover once the disk does: take over (it outranks node 1 again),
+//     clear PersistError and log the recovery once.
 //
 // It needs root (mount); it skips otherwise or where mount is not allowed.
 func TestDiskFaults(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: mounts a tmpfs on the data dir")
 	}
@@ -36,7 +41,7 @@ func TestDiskFaults(t *testing.T) {
 		t.Skip("mount is missing")
 	}
 	for _, mode := range []string{"read-only", "full"} {
-		t.Run(mode, func(t *testing.T) { testDiskFault(t, mode) })
+		t.Run(mode, func(t *testing.T) { t.Parallel(); testDiskFault(t, mode) })
 	}
 }
 
@@ -59,7 +64,7 @@ func testDiskFault(t *testing.T, mode string) {
 	})
 	dir2 := filepath.Join(mnt, "data")
 
-	c := newCluster(t, loopbackMulticast())
+	c := newCluster(t, memMulticast)
 	c.start(1, "")
 	logs := &lockedWriter{w: &bytes.Buffer{}}
 	cfg := c.config(2, dir2)
@@ -132,7 +137,7 @@ func testDiskFault(t *testing.T, mode string) {
 	if got := metricValue(n2.a.metrics.persistFails); got < 2 {
 		t.Errorf("persist failures %v, want retries (>= 2)", got)
 	}
-	failLines := strings.Count(logs.String(), "cannot save the group-number counter")
+	failLines := strings.Count(logs.String(), "cannot save the node's state")
 	if failLines != 1 {
 		t.Errorf("the fault was logged %d times, want once:\n%s", failLines, logs.String())
 	}
@@ -147,6 +152,20 @@ func testDiskFault(t *testing.T, mode string) {
 	if failEvents == 0 {
 		t.Errorf("no persist-failed event with the error")
 	}
+	// It stepped aside: the survivors (1 and 2) are one group under node
+	// 1, which outranks the degraded node 2; node 2 is degraded in its
+	// status and metrics, and /healthz says why.
+	if g, _ := c.waitConverged(convergeBound(c)); g.ID != 1 {
+		t.Errorf("during the fault: group %s, want one group under node 1", g)
+	}
+	if s := n2.a.Status(); !s.Degraded || metricValue(n2.a.metrics.degraded) != 1 {
+		t.Errorf("node 2 not shown degraded: %+v", s)
+	}
+	rec := httptest.NewRecorder()
+	n2.a.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/healthz", nil))
+	if rec.Code != 503 || !strings.Contains(rec.Body.String(), "persist error") {
+		t.Errorf("/healthz during the fault: %d %q", rec.Code, rec.Body.String())
+	}
 
 	// The disk recovers: so does node 2.
 	undo()
@@ -158,10 +177,10 @@ func testDiskFault(t *testing.T, mode string) {
 	if s := n2.a.Status(); s.PersistError != "" {
 		t.Errorf("persist error still reported: %q", s.PersistError)
 	}
-	if n := strings.Count(logs.String(), "group-number counter saved again"); n != 1 {
+	if n := strings.Count(logs.String(), "the node's state is saved again"); n != 1 {
 		t.Errorf("the recovery was logged %d times, want once:\n%s", n, logs.String())
 	}
-	if n := strings.Count(logs.String(), "cannot save the group-number counter"); n != 1 {
+	if n := strings.Count(logs.String(), "cannot save the node's state"); n != 1 {
 		t.Errorf("the fault was logged %d times in all, want once", n)
 	}
 	disk = diskCounter(t, dir2)

@@ -70,6 +70,27 @@ func (d gossipDelegate) NotifyLeave(n *memberlist.Node) {
 	d.a.onGossip(n, state)
 }
 
+// NotifyConflict is told when memberlist hears of a node with a name it
+// knows at another address. When the name is this node's, another process
+// uses its ID: the wire protocol's boot nonces settle which one gives way
+// (package invitation); this only logs what memberlist saw.
+func (d gossipDelegate) NotifyConflict(existing, other *memberlist.Node) {
+	if existing == nil || other == nil {
+		return
+	}
+	id, ok := parseNodeName(existing.Name)
+	if !ok {
+		return
+	}
+	if id == d.a.id {
+		d.a.glog.Warn().Uint64("id", uint64(id)).Str("addr", existing.Address()).Str("other_addr", other.Address()).
+			Msg("memberlist: another process announces this node's ID")
+		return
+	}
+	d.a.glog.Debug().Uint64("id", uint64(id)).Str("addr", existing.Address()).Str("other_addr", other.Address()).
+		Msg("memberlist: two processes announce one node ID")
+}
+
 // NotifyAlive admits a node into memberlist's list only if its name is a
 // node ID and the address book has room for it (maxPeers). Without a key
 // anyone can gossip made-up nodes, and memberlist itself sets no bound; with
@@ -128,7 +149,8 @@ func (a *Agent) onGossip(n *memberlist.Node, state string) {
 // publishMeta publishes this node's meta for NodeMeta and asks the meta
 // updater to re-advertise it.
 func (a *Agent) publishMeta(s Status) {
-	b := encodeMeta(nodeMeta{Priority: a.cfg.Priority, Port: uint16(a.wirePort), Group: s.Group, State: s.State})
+	b := encodeMeta(nodeMeta{Priority: a.cfg.Priority, Port: uint16(a.tr.Addr().Port), Group: s.Group, State: s.State,
+		Leader: s.Leader, Degraded: s.Degraded, Name: a.name, Tags: a.cfg.Tags})
 	a.meta.Store(&b)
 	select {
 	case a.metaWake <- struct{}{}:
@@ -170,9 +192,12 @@ func (a *Agent) joiner(ctx context.Context, ml *memberlist.Memberlist) {
 }
 
 // join calls memberlist Join on addrs, in parallel so that one dead
-// address does not delay the others, and logs and counts the outcome.
-func (a *Agent) join(ctx context.Context, ml *memberlist.Memberlist, why string, addrs []string) {
+// address does not delay the others, and counts the outcome. It returns
+// the error of each address that failed.
+func (a *Agent) join(ctx context.Context, ml *memberlist.Memberlist, why string, addrs []string) map[string]error {
 	var wg sync.WaitGroup
+	var mu sync.Mutex
+	failed := map[string]error{}
 	for _, addr := range addrs {
 		wg.Add(1)
 		go func() {
@@ -184,6 +209,9 @@ func (a *Agent) join(ctx context.Context, ml *memberlist.Memberlist, why string,
 			if err != nil {
 				a.metrics.joins.WithLabelValues("error").Inc()
 				a.glog.Debug().Err(err).Str("addr", addr).Str("why", why).Msg("memberlist join failed")
+				mu.Lock()
+				failed[addr] = err
+				mu.Unlock()
 				return
 			}
 			a.metrics.joins.WithLabelValues("ok").Inc()
@@ -191,24 +219,49 @@ func (a *Agent) join(ctx context.Context, ml *memberlist.Memberlist, why string,
 		}()
 	}
 	wg.Wait()
+	return failed
 }
 
-// reconnectInterval is how often the reconnect loop retries seeds and
-// failed members that are not alive: a few seconds in the lan profile.
+// reconnectInterval is how often the reconnect loop retries failed
+// members when there is no multicast: a few seconds in the lan profile.
 func (a *Agent) reconnectInterval() time.Duration {
 	return max(2*a.cfg.Timing.BeaconInterval, time.Second)
 }
 
-// reconnect joins the --join seeds at start and then, every
-// reconnectInterval, re-joins the seeds that memberlist does not list as
-// alive and, without multicast, the members it declared dead in the last
-// peerForget: without beacons this is what re-merges the two sides of a
-// partition once it heals. It also reaps old address-book entries.
+// reconnectTick is how often the reconnect loop looks at the seeds and
+// failed members.
+const reconnectTick = time.Second
+
+// Seed back-off: a seed that cannot be joined is retried after 1 s, then
+// twice as long each time, up to a minute.
+const (
+	seedRetryMin = time.Second
+	seedRetryMax = time.Minute
+)
+
+// seedState is the reconnect loop's record of one --join seed.
+type seedState struct {
+	next    time.Time     // earliest next attempt
+	backoff time.Duration // wait after the next failure
+	failing bool          // the last attempt failed (logged)
+}
+
+// reconnect joins the --join seeds at start and, while memberlist does not
+// list a seed as alive, again with back-off (each failure is a warning:
+// an operator should hear that a seed is wrong or down); without
+// multicast, it also re-joins every reconnectInterval the members
+// memberlist declared dead in the last peerForget: without beacons this is
+// what re-merges the two sides of a partition once it heals. It also
+// reaps old address-book entries.
 func (a *Agent) reconnect(ctx context.Context, ml *memberlist.Memberlist) {
-	t := time.NewTicker(a.reconnectInterval())
+	t := time.NewTicker(reconnectTick)
 	defer t.Stop()
-	first := true
-	for {
+	seeds := make(map[string]*seedState, len(a.cfg.Join))
+	for _, s := range a.cfg.Join {
+		seeds[s] = &seedState{backoff: seedRetryMin}
+	}
+	var lastFailed time.Time
+	for first := true; ; first = false {
 		if !first {
 			select {
 			case <-ctx.Done():
@@ -218,24 +271,47 @@ func (a *Agent) reconnect(ctx context.Context, ml *memberlist.Memberlist) {
 		}
 		now := time.Now()
 		alive := a.peers.aliveGossipAddrs()
-		var targets []string
+		var due []string
 		for _, seed := range a.cfg.Join {
-			if !seedAlive(ctx, seed, alive, a.gossipAddr) {
-				targets = append(targets, seed)
+			st := seeds[seed]
+			if seedAlive(ctx, seed, alive, a.gossipAddr) {
+				if st.failing {
+					a.glog.Info().Str("seed", seed).Msg("--join seed reachable again")
+				}
+				st.failing, st.backoff, st.next = false, seedRetryMin, time.Time{}
+				continue
+			}
+			if !now.Before(st.next) {
+				due = append(due, seed)
 			}
 		}
-		if !a.cfg.MulticastEnabled() {
-			targets = append(targets, a.peers.failedGossipAddrs(now, peerForget)...)
-		}
-		if len(targets) > 0 {
+		if len(due) > 0 {
 			why := "reconnect"
 			if first {
 				why = "seed"
 			}
-			a.join(ctx, ml, why, dedupe(targets))
+			failed := a.join(ctx, ml, why, dedupe(due))
+			for _, seed := range due {
+				st := seeds[seed]
+				err, bad := failed[seed]
+				if !bad {
+					st.failing, st.backoff, st.next = false, seedRetryMin, time.Time{}
+					continue
+				}
+				st.failing = true
+				st.next = now.Add(st.backoff)
+				a.glog.Warn().Err(err).Str("seed", seed).Dur("retry_in", st.backoff).
+					Msg("cannot join --join seed; retrying (check the address and that groupd runs there)")
+				st.backoff = min(2*st.backoff, seedRetryMax)
+			}
+		}
+		if a.tr.MulticastGroup() == "" && now.Sub(lastFailed) >= a.reconnectInterval() {
+			lastFailed = now
+			if targets := a.peers.failedGossipAddrs(now, peerForget); len(targets) > 0 {
+				a.join(ctx, ml, "reconnect", targets)
+			}
 		}
 		a.peers.reap(now)
-		first = false
 	}
 }
 

@@ -3,6 +3,7 @@ package group
 import (
 	"bytes"
 	"context"
+	"flag"
 	"fmt"
 	"math/rand/v2"
 	"net"
@@ -15,12 +16,15 @@ import (
 	"github.com/rs/zerolog"
 	"golang.org/x/net/ipv4"
 
+	"github.com/groupd/groupd/group/memnet"
+	"github.com/groupd/groupd/invariant"
 	"github.com/groupd/groupd/invitation"
 	"github.com/groupd/groupd/wire"
 )
 
-// Test harness: several agents in one process on 127.0.0.1, with real
-// memberlist UDP/TCP and real wire UDP, on ephemeral ports.
+// Test harness: several agents in one process, on the in-memory network of
+// package memnet (both transports, partitions at will), or on 127.0.0.1
+// with real memberlist UDP/TCP and real wire UDP on ephemeral ports.
 
 // loopbackMulticast reports (once per test binary) whether multicast over
 // the loopback interface works here: a probe datagram sent to a random
@@ -130,21 +134,40 @@ func newTestLogger(t *testing.T) zerolog.Logger {
 			t.Logf("agent logs:\n%s", tl.buf.String())
 		}
 	})
-	return zerolog.New(zerolog.ConsoleWriter{Out: tl, NoColor: true, TimeFormat: "15:04:05.000"}).
-		Level(level).With().Timestamp().Logger()
+	// JSON lines, not zerolog's ConsoleWriter: that one compares its
+	// output with os.Stdout on every write, a data race with the testing
+	// package, which swaps os.Stdout for examples while memberlist
+	// goroutines of an earlier test may still log.
+	return zerolog.New(tl).Level(level).With().Timestamp().Logger()
+}
+
+// netMode is how a cluster's agents reach each other.
+type netMode int
+
+const (
+	memMulticast netMode = iota // in-memory network with multicast (package memnet)
+	memSeeds                    // in-memory network, --multicast off, --join seeds
+	udpLoopback                 // real sockets on 127.0.0.1: multicast if the host allows it, else seeds
+)
+
+func (m netMode) String() string {
+	return [...]string{"mem-multicast", "mem-seeds", "udp"}[m]
 }
 
 // cluster is a set of agents of one test.
 type cluster struct {
 	t         *testing.T
-	base      string // parent of the data dirs
-	multicast string // "" for seeds
+	mode      netMode
+	nw        *memnet.Network // in-memory modes
+	base      string          // parent of the data dirs
+	multicast string          // udpLoopback: the group, "" for seeds
 	timing    invitation.Timing
 	key       []byte // shared key of the nodes start starts
 	log       zerolog.Logger
 	seeds     []string
 	mu        sync.Mutex
 	nodes     map[wire.NodeID]*testNode
+	tweak     func(*Config) // edits every node's configuration, if set
 }
 
 // testNode is one running agent and what it reported.
@@ -159,36 +182,47 @@ type testNode struct {
 	events []Event
 }
 
-func newCluster(t *testing.T, multicast bool) *cluster {
+func newCluster(t *testing.T, mode netMode) *cluster {
 	timing := invitation.FastTiming()
 	if os.Getenv("GROUPD_TEST_PROFILE") == ProfileLAN {
 		timing = invitation.DefaultTiming() // slower; for checking the lan tuning
 	}
 	c := &cluster{
 		t:      t,
+		mode:   mode,
 		base:   t.TempDir(), // before stopAll: cleanups run last-in first-out
 		timing: timing,
 		log:    newTestLogger(t),
 		nodes:  make(map[wire.NodeID]*testNode),
 	}
-	if multicast {
-		if !loopbackMulticast() {
-			t.Skip("multicast over loopback does not work on this host")
+	switch mode {
+	case memMulticast, memSeeds:
+		c.nw = memnet.New(uint64(time.Now().UnixNano()))
+	case udpLoopback:
+		if loopbackMulticast() {
+			port, err := freeUDPPort()
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.multicast = net.JoinHostPort(randomGroup().String(), fmt.Sprint(port))
 		}
-		port, err := freeUDPPort()
-		if err != nil {
-			t.Fatal(err)
-		}
-		c.multicast = net.JoinHostPort(randomGroup().String(), fmt.Sprint(port))
 	}
 	t.Cleanup(c.stopAll)
 	return c
 }
 
+// hostIP is node id's address on the in-memory network.
+func hostIP(id wire.NodeID) string { return fmt.Sprintf("10.%d.%d.%d", id>>16&255, id>>8&255, id&255) }
+
 // config returns the configuration of node id on data dir dir.
-func (c *cluster) config(id wire.NodeID, dir string) Config {
+func (c *cluster) config(id wire.NodeID, dir string) Config { return c.configAt(id, dir, hostIP(id)) }
+
+// configAt returns the configuration of node id on data dir dir, at
+// address ip on the in-memory network.
+func (c *cluster) configAt(id wire.NodeID, dir, ip string) Config {
 	cfg := DefaultFastConfig()
 	cfg.ID = id
+	cfg.Name = fmt.Sprintf("n%d", id)
 	cfg.Bind = "127.0.0.1"
 	cfg.Port = 0
 	cfg.GossipPort = 0
@@ -197,13 +231,34 @@ func (c *cluster) config(id wire.NodeID, dir string) Config {
 	cfg.Timing = c.timing
 	cfg.Logger = c.log
 	cfg.Key = c.key
-	if c.multicast != "" {
-		cfg.Multicast = c.multicast
-	} else {
+	seeds := false
+	switch c.mode {
+	case memMulticast, memSeeds:
+		h := c.nw.Host(ip)
+		if c.mode == memSeeds {
+			cfg.Transport = h.WireUnicast(7950)
+			seeds = true
+		} else {
+			cfg.Transport = h.Wire(7950)
+		}
+		cfg.GossipTransport = h.Gossip(7951)
 		cfg.Multicast = "off"
+		cfg.API = ""
+	case udpLoopback:
+		if c.multicast != "" {
+			cfg.Multicast = c.multicast
+		} else {
+			cfg.Multicast = "off"
+			seeds = true
+		}
+	}
+	if seeds {
 		c.mu.Lock()
 		cfg.Join = slices.Clone(c.seeds)
 		c.mu.Unlock()
+	}
+	if c.tweak != nil {
+		c.tweak(&cfg)
 	}
 	return cfg
 }
@@ -271,7 +326,7 @@ func (c *cluster) stop(id wire.NodeID) time.Duration {
 	return took
 }
 
-// crash stops node id abruptly (no Leave, no final save).
+// crash stops node id abruptly (no Leave, no leader-stop).
 func (c *cluster) crash(id wire.NodeID) {
 	c.t.Helper()
 	c.mu.Lock()
@@ -309,46 +364,34 @@ func (c *cluster) live() []*testNode {
 	return out
 }
 
-// converged reports whether every live node is Normal in one group
-// coordinated by the highest live ID, with every live node as a member;
-// if not, it says why.
+func (c *cluster) node(id wire.NodeID) *testNode {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.nodes[id]
+}
+
+// converged reports whether the live nodes satisfy L1's condition (the
+// one predicate, invariant.Converged: Normal in one group coordinated by
+// the highest-ranked, listing exactly them); if not, it says why.
 func (c *cluster) converged() (wire.GroupNumber, string) {
 	nodes := c.live()
 	if len(nodes) == 0 {
 		return wire.GroupNumber{}, "no nodes"
 	}
-	want := make([]wire.NodeID, len(nodes))
+	sts := make([]invitation.Status, len(nodes))
 	for i, n := range nodes {
-		want[i] = n.id
+		sts[i] = n.a.Status().Machine()
 	}
-	top := want[len(want)-1]
-	var g wire.GroupNumber
-	for i, n := range nodes {
-		s := n.a.Status()
-		if s.State != wire.StateNormal {
-			return g, fmt.Sprintf("node %d is %s", n.id, s.State)
-		}
-		if i == 0 {
-			g = s.Group
-		}
-		if s.Group != g {
-			return g, fmt.Sprintf("node %d in %s, node %d in %s", nodes[0].id, g, n.id, s.Group)
-		}
-		if s.Coordinator != top {
-			return g, fmt.Sprintf("node %d: coordinator %d, want %d", n.id, s.Coordinator, top)
-		}
-		if !slices.Equal(s.Members, want) {
-			return g, fmt.Sprintf("node %d: members %v, want %v", n.id, s.Members, want)
-		}
+	if vs := invariant.Converged(time.Now(), sts); len(vs) > 0 {
+		return sts[0].Group, vs[0].Detail
 	}
-	return g, ""
+	return sts[0].Group, ""
 }
 
 // stableFor is how long a convergence must last for waitConverged to
 // accept it: longer than a participant's failure detection
-// (AliveInterval+AliveTimeout) and memberlist's suspicion, so that a
-// transient agreement that is about to fall apart is not taken for the
-// result.
+// (AliveInterval+AliveTimeout), so that a transient agreement that is about
+// to fall apart is not taken for the result.
 func (c *cluster) stableFor() time.Duration {
 	return max(2*(c.timing.AliveInterval+c.timing.AliveTimeout), 500*time.Millisecond)
 }
@@ -410,6 +453,13 @@ func (c *cluster) waitGossip(within time.Duration) {
 	}
 }
 
+// eventsOf returns a copy of node n's events.
+func (n *testNode) eventsOf() []Event {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return slices.Clone(n.events)
+}
+
 // maxSeenSeq returns the highest group sequence in node n's events.
 func (n *testNode) maxSeenSeq() uint64 {
 	n.mu.Lock()
@@ -436,4 +486,22 @@ func (n *testNode) createdSeqs() []uint64 {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// TestMain raises the default test parallelism (GOMAXPROCS, 2 on a small
+// machine) unless -parallel was given: the cluster tests spend their time
+// waiting on protocol timers, not on the CPU, and run in seconds side by
+// side rather than one pair at a time.
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if f := flag.Lookup("test.parallel"); f != nil && !flagSet("test.parallel") {
+		_ = f.Value.Set("8")
+	}
+	os.Exit(m.Run())
+}
+
+func flagSet(name string) bool {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }

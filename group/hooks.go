@@ -31,11 +31,18 @@ import (
 //	GROUPD_OLD_GROUP    the group number before the change
 //	GROUPD_OLD_ROLE     the role before the change
 //	GROUPD_PRIMARY      1 if the group is the primary partition, else 0
+//	GROUPD_NAME         this node's name; GROUPD_COORDINATOR_NAME the coordinator's
+//	GROUPD_LEADER       1 while this node leads, else 0
+//	GROUPD_TERM         the leadership's term (leader-start: the new one;
+//	                    leader-stop: the one that ended), else empty
+//	GROUPD_DEGRADED     1 while this node cannot save its state
 //
 // It fires on every change of group or role, when the node becomes Normal
 // (so a hook sees the settled state after an Election or Reorganization),
-// and on "confirmed" (a coordinator confirmed again after a merge or a
-// heal). Runs are serialised: one at a time, in order, in the runner's own
+// on "confirmed" (a coordinator confirmed again after a merge or a heal),
+// and once for each leadership transition, with GROUPD_EVENT leader-start
+// or leader-stop (a leader's last hook before the daemon stops is its
+// leader-stop; it gets up to a second to run). Runs are serialised: one at a time, in order, in the runner's own
 // goroutine, so the event loop never waits for a hook. If events arrive
 // faster than hooks finish, the queue is bounded (hookQueueMax): a new
 // event that finds it full is merged into the last queued one, which keeps
@@ -56,14 +63,22 @@ const hookQueueMax = 4
 // log.
 const hookTailSize = 512
 
-// hookWorthy reports whether e should run the hook.
+// hookWorthy reports whether e should run the hook. Leadership events
+// (leader-start, leader-stop) are queued by the publisher themselves, one
+// per transition.
 func hookWorthy(e Event) bool {
 	if e.Old == nil {
 		return false
 	}
 	o, n := e.Old, e.New
 	return o.Group != n.Group || o.Role != n.Role || e.Reason == "confirmed" || o.Primary != n.Primary ||
-		(n.State == wire.StateNormal && o.State != wire.StateNormal)
+		(n.State == wire.StateNormal && o.State != wire.StateNormal) || o.Degraded != n.Degraded
+}
+
+// isLeaderEvent reports whether e is a leadership transition, which the
+// hook queue never merges away.
+func isLeaderEvent(e Event) bool {
+	return e.Reason == ReasonLeaderStart || e.Reason == ReasonLeaderStop
 }
 
 func boolEnv(b bool) string {
@@ -84,17 +99,29 @@ func hookEnv(e Event) []string {
 	if e.Old != nil {
 		oldGroup, oldRole = e.Old.Group.String(), e.Old.Role.String()
 	}
+	term := ""
+	switch {
+	case n.Leader:
+		term = n.Term.String()
+	case e.Reason == ReasonLeaderStop && e.Old != nil:
+		term = e.Old.Term.String() // the term that ended
+	}
 	return []string{
 		"GROUPD_EVENT=" + e.Reason,
 		"GROUPD_ID=" + strconv.FormatUint(uint64(n.ID), 10),
+		"GROUPD_NAME=" + n.Name,
 		"GROUPD_STATE=" + n.State.String(),
 		"GROUPD_ROLE=" + n.Role.String(),
 		"GROUPD_GROUP=" + n.Group.String(),
 		"GROUPD_COORDINATOR=" + strconv.FormatUint(uint64(n.Coordinator), 10),
+		"GROUPD_COORDINATOR_NAME=" + n.CoordinatorName,
 		"GROUPD_MEMBERS=" + strings.Join(ids, ","),
 		"GROUPD_OLD_GROUP=" + oldGroup,
 		"GROUPD_OLD_ROLE=" + oldRole,
 		"GROUPD_PRIMARY=" + boolEnv(n.Primary),
+		"GROUPD_LEADER=" + boolEnv(n.Leader),
+		"GROUPD_TERM=" + term,
+		"GROUPD_DEGRADED=" + boolEnv(n.Degraded),
 	}
 }
 
@@ -110,8 +137,9 @@ type hookRunner struct {
 	wake   chan struct{} // cap 1: "the queue is not empty"
 	done   chan struct{} // closed when the runner goroutine exits
 
-	mu    sync.Mutex
-	queue []Event
+	mu      sync.Mutex
+	queue   []Event
+	running bool // a hook runs now
 }
 
 // newHookRunner starts a runner. Stop it with stop.
@@ -127,13 +155,15 @@ func newHookRunner(cmd string, timeout time.Duration, log zerolog.Logger, m *met
 	return r
 }
 
-// enqueue queues e for the hook. It never blocks.
+// enqueue queues e for the hook. It never blocks. A full queue merges a
+// new event into the last queued one, unless either is a leadership
+// transition: those run once each, whatever the queue holds.
 func (r *hookRunner) enqueue(e Event) {
 	r.mu.Lock()
-	if len(r.queue) >= hookQueueMax {
+	if n := len(r.queue); n >= hookQueueMax && !isLeaderEvent(e) && !isLeaderEvent(r.queue[n-1]) {
 		// Coalesce into the last queued event: keep its Old, take
 		// the newest view.
-		last := &r.queue[len(r.queue)-1]
+		last := &r.queue[n-1]
 		last.Time, last.Reason, last.New = e.Time, e.Reason, e.New
 		r.m.hookDropped.Inc()
 	} else {
@@ -143,6 +173,21 @@ func (r *hookRunner) enqueue(e Event) {
 	select {
 	case r.wake <- struct{}{}:
 	default:
+	}
+}
+
+// drain waits until no hook is queued or running, at most timeout: a
+// stopping leader's leader-stop hook gets to run.
+func (r *hookRunner) drain(timeout time.Duration) {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		r.mu.Lock()
+		idle := len(r.queue) == 0 && !r.running
+		r.mu.Unlock()
+		if idle {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 
@@ -169,8 +214,12 @@ func (r *hookRunner) run() {
 			}
 			e := r.queue[0]
 			r.queue = r.queue[1:]
+			r.running = true
 			r.mu.Unlock()
 			r.runOne(e)
+			r.mu.Lock()
+			r.running = false
+			r.mu.Unlock()
 		}
 	}
 }

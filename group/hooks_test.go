@@ -81,15 +81,20 @@ func TestHookEnv(t *testing.T) {
 	waitFor(t, 5*time.Second, "the hook's output", func() bool { return readFile(out) != "" })
 	want := strings.Join([]string{
 		"GROUPD_COORDINATOR=2",
+		"GROUPD_COORDINATOR_NAME=",
+		"GROUPD_DEGRADED=0",
 		"GROUPD_EVENT=merge",
 		"GROUPD_GROUP=17.2",
 		"GROUPD_ID=2",
+		"GROUPD_LEADER=0",
 		"GROUPD_MEMBERS=1,2",
+		"GROUPD_NAME=",
 		"GROUPD_OLD_GROUP=16.3",
 		"GROUPD_OLD_ROLE=participant",
 		"GROUPD_PRIMARY=0",
 		"GROUPD_ROLE=coordinator",
 		"GROUPD_STATE=normal",
+		"GROUPD_TERM=",
 	}, "\n") + "\n"
 	if got := readFile(out); got != want {
 		t.Errorf("env:\n%s\nwant:\n%s", got, want)

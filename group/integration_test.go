@@ -3,44 +3,50 @@ package group
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
-	"net"
+	"os"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/groupd/groupd/driver"
 	"github.com/groupd/groupd/wire"
 )
 
-// convergeBound is how long 5 fresh agents may take to form one group:
-// T_heal (invitation.Timing.HealBound) plus memberlist's join and the
-// start-up of 5 agents under the race detector.
+// convergeBound is how long fresh agents may take to form one group: T_heal
+// (invitation.Timing.HealBound) plus memberlist's join and the start-up of
+// the agents under the race detector.
 func convergeBound(c *cluster) time.Duration {
 	return c.timing.HealBound() + 5*time.Second
 }
 
 // failoverSlack is the margin over T_failover (Timing.FailoverBound) the
-// failover test allows: scheduling of 5 agents under the race detector on
-// a small machine, and the memberlist leave broadcast.
+// failover tests allow: scheduling of 5 agents under the race detector on
+// a small machine.
 const failoverSlack = time.Second
 
 func TestIntegration(t *testing.T) {
-	for _, mode := range []struct {
-		name      string
-		multicast bool
-	}{{"multicast", true}, {"seeds", false}} {
-		t.Run(mode.name, func(t *testing.T) {
-			t.Run("ConvergeFailoverRestart", func(t *testing.T) { testConvergeFailoverRestart(t, mode.multicast) })
-			t.Run("CrashedDataDir", func(t *testing.T) { testCrashedDataDir(t, mode.multicast) })
+	t.Parallel()
+	for _, mode := range []netMode{memMulticast, memSeeds, udpLoopback} {
+		t.Run(mode.String(), func(t *testing.T) {
+			t.Parallel()
+			t.Run("ConvergeFailoverRestart", func(t *testing.T) { testConvergeFailoverRestart(t, mode) })
+			if mode == udpLoopback {
+				return // the rest does not depend on the sockets
+			}
+			t.Run("CrashedDataDir", func(t *testing.T) { testCrashedDataDir(t, mode) })
 		})
 	}
 }
 
 // testConvergeFailoverRestart: 5 agents converge to one group coordinated
 // by the highest rank; stopping the coordinator leaves the survivors in
-// one new group within T_failover plus slack; a restarted agent (same
-// data dir) rejoins.
-func testConvergeFailoverRestart(t *testing.T, multicast bool) {
-	c := newCluster(t, multicast)
+// one new group within T_failover plus slack; a restarted participant
+// (same data dir) rejoins the running group without a new number; the old
+// coordinator, back, takes over.
+func testConvergeFailoverRestart(t *testing.T, mode netMode) {
+	c := newCluster(t, mode)
 	for id := wire.NodeID(1); id <= 5; id++ {
 		c.start(id, "")
 	}
@@ -49,9 +55,12 @@ func testConvergeFailoverRestart(t *testing.T, multicast bool) {
 		t.Fatalf("group %s: want coordinator 5", g1)
 	}
 	t.Logf("converged in group %s", g1)
-	// Memberlist lists everyone alive everywhere: in multicast mode no
-	// node has seeds, so only beacon-prompted joins can have done it.
+	// Memberlist lists everyone alive everywhere: with multicast no node
+	// has seeds, so only beacon-prompted joins can have done it.
 	c.waitGossip(10 * time.Second)
+	if st := c.node(5).a.Status(); !st.Leader || st.Term.ID != 5 || st.CoordinatorName != "n5" {
+		t.Errorf("coordinator's status %+v: want leader with a term of its own, named n5", st)
+	}
 
 	// Failover: stop the coordinator.
 	stopAt := time.Now()
@@ -67,51 +76,51 @@ func testConvergeFailoverRestart(t *testing.T, multicast bool) {
 		t.Errorf("after failover: group %s, want a group of node 4 newer than %s", g2, g1)
 	}
 
-	// Restart a participant on its data dir: it rejoins.
+	// Restart a participant on its data dir: it rejoins the running
+	// group, which keeps its number and its leader.
 	n2 := c.live()[1]
 	dir, inc := n2.dir, n2.a.Status().Incarnation
 	c.stop(n2.id)
-	seen := n2.maxSeenSeq()
-	c.waitConverged(convergeBound(c))
+	g3, _ := c.waitConverged(convergeBound(c))
 	r := c.start(n2.id, dir)
 	if got := r.a.Status().Incarnation; got <= inc {
 		t.Errorf("restarted incarnation %d, want more than %d", got, inc)
 	}
-	g3, _ := c.waitConverged(convergeBound(c))
-	t.Logf("restarted node %d rejoined group %s", n2.id, g3)
-	// Its first group (a singleton, at start) is newer than any it was
-	// in before: the final save recorded the last one.
-	if created := r.createdSeqs(); len(created) == 0 || created[0] <= seen {
-		t.Errorf("restarted node %d created %v, want above %d (seen before the restart)", n2.id, created, seen)
+	g4, _ := c.waitConverged(convergeBound(c))
+	t.Logf("restarted node %d rejoined group %s", n2.id, g4)
+	if g4 != g3 {
+		t.Errorf("the group went from %s to %s when a participant rejoined: a join must not need a new number", g3, g4)
+	}
+	if created := r.createdSeqs(); len(created) > 0 {
+		t.Errorf("restarted participant created %v; it should have been invited", created)
 	}
 
 	// Restart the old coordinator: it takes over again.
 	c.start(5, "")
-	g4, _ := c.waitConverged(convergeBound(c))
-	if g4.ID != 5 {
-		t.Errorf("after node 5 came back: group %s, want coordinator 5", g4)
+	g5, _ := c.waitConverged(convergeBound(c))
+	if g5.ID != 5 {
+		t.Errorf("after node 5 came back: group %s, want coordinator 5", g5)
 	}
 }
 
 // testCrashedDataDir: an agent started on the data dir of a crashed agent
-// (stopped without Leave or final save, like kill -9) never reuses a group
-// number: each number it creates is above every number the crashed one
-// created.
-func testCrashedDataDir(t *testing.T, multicast bool) {
-	c := newCluster(t, multicast)
+// (stopped without Leave, like kill -9) never reuses a group number: each
+// number it creates is above every number the crashed one created.
+func testCrashedDataDir(t *testing.T, mode netMode) {
+	c := newCluster(t, mode)
 	for id := wire.NodeID(1); id <= 3; id++ {
 		c.start(id, "")
 	}
 	c.waitConverged(convergeBound(c))
-	old := c.live()[2] // node 3, the coordinator: it created the numbers
+	old := c.node(3) // the coordinator: it created the numbers
 	usedBefore := old.createdSeqs()
 	if len(usedBefore) == 0 {
 		t.Fatal("node 3 created no group")
 	}
 	crashAt := time.Now()
 	c.crash(3)
-	// Without a Leave, the survivors detect the crash themselves
-	// (AreYouThere timeouts, memberlist's probes): L2 still holds.
+	// Without a Leave, the survivors detect the crash themselves (the
+	// heartbeat stops): L2 still holds.
 	g, at := c.waitConverged(convergeBound(c))
 	bound := c.timing.FailoverBound() + failoverSlack
 	t.Logf("failover after a crash to %s took %v (T_failover %v, asserted bound %v)", g, at.Sub(crashAt), c.timing.FailoverBound(), bound)
@@ -121,7 +130,6 @@ func testCrashedDataDir(t *testing.T, multicast bool) {
 
 	r := c.start(3, old.dir)
 	c.waitConverged(convergeBound(c))
-	// Every number it used, its own or not, is below its new ones.
 	maxOld := old.maxSeenSeq()
 	newSeqs := r.createdSeqs()
 	if len(newSeqs) == 0 {
@@ -133,14 +141,185 @@ func testCrashedDataDir(t *testing.T, multicast bool) {
 				s, maxOld, usedBefore, newSeqs)
 		}
 	}
-	t.Logf("before crash: %v; after: %v", fmt.Sprint(usedBefore), fmt.Sprint(newSeqs))
+}
+
+// TestJoinsKeepLeader: the leader of a group stays leader while a lower
+// node joins, a participant restarts and a partition of lower nodes heals
+// (issue 13): its status never says otherwise and it gets no leader-stop.
+func TestJoinsKeepLeader(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t, memMulticast)
+	for id := wire.NodeID(2); id <= 5; id++ {
+		c.start(id, "")
+	}
+	g0, _ := c.waitConverged(convergeBound(c))
+	lead := c.node(5)
+	term := lead.a.Status().Term
+	var mu sync.Mutex
+	var flaps []string
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+			if st := lead.a.Status(); !st.Leader || st.Term != term {
+				mu.Lock()
+				flaps = append(flaps, st.String())
+				mu.Unlock()
+			}
+		}
+	}()
+
+	c.start(1, "") // a lower node joins
+	g1, _ := c.waitConverged(convergeBound(c))
+	if g1 != g0 {
+		t.Errorf("a join renumbered the group from %s to %s", g0, g1)
+	}
+	n3 := c.node(3) // a participant restarts
+	dir := n3.dir
+	c.stop(3)
+	c.waitConverged(convergeBound(c))
+	c.start(3, dir)
+	c.waitConverged(convergeBound(c))
+
+	// A partition of lower nodes heals: the leader merges them back
+	// (a new number, same leadership).
+	c.nw.Partition([]string{hostIP(1), hostIP(2)})
+	waitFor(t, convergeBound(c), "the lower side to form its own group", func() bool {
+		s1, s2 := c.node(1).a.Status(), c.node(2).a.Status()
+		return s2.IsCoordinator() && s1.Group == s2.Group && len(s2.Members) == 2
+	})
+	c.nw.Heal()
+	g2, _ := c.waitConverged(convergeBound(c))
+	close(stop)
+	wg.Wait()
+	if g2.ID != 5 {
+		t.Errorf("after the heal: group %s, want coordinator 5", g2)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(flaps) > 0 {
+		t.Errorf("the leader's status left leadership %d times, e.g. %s", len(flaps), flaps[0])
+	}
+	for _, e := range lead.eventsOf() {
+		if e.Reason == ReasonLeaderStop {
+			t.Errorf("the leader got %s at %v", e.Reason, e.Time)
+		}
+	}
+	if st := lead.a.Status(); st.Term != term {
+		t.Errorf("term went from %s to %s", term, st.Term)
+	}
+}
+
+// TestDuplicateID: a second process started with an ID in use gives way
+// within seconds (Run returns ErrDuplicateID), creates no number, and the
+// running group keeps its number; the first process reports the conflict.
+func TestDuplicateID(t *testing.T) {
+	t.Parallel()
+	for _, who := range []wire.NodeID{3, 2} { // the coordinator's ID, a participant's
+		t.Run(fmt.Sprint("id", who), func(t *testing.T) {
+			c := newCluster(t, memMulticast)
+			for id := wire.NodeID(1); id <= 3; id++ {
+				c.start(id, "")
+			}
+			g, _ := c.waitConverged(convergeBound(c))
+			dup, err := New(c.configAt(who, t.TempDir(), "10.9.9.9"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			events, _ := dup.Subscribe()
+			start := time.Now()
+			done := make(chan error, 1)
+			go func() { done <- dup.Run(context.Background()) }()
+			select {
+			case err := <-done:
+				took := time.Since(start)
+				t.Logf("the second process with ID %d gave way after %v: %v", who, took, err)
+				if !errors.Is(err, ErrDuplicateID) {
+					t.Errorf("Run = %v, want ErrDuplicateID", err)
+				}
+				if took > 3*time.Second {
+					t.Errorf("refused after %v, want within 3s", took)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("the second process still runs after 10s")
+			}
+			for e := range events {
+				if e.New.Group.ID == who && e.New.Role == Coordinator {
+					t.Errorf("the second process coordinated %s", e.New.Group)
+				}
+			}
+			if g2, _ := c.waitConverged(convergeBound(c)); g2 != g {
+				t.Errorf("the group went from %s to %s because of the second process", g, g2)
+			}
+			if st := c.node(who).a.Status(); st.DuplicateID == nil || st.DuplicateID.Addr == "" {
+				t.Errorf("the first process's status shows no duplicate: %+v", st.DuplicateID)
+			}
+		})
+	}
+}
+
+// TestDuplicateIDAtOnce: two processes with one ID started together:
+// exactly one gives way.
+func TestDuplicateIDAtOnce(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t, memMulticast)
+	c.start(1, "")
+	var results [2]chan error
+	for i := range results {
+		a, err := New(c.configAt(2, t.TempDir(), fmt.Sprintf("10.8.0.%d", i+1)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		results[i] = make(chan error, 1)
+		go func() { results[i] <- a.Run(ctx) }()
+	}
+	// One gives way within a boot window or two; the other keeps running
+	// (checked for a second more).
+	yielded := 0
+	deadline := time.After(5 * time.Second)
+	for yielded < 2 {
+		select {
+		case err := <-results[0]:
+			results[0] = nil
+			if !errors.Is(err, ErrDuplicateID) {
+				t.Errorf("process 0: Run = %v", err)
+			}
+			yielded++
+		case err := <-results[1]:
+			results[1] = nil
+			if !errors.Is(err, ErrDuplicateID) {
+				t.Errorf("process 1: Run = %v", err)
+			}
+			yielded++
+		case <-deadline:
+			goto done
+		}
+		if yielded == 1 {
+			deadline = time.After(time.Second)
+		}
+	}
+done:
+	if yielded != 1 {
+		t.Errorf("%d of 2 processes gave way, want exactly 1", yielded)
+	}
 }
 
 // TestIntegrationKeyed: nodes sharing a key (sealed wire packets,
 // memberlist encryption) converge; a node with another key stays out, and
-// its packets are dropped as unauthenticated.
+// its packets are dropped as unauthenticated. A keyed node whose data dir
+// was wiped (its boot is new, unknown to every peer) rejoins within T_heal.
 func TestIntegrationKeyed(t *testing.T) {
-	c := newCluster(t, loopbackMulticast())
+	t.Parallel()
+	c := newCluster(t, memMulticast)
 	c.key = bytes.Repeat([]byte{7}, wire.KeySize)
 	for id := wire.NodeID(1); id <= 3; id++ {
 		c.start(id, "")
@@ -150,10 +329,9 @@ func TestIntegrationKeyed(t *testing.T) {
 		t.Fatalf("group %s", g)
 	}
 
-	// An intruder with another key, seeded with node 1's gossip address.
+	// An intruder with another key.
 	cfg := c.config(9, t.TempDir())
 	cfg.Key = bytes.Repeat([]byte{8}, wire.KeySize)
-	cfg.Join = []string{c.live()[0].a.Addrs().Gossip}
 	x, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -163,29 +341,40 @@ func TestIntegrationKeyed(t *testing.T) {
 	go func() { done <- x.Run(ctx) }()
 	defer func() { cancel(); <-done }()
 
-	n1 := c.live()[0]
+	n1 := c.node(1)
 	waitFor(t, 10*time.Second, "node 1 to drop the intruder's packets", func() bool {
-		if c.multicast != "" {
-			return metricValue(n1.a.metrics.dropped.WithLabelValues("auth")) > 0
-		}
-		return true // without multicast nothing of the intruder's reaches the wire port
-	})
-	// The intruder tried to join (its seed is node 1) and failed:
-	// memberlist refuses the other key.
-	waitFor(t, 10*time.Second, "the intruder's join to fail", func() bool {
-		return metricValue(x.metrics.joins.WithLabelValues("error")) > 0
+		return metricValue(n1.a.metrics.dropped.WithLabelValues("auth")) > 0
 	})
 	// The intruder stays alone and the group stays as it was.
-	if s := x.Status(); len(s.Members) != 1 || s.Coordinator != 9 {
-		t.Errorf("intruder status %v", s)
-	}
+	waitFor(t, 10*time.Second, "the intruder to form a group of its own", func() bool {
+		s := x.Status()
+		return len(s.Members) == 1 && s.Coordinator == 9
+	})
 	if g2, _ := c.waitConverged(convergeBound(c)); g2 != g {
 		t.Errorf("the group changed from %s to %s", g, g2)
 	}
 	for _, m := range n1.a.Members() {
-		if m.ID == 9 {
+		if m.ID == 9 && m.Gossip == GossipAlive {
 			t.Errorf("node 1 lists the intruder: %+v", m)
 		}
+	}
+
+	// Wipe a participant's data dir and restart it: a new boot, which the
+	// others verify (Challenge, Response) before they accept it.
+	n2 := c.node(2)
+	c.crash(2)
+	if err := os.RemoveAll(n2.dir); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	c.start(2, n2.dir)
+	_, at := c.waitConverged(convergeBound(c))
+	t.Logf("the wiped keyed node rejoined after %v (T_heal %v)", at.Sub(start), c.timing.HealBound())
+	if took := at.Sub(start); took > c.timing.HealBound()+failoverSlack {
+		t.Errorf("rejoined after %v, over T_heal %v", took, c.timing.HealBound())
+	}
+	if v := metricValue(n1.a.metrics.dropped.WithLabelValues("unverified")); v == 0 {
+		t.Errorf("node 1 dropped nothing as unverified: the new boot was never challenged")
 	}
 }
 
@@ -193,47 +382,76 @@ func TestIntegrationKeyed(t *testing.T) {
 // on the same address with no seeds of its own is found again by the
 // others' reconnect loop, which keeps re-joining failed members.
 func TestReconnectLoop(t *testing.T) {
-	c := newCluster(t, false)
+	t.Parallel()
+	c := newCluster(t, memSeeds)
 	for id := wire.NodeID(1); id <= 3; id++ {
 		c.start(id, "")
 	}
 	c.waitConverged(convergeBound(c))
-	old := c.live()[2]
-	addrs := old.a.Addrs()
+	old := c.node(3)
 	c.crash(3)
 	c.waitConverged(convergeBound(c))
 	// Wait until memberlist declared it dead: only then is it a failed
 	// member for the reconnect loop.
-	waitFor(t, 10*time.Second, "node 3 to be dead in memberlist", func() bool {
-		for _, m := range c.live()[0].a.Members() {
+	waitFor(t, 2*c.timing.MemberTimeout, "node 3 to be dead in memberlist", func() bool {
+		for _, m := range c.node(1).a.Members() {
 			if m.ID == 3 {
 				return m.Gossip == GossipDead
 			}
 		}
 		return false
 	})
-
 	cfg := c.config(3, old.dir)
 	cfg.Join = nil
-	cfg.Port = portOf(t, addrs.Wire)
-	cfg.GossipPort = portOf(t, addrs.Gossip)
 	a, err := New(cfg)
 	if err != nil {
-		t.Skipf("cannot rebind the old ports: %v", err)
+		t.Fatal(err)
 	}
 	c.run(a, old.dir)
-	g, _ := c.waitConverged(convergeBound(c) + c.timing.BeaconInterval*2)
+	g, _ := c.waitConverged(convergeBound(c) + 2*a.reconnectInterval())
 	if g.ID != 3 {
 		t.Errorf("group %s, want coordinator 3", g)
 	}
 	c.waitGossip(10 * time.Second)
 }
 
-func portOf(t *testing.T, hostport string) int {
-	t.Helper()
-	_, p, err := net.SplitHostPort(hostport)
-	if err != nil {
-		t.Fatal(err)
+// TestInputLogReplays: the input log of a real agent, through a
+// convergence and a failover, replays through a new machine (the
+// simulator's driver) with identical outputs.
+func TestInputLogReplays(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t, memMulticast)
+	var buf syncBuffer
+	c.tweak = func(cfg *Config) {
+		if cfg.ID == 2 {
+			cfg.InputLog = &buf
+		}
 	}
-	return atoiOrFail(t, p)
+	for id := wire.NodeID(1); id <= 4; id++ {
+		c.start(id, "")
+	}
+	c.waitConverged(convergeBound(c))
+	c.stop(4)
+	c.waitConverged(convergeBound(c))
+	c.stop(2)
+	n, err := driver.Replay(bytes.NewReader(buf.Bytes()))
+	if err != nil {
+		t.Fatalf("after %d inputs: %v", n, err)
+	}
+	if n < 50 {
+		t.Errorf("only %d inputs replayed", n)
+	}
+	t.Logf("%d inputs replayed with identical outputs (%d bytes of log)", n, buf.Len())
+}
+
+func (s *syncBuffer) Bytes() []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return bytes.Clone(s.b.Bytes())
+}
+
+func (s *syncBuffer) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Len()
 }

@@ -19,8 +19,9 @@ import (
 // memberlist gossip, so they form one group as usual, without a single
 // packet dropped as unauthenticated.
 func TestKeyRotation(t *testing.T) {
+	t.Parallel()
 	oldKey, newKey := bytes.Repeat([]byte{1}, wire.KeySize), bytes.Repeat([]byte{2}, wire.KeySize)
-	c := newCluster(t, loopbackMulticast())
+	c := newCluster(t, memMulticast)
 	start := func(id wire.NodeID, primary []byte, others ...[]byte) *testNode {
 		dir, err := os.MkdirTemp(c.base, "node")
 		if err != nil {

@@ -192,12 +192,13 @@ func TestMemberlistLogRateLimited(t *testing.T) {
 
 // newReceiver returns an agent (not run) for feeding receive directly,
 // with its log in buf.
-func newReceiver(t *testing.T, id wire.NodeID, key []byte, rate int, buf *bytes.Buffer) *Agent {
+func newReceiver(t *testing.T, id wire.NodeID, key []byte, rate int, buf *bytes.Buffer, tr Transport) *Agent {
 	t.Helper()
 	c := newTestConfig(t)
 	c.ID = id
 	c.Key = key
 	c.RateLimit = rate
+	c.Transport = tr
 	c.Logger = zerolog.New(&lockedWriter{w: buf}).Level(zerolog.InfoLevel)
 	a, err := New(c)
 	if err != nil {
@@ -233,21 +234,52 @@ func encodeT(t *testing.T, m wire.Message) []byte {
 	return b
 }
 
+// captureTransport is a Transport that keeps what is sent, for tests of
+// the receive path (which answers and sends challenges).
+type captureTransport struct {
+	mu   sync.Mutex
+	sent [][]byte
+	to   []*net.UDPAddr
+}
+
+func (c *captureTransport) Start(func([]byte, *net.UDPAddr, bool)) {}
+func (c *captureTransport) Addr() *net.UDPAddr                     { return udpAddr("10.0.0.1:7950") }
+func (c *captureTransport) Send(pkt []byte, addr *net.UDPAddr) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.sent = append(c.sent, bytes.Clone(pkt))
+	c.to = append(c.to, addr)
+	return nil
+}
+func (c *captureTransport) Multicast(pkt []byte) (int, error) { return 1, c.Send(pkt, nil) }
+func (c *captureTransport) MulticastGroup() string            { return "239.192.0.1:7952" }
+func (c *captureTransport) Close() error                      { return nil }
+
+// take returns and forgets what was sent.
+func (c *captureTransport) take() ([][]byte, []*net.UDPAddr) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s, to := c.sent, c.to
+	c.sent, c.to = nil, nil
+	return s, to
+}
+
 // TestReceiveKeyed feeds the receive path of a keyed node (ID 1) the
-// packets a rogue or a replayer would send, and checks what it accepts and
-// how it counts and logs the rest.
+// packets a rogue or a replayer would send, and a peer's restarts, and
+// checks what it accepts and how it counts and logs the rest.
 func TestReceiveKeyed(t *testing.T) {
 	key, wrong := bytes.Repeat([]byte{1}, wire.KeySize), bytes.Repeat([]byte{2}, wire.KeySize)
 	var logs bytes.Buffer
-	a := newReceiver(t, 1, key, 50, &logs)
+	tr := &captureTransport{}
+	a := newReceiver(t, 1, key, 50, &logs, tr)
 	good, _ := wire.NewSealer(key)
 	bad, _ := wire.NewSealer(wrong)
 	src := udpAddr("10.0.0.2:7950")
-	buf := make([]byte, 0, wire.MaxDatagramSize)
-	msg := func(ctr uint64, body wire.Body) []byte {
-		return encodeT(t, wire.Message{Header: wire.Header{From: 2, Priority: 255, Incarnation: 7, Counter: ctr,
+	msgBoot := func(boot, ctr uint64, body wire.Body) []byte {
+		return encodeT(t, wire.Message{Header: wire.Header{From: 2, Priority: 255, Boot: boot, Counter: ctr,
 			Group: wire.GroupNumber{Seq: 9, ID: 2}, State: wire.StateNormal}, Body: body})
 	}
+	msg := func(ctr uint64, body wire.Body) []byte { return msgBoot(7, ctr, body) }
 	inv := wire.Invitation{Group: wire.GroupNumber{Seq: 10, ID: 2}}
 	seal := func(s *wire.Sealer, p []byte, to wire.NodeID) []byte {
 		out, err := s.SealTo(nil, p, to)
@@ -258,26 +290,70 @@ func TestReceiveKeyed(t *testing.T) {
 	}
 	dropped := func(reason string) float64 { return metricValue(a.metrics.dropped.WithLabelValues(reason)) }
 	accepted := func() int { return len(a.inbox) }
+	// answer plays node 2 at boot: it opens the challenge node 1 sent and
+	// returns the Response (sealed for node 1), with counter ctr.
+	answer := func(boot, ctr uint64) []byte {
+		t.Helper()
+		sent, to := tr.take()
+		if len(sent) != 1 || to[0].String() != src.String() {
+			t.Fatalf("want one challenge to %s, got %d packets to %v", src, len(sent), to)
+		}
+		plain, err := good.OpenFor(nil, sent[0], 2)
+		if err != nil {
+			t.Fatalf("the challenge does not open for node 2: %v", err)
+		}
+		m, err := wire.Decode(plain)
+		ch, ok := m.Body.(wire.Challenge)
+		if err != nil || !ok || m.From != 1 {
+			t.Fatalf("want a Challenge from 1, got %v, %v", m, err)
+		}
+		return seal(good, msgBoot(boot, ctr, wire.Response{Nonce: ch.Nonce}), 1)
+	}
 
-	a.receive(msg(5, inv), src, false, buf) // plain
-	a.receive(seal(bad, msg(6, inv), 1), src, false, buf)
-	a.receive(seal(good, msg(7, inv), 3), src, false, buf) // sealed for node 3
+	a.receive(msg(5, inv), src, false) // plain
+	a.receive(seal(bad, msg(6, inv), 1), src, false)
+	a.receive(seal(good, msg(7, inv), 3), src, false) // sealed for node 3
 	if accepted() != 0 || dropped("auth") != 3 {
 		t.Fatalf("plain, wrong-key and misaddressed packets: %d accepted, %v auth drops", accepted(), dropped("auth"))
 	}
-	a.receive(seal(good, msg(10, inv), 1), src, false, buf)
-	a.receive(seal(good, msg(11, wire.Beacon{Addr: "10.0.0.2:7951"}), wire.Broadcast), src, true, buf)
+	// The first genuine packet of boot 7: held, and node 2 challenged.
+	a.receive(seal(good, msg(10, inv), 1), src, false)
+	if accepted() != 0 || dropped("unverified") != 1 {
+		t.Fatalf("first packet of a boot: %d accepted, %v unverified drops", accepted(), dropped("unverified"))
+	}
+	resp := answer(7, 11)
+	a.receive(resp, src, false)
+	if accepted() != 1 {
+		t.Fatalf("after the Response: %d accepted, want the held packet", accepted())
+	}
+	a.receive(resp, src, false) // a replayed Response: nothing waits for it
+	a.receive(seal(good, msg(12, wire.Beacon{Addr: "10.0.0.2:7951"}), wire.Broadcast), src, true)
 	if accepted() != 2 {
 		t.Fatalf("genuine packets: %d accepted, want 2", accepted())
 	}
-	a.receive(seal(good, msg(10, inv), 1), src, false, buf) // the same counter again
-	a.receive(seal(good, msg(9, inv), 1), src, false, buf)  // below the first packet (Strict)
-	a.receive(seal(good, msg(12, inv), 1), src, false, buf) // new
-	a.receive(seal(good, msg(12, inv), 1), src, false, buf) // replayed
+	a.receive(seal(good, msg(10, inv), 1), src, false) // the same counter again
+	a.receive(seal(good, msg(9, inv), 1), src, false)  // below the verified floor
+	a.receive(seal(good, msg(13, inv), 1), src, false) // new
+	a.receive(seal(good, msg(13, inv), 1), src, false) // replayed
 	if accepted() != 3 || dropped("replay") != 3 {
 		t.Fatalf("replays: %d accepted (want 3), %v replay drops (want 3)", accepted(), dropped("replay"))
 	}
-	a.receive(make([]byte, wire.MaxDatagramSize+1), src, false, buf)
+	// Node 2 restarts (boot 8, counters from 1, as after a wiped data
+	// dir): verified in one round trip, after which boot 7's packets are
+	// replays.
+	a.receive(seal(good, msgBoot(8, 1, inv), 1), src, false)
+	a.receive(answer(8, 2), src, false)
+	if accepted() != 4 {
+		t.Fatalf("restarted peer: %d accepted, want 4", accepted())
+	}
+	a.receive(seal(good, msg(14, inv), 1), src, false)
+	if accepted() != 4 || dropped("replay") != 4 {
+		t.Fatalf("old boot after a restart: %d accepted, %v replay drops", accepted(), dropped("replay"))
+	}
+	if sent, _ := tr.take(); len(sent) != 0 {
+		t.Fatalf("a packet of an old boot prompted %d challenges", len(sent))
+	}
+	a.receive(make([]byte, wire.MaxDatagramSize+1), src, false)
 	if dropped("too_large") != 1 {
 		t.Fatalf("oversized: %v too_large drops", dropped("too_large"))
 	}
@@ -285,22 +361,22 @@ func TestReceiveKeyed(t *testing.T) {
 	// (and fails authentication), the rest is dropped before any work.
 	flood := udpAddr("10.0.0.66:1234")
 	for range 1000 {
-		a.receive([]byte{0x81, 1, 2, 3}, flood, false, buf)
+		a.receive([]byte{0x81, 1, 2, 3}, flood, false)
 	}
 	if got := dropped("rate_limited"); got < 850 || got > 900 {
 		t.Fatalf("flood of 1000: %v rate_limited drops, want about 900", got)
 	}
 	// Meanwhile the genuine sender still gets through.
-	a.receive(seal(good, msg(13, inv), 1), src, false, buf)
-	if accepted() != 4 {
-		t.Fatalf("genuine sender during a flood: %d accepted, want 4", accepted())
+	a.receive(seal(good, msgBoot(8, 3, inv), 1), src, false)
+	if accepted() != 5 {
+		t.Fatalf("genuine sender during a flood: %d accepted, want 5", accepted())
 	}
-	// Logs: one warn line per reason (the interval is 10s); replays are
-	// at debug, so not shown at info.
+	// Logs: one warn line per reason (the interval is 10s); replays and
+	// unverified boots are at debug, so not shown at info.
 	counts := map[string]int{}
 	for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
 		if strings.Contains(line, "dropped packet") {
-			for _, r := range []string{"auth", "replay", "too_large", "rate_limited"} {
+			for _, r := range []string{"auth", "replay", "unverified", "too_large", "rate_limited"} {
 				if strings.Contains(line, `"reason":"`+r+`"`) {
 					counts[r]++
 				}
@@ -313,8 +389,38 @@ func TestReceiveKeyed(t *testing.T) {
 			t.Errorf("%d log lines for %s, want %d\n%s", counts[r], r, n, logs.String())
 		}
 	}
-	if counts["replay"] != 0 {
+	if counts["replay"] != 0 || counts["unverified"] != 0 {
 		t.Errorf("replays logged at info:\n%s", logs.String())
+	}
+}
+
+// TestReceiveChallengeAnswered: a keyed node answers a challenge from a
+// peer with a Response, sealed for the peer, echoing its nonce.
+func TestReceiveChallengeAnswered(t *testing.T) {
+	key := bytes.Repeat([]byte{1}, wire.KeySize)
+	var logs bytes.Buffer
+	tr := &captureTransport{}
+	a := newReceiver(t, 1, key, 0, &logs, tr)
+	s, _ := wire.NewSealer(key)
+	src := udpAddr("10.0.0.2:7950")
+	ch := encodeT(t, wire.Message{Header: wire.Header{From: 2, Boot: 9, Counter: 1, State: wire.StateElection},
+		Body: wire.Challenge{Nonce: 0xabc}})
+	sealed, _ := s.SealTo(nil, ch, 1)
+	a.receive(sealed, src, false)
+	sent, to := tr.take()
+	if len(sent) != 1 || to[0].String() != src.String() {
+		t.Fatalf("%d packets to %v, want a Response to %s", len(sent), to, src)
+	}
+	plain, err := s.OpenFor(nil, sent[0], 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := wire.Decode(plain)
+	if r, ok := m.Body.(wire.Response); err != nil || !ok || r.Nonce != 0xabc || m.Boot != a.boot {
+		t.Fatalf("answer %v, %v", m, err)
+	}
+	if len(a.inbox) != 0 {
+		t.Fatal("a Challenge reached the state machine")
 	}
 }
 
@@ -322,15 +428,14 @@ func TestReceiveKeyed(t *testing.T) {
 // dropped by reason; decoding errors are counted, never fatal.
 func TestReceiveUnkeyed(t *testing.T) {
 	var logs bytes.Buffer
-	a := newReceiver(t, 1, nil, 0, &logs)
+	a := newReceiver(t, 1, nil, 0, &logs, nil)
 	src := udpAddr("10.0.0.2:7950")
-	buf := make([]byte, 0, wire.MaxDatagramSize)
 	s, _ := wire.NewSealer(bytes.Repeat([]byte{1}, wire.KeySize))
-	good := encodeT(t, wire.Message{Header: wire.Header{From: 2, Incarnation: 1, Counter: 1, State: wire.StateNormal},
+	good := encodeT(t, wire.Message{Header: wire.Header{From: 2, Boot: 1, Counter: 1, State: wire.StateNormal},
 		Body: wire.AreYouCoordinator{}})
 	sealed, _ := s.Seal(nil, good)
-	for _, p := range [][]byte{sealed, {}, {9}, good[:10], append(bytes.Clone(good), 0), {1, 99}} {
-		a.receive(p, src, false, buf)
+	for _, p := range [][]byte{sealed, {}, {9}, good[:10], append(bytes.Clone(good), 0), {wire.Version, 99}} {
+		a.receive(p, src, false)
 	}
 	for reason, want := range map[string]float64{"auth": 1, "truncated": 2, "version": 1, "malformed": 1, "type": 1} {
 		if got := metricValue(a.metrics.dropped.WithLabelValues(reason)); got != want {

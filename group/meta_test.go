@@ -2,7 +2,10 @@ package group
 
 import (
 	"bytes"
+	"fmt"
 	"net"
+	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,20 +14,64 @@ import (
 	"github.com/groupd/groupd/wire"
 )
 
+// fullTags are the largest tags Config allows: MaxTags tags whose keys and
+// values together fill the meta's room.
+func fullTags() map[string]string {
+	tags := map[string]string{}
+	for i := range MaxTags {
+		tags[fmt.Sprintf("k%02d", i)] = strings.Repeat("v", (maxTagBytes-MaxTags*5)/MaxTags)
+	}
+	return tags
+}
+
 func TestMetaRoundTrip(t *testing.T) {
 	for _, m := range []nodeMeta{
-		{Priority: 100, Port: 7950, Group: wire.GroupNumber{Seq: 17, ID: 3}, State: wire.StateNormal},
+		{Priority: 100, Port: 7950, Group: wire.GroupNumber{Seq: 17, ID: 3}, State: wire.StateNormal, Name: "db3"},
 		{Priority: 0, Port: 0, State: wire.StateElection},
-		{Priority: 255, Port: 65535, Group: wire.GroupNumber{Seq: 1<<64 - 1, ID: 1<<64 - 1}, State: wire.StateReorganization},
+		{Priority: 255, Port: 65535, Group: wire.GroupNumber{Seq: 1<<64 - 1, ID: 1<<64 - 1}, State: wire.StateReorganization,
+			Leader: true, Degraded: true, Name: strings.Repeat("n", MaxNameLen), Tags: fullTags()},
+		{Priority: 7, State: wire.StateNormal, Tags: map[string]string{"endpoint": "10.0.0.3:5432", "zone": ""}},
 	} {
+		if err := checkNameTags(m.Name, m.Tags); err != nil {
+			t.Fatalf("%+v: %v", m, err)
+		}
 		b := encodeMeta(m)
-		if len(b) != metaSize || len(b) > memberlist.MetaMaxSize {
-			t.Fatalf("meta is %d bytes", len(b))
+		if len(b) > memberlist.MetaMaxSize {
+			t.Fatalf("meta is %d bytes, over memberlist's %d", len(b), memberlist.MetaMaxSize)
 		}
 		got, err := decodeMeta(b)
-		if err != nil || got != m {
+		if err != nil || !reflect.DeepEqual(got, m) {
 			t.Errorf("decode(encode(%+v)) = %+v, %v", m, got, err)
 		}
+	}
+}
+
+func TestCheckNameTags(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		tags map[string]string
+		err  string
+	}{
+		{"db1", map[string]string{"endpoint": "10.0.0.1:5432"}, ""},
+		{strings.Repeat("n", MaxNameLen+1), nil, "over the 64-byte limit"},
+		{"a\nb", nil, "control character"},
+		{"", map[string]string{"": "x"}, "the key must be"},
+		{"", map[string]string{"a b": "x"}, "the key must be"},
+		{"", map[string]string{"k": strings.Repeat("v", MaxTagValueLen+1)}, "over the 128-byte limit"},
+		{"", map[string]string{"k": "a\tb"}, "control character"},
+		{"", fullTags(), ""},
+	} {
+		err := checkNameTags(tc.name, tc.tags)
+		if (tc.err == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), tc.err) {
+			t.Errorf("checkNameTags(%q, %v) = %v, want %q", tc.name, tc.tags, err, tc.err)
+		}
+	}
+	tooMany := map[string]string{}
+	for i := range MaxTags + 1 {
+		tooMany[fmt.Sprint("k", i)] = ""
+	}
+	if err := checkNameTags("", tooMany); err == nil {
+		t.Error("too many tags accepted")
 	}
 }
 
@@ -32,21 +79,26 @@ func TestMetaDecodeErrors(t *testing.T) {
 	good := encodeMeta(nodeMeta{Priority: 1, Port: 2, Group: wire.GroupNumber{Seq: 3, ID: 4}, State: wire.StateNormal})
 	badState := bytes.Clone(good)
 	badState[20] = 9
-	v2 := append(bytes.Clone(good), 0xAA, 0xBB)
-	v2[0] = 2
+	v3 := append(bytes.Clone(good), 0xAA, 0xBB)
+	v3[0] = 3
+	badTag := encodeMeta(nodeMeta{State: wire.StateNormal, Tags: map[string]string{"k": "v"}})
+	badTag[len(badTag)-2] = 9 // the value's length runs past the end
 	for _, tc := range []struct {
 		name string
 		b    []byte
 		ok   bool
 	}{
 		{"empty", nil, false},
-		{"version 0", append([]byte{0}, good[1:]...), false},
+		{"version 1", append([]byte{1}, good[1:]...), false},
 		{"truncated", good[:20], false},
-		{"trailing v1", append(bytes.Clone(good), 0), false},
+		{"no tag count", good[:len(good)-1], false},
+		{"trailing v2", append(bytes.Clone(good), 0), false},
 		{"bad state", badState, false},
-		{"short v2", []byte{2, 1, 2}, false},
-		{"v2 extends v1", v2, true},
+		{"short", []byte{2, 1, 2}, false},
+		{"tag past the end", badTag, false},
+		{"v3 extends v2", v3, true},
 		{"good", good, true},
+		{"too long", append(bytes.Clone(good), make([]byte, metaMax)...), false},
 	} {
 		_, err := decodeMeta(tc.b)
 		if (err == nil) != tc.ok {
@@ -56,11 +108,12 @@ func TestMetaDecodeErrors(t *testing.T) {
 }
 
 // FuzzMeta checks that decodeMeta never panics on what a peer announces,
-// and that a version-1 meta it accepts re-encodes to the same bytes.
+// and that what it accepts re-encodes to a meta that decodes the same.
 func FuzzMeta(f *testing.F) {
 	f.Add(encodeMeta(nodeMeta{Priority: 100, Port: 7950, Group: wire.GroupNumber{Seq: 17, ID: 3}, State: wire.StateNormal}))
 	f.Add([]byte{})
 	f.Add([]byte{2, 0, 0})
+	f.Add(encodeMeta(nodeMeta{State: wire.StateNormal, Name: "x", Tags: map[string]string{"a": "b", "c": ""}}))
 	f.Add(bytes.Repeat([]byte{0xff}, 40))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		m, err := decodeMeta(b)
@@ -71,11 +124,9 @@ func FuzzMeta(f *testing.F) {
 			t.Fatalf("accepted invalid state %d", m.State)
 		}
 		enc := encodeMeta(m)
-		if b[0] == metaVersion && !bytes.Equal(enc, b) {
-			t.Fatalf("round trip: %x -> %+v -> %x", b, m, enc)
-		}
-		if !bytes.Equal(enc[1:], b[1:metaSize]) {
-			t.Fatalf("prefix round trip: %x -> %x", b, enc)
+		again, err := decodeMeta(enc)
+		if err != nil || !reflect.DeepEqual(again, m) {
+			t.Fatalf("round trip: %x -> %+v -> %x -> %+v, %v", b, m, enc, again, err)
 		}
 	})
 }
@@ -109,7 +160,7 @@ func FuzzReceive(f *testing.F) {
 			a = keyed
 		}
 		src := &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 9}
-		a.receive(pkt, src, false, make([]byte, 0, wire.MaxDatagramSize))
+		a.receive(pkt, src, false)
 		for {
 			select {
 			case in := <-a.inbox:

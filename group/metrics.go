@@ -39,6 +39,13 @@ type metrics struct {
 	primary       prometheus.Gauge
 	groupSeq      prometheus.Gauge
 	members       prometheus.Gauge
+
+	created          prometheus.Counter
+	leaderChanges    *prometheus.CounterVec // leader-start, leader-stop
+	leader           prometheus.Gauge
+	degraded         prometheus.Gauge
+	duplicateIDs     prometheus.Counter
+	timingMismatches prometheus.Counter
 }
 
 // Drop reasons the runtime adds to wire.DropReasons.
@@ -77,7 +84,7 @@ func newMetrics(sinceLastChange func() float64, gossipAlive func() float64) *met
 		bytesRecv:    fv("bytes_received_total", "Wire bytes received and accepted, by message type.", "type"),
 		dropped:      fv("dropped_packets_total", "Received packets dropped, by reason.", "reason"),
 		sendErrors:   fv("send_errors_total", "Messages that could not be sent, by reason.", "reason"),
-		persistFails: f("persist_failures_total", "Failed saves of the group-number counter."),
+		persistFails: f("persist_failures_total", "Failed saves of the node's state (group-number counter, last group)."),
 		hookRuns:     f("hook_runs_total", "Runs of the --on-change hook."),
 		hookFailures: f("hook_failures_total", "Runs of the --on-change hook that failed or timed out."),
 		hookDropped:  f("hook_coalesced_total", "Hook events merged into a later one because the queue was full."),
@@ -93,7 +100,16 @@ func newMetrics(sinceLastChange func() float64, gossipAlive func() float64) *met
 		primary:       g("primary", "1 if the node's group is the primary partition (--expect); with --expect unset, 1 while Normal."),
 		groupSeq:      g("group_seq", "Sequence number of the node's current group."),
 		members:       g("members", "Members in the node's current member list."),
+
+		created:          f("groups_created_total", "Group numbers this node created."),
+		leaderChanges:    fv("leader_changes_total", "Leadership transitions of this node, by event (leader-start, leader-stop).", "event"),
+		leader:           g("leader", "1 while this node leads (from its first Normal group as coordinator until it stops coordinating)."),
+		degraded:         g("degraded", "1 while the node cannot save its state (it creates no group number and steps aside)."),
+		duplicateIDs:     f("duplicate_id_total", "Other processes seen using this node's ID."),
+		timingMismatches: f("timing_mismatches_total", "Peers seen announcing other intervals than this node's (each peer once per value)."),
 	}
+	m.leaderChanges.WithLabelValues(ReasonLeaderStart)
+	m.leaderChanges.WithLabelValues(ReasonLeaderStop)
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "groupd", Name: "seconds_since_last_change",
 		Help: "Seconds since the node's group last changed."}, sinceLastChange))
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "groupd", Name: "gossip_alive_members",
@@ -158,6 +174,11 @@ func (m *metrics) observe(e Event) {
 	}
 	m.groupSeq.Set(float64(n.Group.Seq))
 	m.members.Set(float64(len(n.Members)))
+	if n.Degraded {
+		m.degraded.Set(1)
+	} else {
+		m.degraded.Set(0)
+	}
 }
 
 // sinceSeconds is the GaugeFunc body for a time that may be zero.

@@ -95,11 +95,12 @@ func TestMulticastLoopback(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer a.Close()
-	if err := setupMulticastSender(a.ucp, []net.Interface{*lo}); err != nil {
+	ut := a.tr.(*udpTransport)
+	if err := setupMulticastSender(ut.ucp, []net.Interface{*lo}); err != nil {
 		t.Fatal(err)
 	}
 	sender := &mcastSocket{group: group, ifaces: []net.Interface{*lo}}
-	if n, err := sender.send(a.ucp, []byte("beacon")); err != nil || n != 1 {
+	if n, err := sender.send(ut.ucp, []byte("beacon")); err != nil || n != 1 {
 		t.Fatalf("send: %d %v", n, err)
 	}
 	for i, r := range rs {
@@ -109,8 +110,8 @@ func TestMulticastLoopback(t *testing.T) {
 		if err != nil || string(buf[:n]) != "beacon" {
 			t.Fatalf("receiver %d: %q %v", i, buf[:n], err)
 		}
-		if src.String() != a.uc.LocalAddr().String() {
-			t.Errorf("receiver %d: source %v, want the wire socket %v", i, src, a.uc.LocalAddr())
+		if src.String() != ut.uc.LocalAddr().String() {
+			t.Errorf("receiver %d: source %v, want the wire socket %v", i, src, ut.uc.LocalAddr())
 		}
 	}
 }

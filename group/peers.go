@@ -32,13 +32,21 @@ type peerInfo struct {
 	gossipAddr string       // memberlist host:port
 	metaAddr   *net.UDPAddr // memberlist IP + wire port from meta
 	meta       *nodeMeta
-	udpAddr    *net.UDPAddr // source of the last accepted wire packet
+	udpAddr    *net.UDPAddr // source of the last accepted wire packet of boot
+	boot       uint64       // the process udpAddr belongs to
+	booting    [2]bootAddr  // where processes without a group spoke from, newest first
 	lastUDP    time.Time
 	lastMcast  time.Time // last beacon received over multicast
 	lastJoin   time.Time // last memberlist Join attempt prompted by a beacon
 	announced  string    // gossip address in its last beacon
 	announceAt time.Time // when that beacon arrived
 	gossipAt   time.Time // when gossip last changed
+}
+
+// bootAddr is where one boot of a node spoke from.
+type bootAddr struct {
+	boot uint64
+	addr *net.UDPAddr
 }
 
 // peerBook is the address book: node ID -> how to reach it, shared by the
@@ -73,8 +81,13 @@ func (b *peerBook) admit(id wire.NodeID) bool {
 	return b.m[id] != nil || len(b.m) < maxPeers
 }
 
-// noteUDP records an accepted wire packet from id, received from src.
-func (b *peerBook) noteUDP(id wire.NodeID, prio uint8, src *net.UDPAddr, viaMulticast bool, now time.Time) {
+// noteUDP records an accepted wire packet from boot of id, received from
+// src. A process with a group (inGroup) owns the ID's route; one without
+// (booting, or that lost its group) takes it only if nobody else holds it,
+// so that a second process started with a node's ID cannot divert the
+// group's traffic: it is answered at its own address by boot
+// (route(id, boot)) until it gives way.
+func (b *peerBook) noteUDP(id wire.NodeID, prio uint8, boot uint64, inGroup bool, src *net.UDPAddr, viaMulticast bool, now time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	p := b.get(id)
@@ -86,9 +99,28 @@ func (b *peerBook) noteUDP(id wire.NodeID, prio uint8, src *net.UDPAddr, viaMult
 	if viaMulticast {
 		p.lastMcast = now
 	}
-	if src != nil && (p.udpAddr == nil || !p.udpAddr.IP.Equal(src.IP) || p.udpAddr.Port != src.Port) {
-		p.udpAddr = &net.UDPAddr{IP: append(net.IP(nil), src.IP...), Port: src.Port}
+	if src == nil {
+		return
 	}
+	if !inGroup {
+		if p.booting[0].boot != boot {
+			p.booting[1] = p.booting[0]
+		}
+		p.booting[0] = bootAddr{boot: boot, addr: copyAddr(p.booting[0].addr, src)}
+		if p.udpAddr != nil && p.boot != boot {
+			return
+		}
+	}
+	p.boot = boot
+	p.udpAddr = copyAddr(p.udpAddr, src)
+}
+
+// copyAddr returns src, reusing old when it is the same address.
+func copyAddr(old, src *net.UDPAddr) *net.UDPAddr {
+	if old != nil && old.IP.Equal(src.IP) && old.Port == src.Port {
+		return old
+	}
+	return &net.UDPAddr{IP: append(net.IP(nil), src.IP...), Port: src.Port}
 }
 
 // noteGossip records memberlist's news about id: its state, gossip
@@ -115,21 +147,28 @@ func (b *peerBook) noteGossip(id wire.NodeID, state, gossipAddr string, ip net.I
 	}
 }
 
-// route returns the wire address of id: the source of its last accepted
-// packet, which is authenticated when a key is set and is what the node
-// actually sends from; else the address its memberlist meta announces.
-func (b *peerBook) route(id wire.NodeID) *net.UDPAddr {
+// route returns the wire address of id (at boot, if not zero): the source
+// of its last accepted packet, which is authenticated when a key is set and
+// is what the node actually sends from; else the address its memberlist
+// meta announces.
+func (b *peerBook) route(id wire.NodeID, boot uint64) *net.UDPAddr {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	p := b.m[id]
-	switch {
-	case p == nil:
+	if p == nil {
 		return nil
-	case p.udpAddr != nil:
-		return p.udpAddr
-	default:
-		return p.metaAddr
 	}
+	if boot != 0 && boot != p.boot {
+		for _, ba := range p.booting {
+			if ba.boot == boot {
+				return ba.addr
+			}
+		}
+	}
+	if p.udpAddr != nil {
+		return p.udpAddr
+	}
+	return p.metaAddr
 }
 
 // unicastBroadcastTargets returns where a Broadcast goes by unicast: every
@@ -216,6 +255,16 @@ func (b *peerBook) failedGossipAddrs(now time.Time, window time.Duration) []stri
 	return out
 }
 
+// name returns the name id announced in its gossip meta, or "".
+func (b *peerBook) name(id wire.NodeID) string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if p := b.m[id]; p != nil && p.meta != nil {
+		return p.meta.Name
+	}
+	return ""
+}
+
 // aliveGossipAddrs returns the set of gossip addresses of alive nodes.
 func (b *peerBook) aliveGossipAddrs() map[string]bool {
 	b.mu.Lock()
@@ -255,6 +304,7 @@ type peerView struct {
 	hasPrio  bool
 	gossip   string
 	addr     string
+	meta     *nodeMeta
 }
 
 // snapshot copies the book for Members.
@@ -263,7 +313,7 @@ func (b *peerBook) snapshot() map[wire.NodeID]peerView {
 	defer b.mu.Unlock()
 	out := make(map[wire.NodeID]peerView, len(b.m))
 	for id, p := range b.m {
-		v := peerView{id: id, priority: p.priority, hasPrio: p.hasPriority, gossip: p.gossip}
+		v := peerView{id: id, priority: p.priority, hasPrio: p.hasPriority, gossip: p.gossip, meta: p.meta}
 		switch {
 		case p.udpAddr != nil:
 			v.addr = p.udpAddr.String()

@@ -3,46 +3,86 @@ package group
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/groupd/groupd/invitation"
 	"github.com/groupd/groupd/wire"
 )
 
-// Status is a node's view of its group. Its JSON form is the contract's
+// The types an embedder needs, reachable from package group alone.
+type (
+	// NodeID identifies a node (wire.NodeID).
+	NodeID = wire.NodeID
+	// GroupNumber names a group: a sequence and its coordinator's ID
+	// (wire.GroupNumber), printed seq.id.
+	GroupNumber = wire.GroupNumber
+	// State is a node's state in the invitation algorithm (wire.State).
+	State = wire.State
+	// Role is a node's role in its group (invitation.Role).
+	Role = invitation.Role
+)
+
+// States and roles.
+const (
+	StateNormal         = wire.StateNormal
+	StateElection       = wire.StateElection
+	StateReorganization = wire.StateReorganization
+
+	Participant = invitation.Participant
+	Coordinator = invitation.Coordinator
+)
+
+// Status is a node's view of its group. Its JSON form is the API's
 // (GET /v1/status, `groupd status --json`):
 //
-//	{"id":3,"priority":100,"state":"normal","role":"coordinator","group":"17.3","coordinator":3,
-//	 "members":[1,2,3],"version":2,"since":"...","counter":17,"incarnation":5,
-//	 "persist_error":"","time":"..."}
+//	{"id":3,"name":"db3","priority":100,"state":"normal","role":"coordinator","group":"1795430400123.3",
+//	 "coordinator":3,"coordinator_name":"db3","members":[1,2,3],"member_priorities":[100,100,100],
+//	 "version":2,"since":"...","counter":1795430400123,"incarnation":5,"boot":"8a1f...","persist_error":"",
+//	 "degraded":false,"time":"...","primary":true,"expect":0,"leader":true,"leader_since":"...",
+//	 "term":"1795430400123.3","tags":{"endpoint":"10.0.0.3:5432"}}
 type Status struct {
-	// ID is the node's ID.
-	ID wire.NodeID
+	// ID is the node's ID, Name its name (Config.Name).
+	ID   NodeID
+	Name string
 	// Priority is the node's priority, the first part of its rank.
 	Priority uint8
 	// State is the invitation algorithm's state: Normal, Election or
-	// Reorganization. An agent that has not run yet is in Election.
-	State wire.State
+	// Reorganization. An agent that has not run yet, or a node without a
+	// group (it boots, or lost its group and waits to be invited), is in
+	// Election with a zero Group.
+	State State
 	// Role is Coordinator when the node coordinates Group.
-	Role invitation.Role
-	// Group is the node's group number; zero before the first group.
-	Group wire.GroupNumber
-	// Coordinator is Group's coordinator (the node that created it).
-	Coordinator wire.NodeID
+	Role Role
+	// Group is the node's group number; zero without a group. Its
+	// sequence is at least the Unix time in milliseconds at which the
+	// group was formed (GroupFormed).
+	Group GroupNumber
+	// Coordinator is Group's coordinator (the node that created it), and
+	// CoordinatorName its name when known.
+	Coordinator     NodeID
+	CoordinatorName string
 	// Members are the IDs in the group's member list, sorted; empty while
-	// the node waits for a Ready.
-	Members []wire.NodeID
+	// the node waits for a Ready. MemberPriorities[i] is the priority of
+	// Members[i], so that a reader can rank them.
+	Members          []NodeID
+	MemberPriorities []uint8
 	// Version is the member list's version within Group.
 	Version uint64
 	// Since is when Group last changed.
 	Since time.Time
 	// Counter is the highest group-number sequence saved in the data dir.
 	Counter uint64
-	// Incarnation is this boot's incarnation (bumped at every start).
+	// Incarnation counts this node's starts (from the data dir).
 	Incarnation uint64
-	// PersistError is the last failure to save the counter, empty once a
-	// save succeeds. While it is set the node cannot create groups.
+	// Boot is this start's boot nonce: random, different at every start.
+	Boot uint64
+	// PersistError is the last failure to save the node's state, empty
+	// once a save succeeds. While it is set the node is Degraded: it
+	// creates no group numbers, ranks below every other node, and joins
+	// any group that invites it.
 	PersistError string
+	Degraded     bool
 	// Time is when this status was taken.
 	Time time.Time
 	// Primary reports whether the node's group is the primary partition
@@ -51,66 +91,138 @@ type Status struct {
 	// Expect is the configured cluster size (--expect), 0 when
 	// primary-partition mode is off.
 	Expect int
+	// Leader is set from when the node first coordinates a Normal group
+	// until it stops coordinating: it is invited into another group,
+	// gives way to another process with its ID, or stops. Merges it
+	// leads, members joining or leaving and its group being renumbered
+	// leave it leader. LeaderSince is when the leadership began, and Term
+	// the group number it began at: a fencing number, higher for a
+	// leadership that follows this one (see docs/design.md).
+	Leader      bool
+	LeaderSince time.Time
+	Term        GroupNumber
+	// Tags are this node's tags (Config.Tags).
+	Tags map[string]string
+	// DuplicateID is set once another process was seen using this
+	// node's ID (this one kept running; the other gave way, or should).
+	DuplicateID *DuplicateID
+	// TimingMismatches lists peers that announced intervals other than
+	// this node's (at most 16; see TimingMismatch).
+	TimingMismatches []TimingMismatch
+}
+
+// DuplicateID describes another process seen with this node's ID.
+type DuplicateID struct {
+	Boot  uint64    `json:"boot"`
+	Addr  string    `json:"addr"` // where its packet came from
+	Since time.Time `json:"since"`
+}
+
+// TimingMismatch is a peer whose announced intervals differ from this
+// node's: inside a group the coordinator's rule, so a mixed LAN works, but
+// an operator should know.
+type TimingMismatch struct {
+	Peer   NodeID      `json:"peer"`
+	Theirs wire.Timing `json:"-"`
+	Ours   wire.Timing `json:"-"`
+	Detail string      `json:"detail"` // "theirs: ...; ours: ..."
 }
 
 // IsCoordinator reports whether the node is Normal and coordinates its
 // group: the state in which it is the group's settled coordinator.
 func (s Status) IsCoordinator() bool {
-	return s.State == wire.StateNormal && s.Role == invitation.Coordinator
+	return s.State == StateNormal && s.Role == Coordinator
+}
+
+// IsLeader reports whether the node leads (see Status.Leader). Unlike
+// IsCoordinator it stays true while the node merges other groups into its
+// own or members come and go.
+func (s Status) IsLeader() bool { return s.Leader }
+
+// GroupFormed returns the time the group number says its group was formed
+// at (its sequence read as Unix milliseconds), or zero without a group.
+// It is a floor set by the creator's clock: a number may run ahead of it.
+func (s Status) GroupFormed() time.Time {
+	if s.Group.IsZero() {
+		return time.Time{}
+	}
+	return time.UnixMilli(int64(min(s.Group.Seq, 1<<62))).UTC()
 }
 
 // String describes the status in one line for logs and tests.
 func (s Status) String() string {
-	return fmt.Sprintf("%d %s %s g=%s v%d %v", s.ID, s.State, s.Role, s.Group, s.Version, s.Members)
-}
-
-// statusJSON is the contract's JSON shape of Status.
-type statusJSON struct {
-	ID           wire.NodeID   `json:"id"`
-	Priority     uint8         `json:"priority"`
-	State        string        `json:"state"`
-	Role         string        `json:"role"`
-	Group        string        `json:"group"`
-	Coordinator  wire.NodeID   `json:"coordinator"`
-	Members      []wire.NodeID `json:"members"`
-	Version      uint64        `json:"version"`
-	Since        time.Time     `json:"since"`
-	Counter      uint64        `json:"counter"`
-	Incarnation  uint64        `json:"incarnation"`
-	PersistError string        `json:"persist_error"`
-	Time         time.Time     `json:"time"`
-	Primary      bool          `json:"primary"`
-	Expect       int           `json:"expect"`
-}
-
-// MarshalJSON encodes s in the contract's shape: state, role and group as
-// strings, members as a (never null) array.
-func (s Status) MarshalJSON() ([]byte, error) {
-	members := s.Members
-	if members == nil {
-		members = []wire.NodeID{}
+	lead := ""
+	if s.Leader {
+		lead = " leader(term " + s.Term.String() + ")"
 	}
-	return json.Marshal(statusJSON{
-		ID:           s.ID,
-		Priority:     s.Priority,
-		State:        s.State.String(),
-		Role:         s.Role.String(),
-		Group:        s.Group.String(),
-		Coordinator:  s.Coordinator,
-		Members:      members,
-		Version:      s.Version,
-		Since:        s.Since.UTC(),
-		Counter:      s.Counter,
-		Incarnation:  s.Incarnation,
-		PersistError: s.PersistError,
-		Time:         s.Time.UTC(),
-		Primary:      s.Primary,
-		Expect:       s.Expect,
-	})
+	return fmt.Sprintf("%d %s %s g=%s v%d %v%s", s.ID, s.State, s.Role, s.Group, s.Version, s.Members, lead)
 }
 
-// UnmarshalJSON decodes the contract's shape, so that clients of the API
-// (the CLI, tests) can read a Status back.
+// statusJSON is the API's JSON shape of Status.
+type statusJSON struct {
+	ID               NodeID            `json:"id"`
+	Name             string            `json:"name"`
+	Priority         uint8             `json:"priority"`
+	State            string            `json:"state"`
+	Role             string            `json:"role"`
+	Group            string            `json:"group"`
+	Coordinator      NodeID            `json:"coordinator"`
+	CoordinatorName  string            `json:"coordinator_name"`
+	Members          []NodeID          `json:"members"`
+	MemberPriorities []int             `json:"member_priorities"`
+	Version          uint64            `json:"version"`
+	Since            time.Time         `json:"since"`
+	Counter          uint64            `json:"counter"`
+	Incarnation      uint64            `json:"incarnation"`
+	Boot             string            `json:"boot"`
+	PersistError     string            `json:"persist_error"`
+	Degraded         bool              `json:"degraded"`
+	Time             time.Time         `json:"time"`
+	Primary          bool              `json:"primary"`
+	Expect           int               `json:"expect"`
+	Leader           bool              `json:"leader"`
+	LeaderSince      *time.Time        `json:"leader_since"`
+	Term             string            `json:"term"`
+	Tags             map[string]string `json:"tags"`
+	DuplicateID      *DuplicateID      `json:"duplicate_id"`
+	TimingMismatches []TimingMismatch  `json:"timing_mismatches"`
+}
+
+// MarshalJSON encodes s in the API's shape: state, role, group and term
+// as strings, members as a (never null) array.
+func (s Status) MarshalJSON() ([]byte, error) {
+	j := statusJSON{
+		ID: s.ID, Name: s.Name, Priority: s.Priority, State: s.State.String(), Role: s.Role.String(),
+		Group: s.Group.String(), Coordinator: s.Coordinator, CoordinatorName: s.CoordinatorName,
+		Members: s.Members, MemberPriorities: make([]int, len(s.MemberPriorities)), Version: s.Version,
+		Since: s.Since.UTC(), Counter: s.Counter, Incarnation: s.Incarnation,
+		Boot: strconv.FormatUint(s.Boot, 16), PersistError: s.PersistError, Degraded: s.Degraded,
+		Time: s.Time.UTC(), Primary: s.Primary, Expect: s.Expect, Leader: s.Leader, Tags: s.Tags,
+		DuplicateID: s.DuplicateID, TimingMismatches: s.TimingMismatches,
+	}
+	if j.Members == nil {
+		j.Members = []NodeID{}
+	}
+	for i, p := range s.MemberPriorities {
+		j.MemberPriorities[i] = int(p) // []uint8 would marshal as base64
+	}
+	if j.Tags == nil {
+		j.Tags = map[string]string{}
+	}
+	if j.TimingMismatches == nil {
+		j.TimingMismatches = []TimingMismatch{}
+	}
+	if s.Leader {
+		t := s.LeaderSince.UTC()
+		j.LeaderSince = &t
+		j.Term = s.Term.String()
+	}
+	return json.Marshal(j)
+}
+
+// UnmarshalJSON decodes the API's shape, so that clients of the API (the
+// CLI, tests) can read a Status back. Fields a daemon of another version
+// does not send stay zero.
 func (s *Status) UnmarshalJSON(b []byte) error {
 	if string(b) == "null" {
 		return nil // encoding/json's convention: null leaves the value alone
@@ -123,57 +235,96 @@ func (s *Status) UnmarshalJSON(b []byte) error {
 	if err != nil {
 		return err
 	}
-	var role invitation.Role
+	var role Role
 	switch j.Role {
 	case "coordinator":
-		role = invitation.Coordinator
+		role = Coordinator
 	case "participant", "":
-		role = invitation.Participant
+		role = Participant
 	default:
 		return fmt.Errorf("group: unknown role %q", j.Role)
 	}
-	var g wire.GroupNumber
-	if j.Group != "" {
-		if g, err = wire.ParseGroupNumber(j.Group); err != nil {
-			return err
+	parseGroup := func(v string) (GroupNumber, error) {
+		if v == "" {
+			return GroupNumber{}, nil
+		}
+		return wire.ParseGroupNumber(v)
+	}
+	g, err := parseGroup(j.Group)
+	if err != nil {
+		return err
+	}
+	term, err := parseGroup(j.Term)
+	if err != nil {
+		return err
+	}
+	var boot uint64
+	if j.Boot != "" {
+		if boot, err = strconv.ParseUint(j.Boot, 16, 64); err != nil {
+			return fmt.Errorf("group: bad boot %q: %w", j.Boot, err)
 		}
 	}
 	*s = Status{
-		ID: j.ID, Priority: j.Priority, State: st, Role: role, Group: g,
-		Coordinator: j.Coordinator, Members: j.Members, Version: j.Version,
-		Since: j.Since, Counter: j.Counter, Incarnation: j.Incarnation,
-		PersistError: j.PersistError, Time: j.Time,
-		Primary: j.Primary, Expect: j.Expect,
+		ID: j.ID, Name: j.Name, Priority: j.Priority, State: st, Role: role, Group: g,
+		Coordinator: j.Coordinator, CoordinatorName: j.CoordinatorName,
+		Members: j.Members, Version: j.Version,
+		Since: j.Since, Counter: j.Counter, Incarnation: j.Incarnation, Boot: boot,
+		PersistError: j.PersistError, Degraded: j.Degraded || j.PersistError != "", Time: j.Time,
+		Primary: j.Primary, Expect: j.Expect, Leader: j.Leader, Term: term, Tags: j.Tags,
+		DuplicateID: j.DuplicateID, TimingMismatches: j.TimingMismatches,
+	}
+	if j.LeaderSince != nil {
+		s.LeaderSince = *j.LeaderSince
+	}
+	if len(j.MemberPriorities) > 0 {
+		s.MemberPriorities = make([]uint8, len(j.MemberPriorities))
+		for i, p := range j.MemberPriorities {
+			if p < 0 || p > 255 {
+				return fmt.Errorf("group: member priority %d out of range", p)
+			}
+			s.MemberPriorities[i] = uint8(p)
+		}
+	}
+	if len(s.Tags) == 0 {
+		s.Tags = nil
+	}
+	if len(s.TimingMismatches) == 0 {
+		s.TimingMismatches = nil
 	}
 	return nil
 }
 
-func parseState(s string) (wire.State, error) {
-	for _, st := range []wire.State{wire.StateNormal, wire.StateElection, wire.StateReorganization} {
+// Rank returns the node's rank as the protocol orders it.
+func (s Status) Rank() wire.Rank {
+	return wire.Rank{Degraded: s.Degraded, Priority: s.Priority, ID: s.ID}
+}
+
+// Machine returns the view in the state machine's terms, for the
+// invariant checker of recorded histories. Member priorities come from
+// MemberPriorities when the daemon sent them (else the node's own).
+func (s Status) Machine() invitation.Status {
+	ms := make([]wire.Member, len(s.Members))
+	for i, id := range s.Members {
+		p := s.Priority
+		if i < len(s.MemberPriorities) {
+			p = s.MemberPriorities[i]
+		}
+		ms[i] = wire.Member{ID: id, Priority: p}
+	}
+	return invitation.Status{
+		ID: s.ID, Priority: s.Priority, State: s.State, Group: s.Group, Members: ms,
+		Version: s.Version, Since: s.Since, Counter: s.Counter, PersistError: s.PersistError,
+		Leader: s.Leader, Term: s.Term, LeaderSince: s.LeaderSince,
+	}
+}
+
+func parseState(s string) (State, error) {
+	for _, st := range []State{StateNormal, StateElection, StateReorganization} {
 		if st.String() == s {
 			return st, nil
 		}
 	}
 	return 0, fmt.Errorf("group: unknown state %q", s)
-}
-
-// fromNode converts the state machine's view into a Status.
-func fromNode(s invitation.Status, incarnation uint64, now time.Time) Status {
-	return Status{
-		ID:           s.ID,
-		Priority:     s.Priority,
-		State:        s.State,
-		Role:         s.Role(),
-		Group:        s.Group,
-		Coordinator:  s.Coordinator(),
-		Members:      s.MemberIDs(),
-		Version:      s.Version,
-		Since:        s.Since,
-		Counter:      s.Counter,
-		Incarnation:  incarnation,
-		PersistError: s.PersistError,
-		Time:         now,
-	}
 }
 
 // Gossip states of a Member: memberlist's view of the node.
@@ -186,10 +337,11 @@ const (
 
 // Member is one node this agent knows of (GET /v1/members, `groupd members
 // --json`): the nodes memberlist knows, the members of the group, and the
-// agent itself.
+// agent itself, with what their gossip meta says.
 type Member struct {
-	ID       wire.NodeID `json:"id"`
-	Priority uint8       `json:"priority"`
+	ID       NodeID `json:"id"`
+	Name     string `json:"name"`
+	Priority uint8  `json:"priority"`
 	// Addr is the node's wire-protocol address (host:port): the source
 	// of its last authenticated packet, else what its memberlist meta
 	// announces. Empty if unknown.
@@ -201,31 +353,50 @@ type Member struct {
 	// InGroup reports whether the node is in this agent's current member
 	// list.
 	InGroup bool `json:"in_group"`
+	// Group, State, Leader and Degraded are what the node last announced
+	// in its gossip meta (zero when unknown).
+	Group    string `json:"group"`
+	State    string `json:"state"`
+	Leader   bool   `json:"leader"`
+	Degraded bool   `json:"degraded"`
+	// Tags are the node's tags (Config.Tags), from its gossip meta.
+	Tags map[string]string `json:"tags"`
 }
 
 // Event reasons besides invitation's (recovery, election, merge, invited,
-// ready, members, confirmed, persist-failed).
+// ready, members, confirmed, persist-failed, saved, yielded).
 const (
 	// ReasonSnapshot is the first event of a stream: the current status,
 	// with no Old.
 	ReasonSnapshot = "snapshot"
+	// ReasonLeaderStart and ReasonLeaderStop follow the event in which the
+	// node became leader, or stopped being leader (Status.Leader), once
+	// per transition; a leader that stops the daemon gets ReasonLeaderStop
+	// before it exits.
+	ReasonLeaderStart = "leader-start"
+	ReasonLeaderStop  = "leader-stop"
 )
 
 // Event reports a change of the node's view (GET /v1/events, one JSON
 // object per line):
 //
-//	{"time":"...","node":3,"reason":"merge","old":{...status...},"new":{...status...}}
+//	{"time":"...","node":3,"name":"db3","reason":"merge","old":{...status...},"new":{...status...}}
 type Event struct {
-	Time time.Time   `json:"time"`
-	Node wire.NodeID `json:"node"`
+	Time time.Time `json:"time"`
+	Node NodeID    `json:"node"`
+	Name string    `json:"name"`
 	// Reason is one of invitation's reasons ("recovery", "election",
 	// "merge", "invited", "ready", "members", "confirmed",
-	// "persist-failed") or ReasonSnapshot.
+	// "persist-failed", "saved", "yielded"), ReasonLeaderStart,
+	// ReasonLeaderStop or ReasonSnapshot.
 	Reason string `json:"reason"`
 	// Old is the view before the change; nil in a snapshot.
 	Old *Status `json:"old"`
 	// New is the view after the change.
 	New Status `json:"new"`
+	// Missed counts events this subscriber lost just before this one
+	// (it fell behind; see Agent.Subscribe). Omitted when zero.
+	Missed uint64 `json:"missed,omitempty"`
 }
 
 // String describes the event in one line.

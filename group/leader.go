@@ -1,0 +1,237 @@
+package group
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// Leadership for embedders, after client-go's leaderelection and raft's
+// LeaderCh: callbacks (Config.Leader) and a latest-value channel
+// (WatchLeader). A node leads from when it first coordinates a Normal group
+// until it stops coordinating (Status.Leader).
+
+// LeaderCallbacks are called as this node's leadership changes. They run on
+// one goroutine of their own, in order, never on the event loop; a slow
+// callback delays the next one, not the protocol.
+type LeaderCallbacks struct {
+	// OnStartedLeading is called, in a goroutine of its own, when this node
+	// starts leading. ctx is cancelled when the leadership ends (before
+	// OnStoppedLeading is called), or when the agent stops: do the
+	// leader's work until then.
+	OnStartedLeading func(ctx context.Context)
+	// OnStoppedLeading is called when this node stops leading, after the
+	// context of OnStartedLeading was cancelled.
+	OnStoppedLeading func()
+	// OnNewLeader is called when this node's group settles (Normal) under
+	// a new coordinator, itself included: id and name are the leader's.
+	OnNewLeader func(id NodeID, name string)
+}
+
+func (c LeaderCallbacks) any() bool {
+	return c.OnStartedLeading != nil || c.OnStoppedLeading != nil || c.OnNewLeader != nil
+}
+
+// leaderRunner runs the callbacks: a queue of transitions drained by one
+// goroutine.
+type leaderRunner struct {
+	cb  LeaderCallbacks
+	log zerolog.Logger
+
+	mu      sync.Mutex
+	queue   []func(context.Context)
+	wake    chan struct{}
+	done    chan struct{}
+	cancel  context.CancelFunc // the current leadership's
+	running bool               // the goroutine runs
+}
+
+func (r *leaderRunner) init(cb LeaderCallbacks, log zerolog.Logger) {
+	r.cb, r.log = cb, log
+	r.wake = make(chan struct{}, 1)
+	r.done = make(chan struct{})
+}
+
+// start runs the callbacks' goroutine until ctx is done.
+func (r *leaderRunner) start(ctx context.Context) {
+	if !r.cb.any() {
+		close(r.done)
+		return
+	}
+	r.running = true
+	go func() {
+		defer close(r.done)
+		for {
+			select {
+			case <-ctx.Done():
+				r.mu.Lock()
+				if r.cancel != nil {
+					r.cancel()
+					r.cancel = nil
+				}
+				r.mu.Unlock()
+				return
+			case <-r.wake:
+			}
+			for {
+				r.mu.Lock()
+				if len(r.queue) == 0 {
+					r.mu.Unlock()
+					break
+				}
+				f := r.queue[0]
+				r.queue = r.queue[1:]
+				r.mu.Unlock()
+				r.safely(func() { f(ctx) })
+			}
+		}
+	}()
+}
+
+// wait waits for the callbacks' goroutine to end.
+func (r *leaderRunner) wait() { <-r.done }
+
+// safely runs f, logging rather than dying on a panic in an embedder's
+// callback.
+func (r *leaderRunner) safely(f func()) {
+	defer func() {
+		if p := recover(); p != nil {
+			r.log.Error().Str("panic", fmt.Sprint(p)).Msg("a leader callback panicked")
+		}
+	}()
+	f()
+}
+
+func (r *leaderRunner) enqueue(f func(context.Context)) {
+	if !r.running {
+		return
+	}
+	r.mu.Lock()
+	r.queue = append(r.queue, f)
+	r.mu.Unlock()
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+// started queues OnStartedLeading for the leadership of term.
+func (r *leaderRunner) started(term GroupNumber) {
+	r.enqueue(func(parent context.Context) {
+		ctx, cancel := context.WithCancel(parent)
+		r.mu.Lock()
+		if r.cancel != nil {
+			r.cancel() // cannot happen: a stop comes in between
+		}
+		r.cancel = cancel
+		r.mu.Unlock()
+		if r.cb.OnStartedLeading != nil {
+			go r.safely(func() { r.cb.OnStartedLeading(ctx) })
+		}
+	})
+}
+
+// stopped queues the end of the current leadership.
+func (r *leaderRunner) stopped() {
+	r.enqueue(func(context.Context) {
+		r.mu.Lock()
+		if r.cancel != nil {
+			r.cancel()
+			r.cancel = nil
+		}
+		r.mu.Unlock()
+		if r.cb.OnStoppedLeading != nil {
+			r.cb.OnStoppedLeading()
+		}
+	})
+}
+
+// newLeader queues OnNewLeader.
+func (r *leaderRunner) newLeader(id NodeID, name string) {
+	if r.cb.OnNewLeader == nil || id == 0 {
+		return
+	}
+	r.enqueue(func(context.Context) { r.cb.OnNewLeader(id, name) })
+}
+
+// Leadership is this node's leadership as WatchLeader reports it.
+type Leadership struct {
+	// Leader, Term and Since: whether this node leads, the term it leads
+	// in, and since when (see Status.Leader).
+	Leader bool
+	Term   GroupNumber
+	Since  time.Time
+	// LeaderID and LeaderName are who leads this node's group: its
+	// coordinator once Normal, 0 and "" while the node has no settled
+	// group.
+	LeaderID   NodeID
+	LeaderName string
+}
+
+// leaderWatch is one WatchLeader call: a channel holding at most the
+// latest value.
+type leaderWatch struct {
+	ch   chan Leadership
+	last Leadership
+}
+
+func leadershipOf(s Status) Leadership {
+	l := Leadership{Leader: s.Leader, Term: s.Term, Since: s.LeaderSince}
+	if s.State == StateNormal {
+		l.LeaderID, l.LeaderName = s.Coordinator, s.CoordinatorName
+	}
+	return l
+}
+
+// WatchLeader returns a channel that always holds this node's latest
+// leadership, like raft's LeaderCh: it starts with the current value, gets
+// a new one whenever the leadership or the group's leader changes, and a
+// reader that falls behind finds the newest value, never a stale one
+// (values in between are replaced). The function ends the watch; the
+// channel is closed then, or when the agent stops.
+func (a *Agent) WatchLeader() (<-chan Leadership, func()) {
+	p := &a.pub
+	w := &leaderWatch{ch: make(chan Leadership, 1)}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		close(w.ch)
+		return w.ch, func() {}
+	}
+	w.last = leadershipOf(p.st)
+	w.ch <- w.last
+	p.watchers[w] = struct{}{}
+	var once sync.Once
+	return w.ch, func() {
+		once.Do(func() {
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			if _, ok := p.watchers[w]; ok {
+				delete(p.watchers, w)
+				close(w.ch)
+			}
+		})
+	}
+}
+
+// notifyWatchers puts the leadership of st in every watcher whose value
+// changed, replacing an unread older one.
+func (p *publisher) notifyWatchers(st Status) {
+	l := leadershipOf(st)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for w := range p.watchers {
+		if l == w.last {
+			continue
+		}
+		w.last = l
+		select {
+		case <-w.ch: // drop the unread older value
+		default:
+		}
+		w.ch <- l // room: only this goroutine, under mu, sends
+	}
+}

@@ -1,0 +1,208 @@
+package group
+
+import (
+	"context"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/groupd/groupd/driver"
+	"github.com/groupd/groupd/invitation"
+	"github.com/groupd/groupd/store"
+	"github.com/groupd/groupd/wire"
+)
+
+// inbound is one accepted wire packet on its way to the loop, with the
+// address it came from.
+type inbound struct {
+	msg wire.Message
+	src *net.UDPAddr
+}
+
+// loop is the event loop: it feeds every input to the machine through the
+// driver, and ticks it at its deadlines (at TickInterval resolution).
+func (a *Agent) loop(ctx context.Context, d *driver.Driver) loopEnd {
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return endStopped
+		case <-a.crashCh:
+			return endCrashed
+		case in := <-a.inbox:
+			a.handleInbound(d, in, time.Now())
+		case ev := <-a.gossipCh:
+			a.peerDown(d, ev, time.Now())
+		case <-timer.C:
+		}
+		if !d.Tick(time.Now()) {
+			a.log.Error().Str("status", d.Node().Status().String()).
+				Msg("the state machine still has work due after ticking it repeatedly (a bug); going on")
+		}
+		if d.Node().Stopped() {
+			return endYielded
+		}
+		wait := time.Until(d.Deadline())
+		timer.Reset(min(max(wait, a.cfg.TickInterval), maxLoopSleep))
+	}
+}
+
+// handleInbound feeds one packet to the machine, after the runtime's own
+// use of beacons: joining memberlist to a node it does not list as alive,
+// and noting where a duplicate of this node's ID speaks from.
+func (a *Agent) handleInbound(d *driver.Driver, in inbound, now time.Time) {
+	m := in.msg
+	if b, ok := m.Body.(wire.Beacon); ok && m.From != a.id {
+		a.maybeJoin(m.From, b.Addr, now)
+	}
+	if m.From == a.id && m.Boot != a.boot {
+		a.pub.duplicateSeen(m.Boot, in.src, now)
+	}
+	d.Step(now, invitation.Receive{Msg: m})
+}
+
+// peerDown tells the machine that memberlist declared a peer dead or gone,
+// unless the news is about a previous instance of the peer (see
+// peerBook.staleDown).
+func (a *Agent) peerDown(d *driver.Driver, ev gossipEvent, now time.Time) {
+	if a.peers.staleDown(ev.id, ev.addr, now, a.cfg.Timing.PeerTimeout) {
+		a.log.Debug().Uint64("peer", uint64(ev.id)).Str("addr", ev.addr).
+			Msg("memberlist: a previous instance of the peer is down; the peer announces another address")
+		return
+	}
+	a.log.Debug().Uint64("peer", uint64(ev.id)).Str("addr", ev.addr).Msg("memberlist: peer down")
+	d.Step(now, invitation.PeerDown{ID: ev.id})
+}
+
+// maybeJoin asks the joiner to join memberlist to the beacon's sender when
+// memberlist does not list it as alive: this is what re-merges the two
+// sides of a healed partition, however long it lasted (plain memberlist
+// gives up on dead nodes). Rate-limited per node to once per
+// BeaconInterval.
+func (a *Agent) maybeJoin(id wire.NodeID, addr string, now time.Time) {
+	if addr == "" || addr == a.gossipAddr {
+		return
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil || host == "" {
+		return
+	}
+	if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
+		return
+	}
+	a.peers.noteBeacon(id, addr, now)
+	if !a.peers.shouldJoin(id, now, a.cfg.Timing.BeaconInterval) {
+		return
+	}
+	select {
+	case a.joinCh <- addr:
+		a.log.Debug().Uint64("peer", uint64(id)).Str("addr", addr).Msg("beacon from a node memberlist does not list: joining")
+	default:
+	}
+}
+
+// loopEnv is the machine's runtime (driver.Env): everything it runs on
+// runs on the loop.
+type loopEnv struct{ a *Agent }
+
+func (e loopEnv) Send(env wire.Envelope) { e.a.send(env, time.Now()) }
+
+// Save saves the machine's durable state with fsync, on the loop: a new
+// group number leaves this node only after this returned nil (the machine
+// sends nothing carrying it before Saved). Saving takes a few
+// milliseconds.
+func (e loopEnv) Save(d invitation.Durable) (bool, error) {
+	a := e.a
+	err := a.store.Save(store.State{NodeID: a.id, Counter: d.Counter, Incarnation: a.incarnation, LastGroup: d.LastGroup})
+	if err != nil {
+		a.metrics.persistFails.Inc()
+	}
+	return true, err
+}
+
+func (e loopEnv) Report(now time.Time, out invitation.Output) { e.a.pub.report(now, out) }
+
+// send encodes, seals and sends one envelope from the machine. The runtime
+// fills a Beacon's gossip address. Wire.Broadcast goes out as one
+// multicast datagram, plus a unicast copy to every memberlist member not
+// heard over multicast recently (to all of them without multicast).
+func (a *Agent) send(env wire.Envelope, now time.Time) {
+	msg := env.Msg
+	if b, ok := msg.Body.(wire.Beacon); ok && b.Addr == "" {
+		b.Addr = a.gossipAddr
+		msg.Body = b
+	}
+	t := msg.Body.Type().String()
+	if e := a.log.Trace(); e.Enabled() {
+		e.Str("msg", env.String()).Msg("send")
+	}
+	a.sendMu.Lock()
+	defer a.sendMu.Unlock()
+	pkt, ok := a.seal(msg, env.To)
+	if !ok {
+		return
+	}
+	if env.To != wire.Broadcast {
+		addr := a.peers.route(env.To, env.ToBoot)
+		if addr == nil {
+			a.metrics.sendErrors.WithLabelValues("no_route").Inc()
+			a.log.Debug().Uint64("to", uint64(env.To)).Str("type", t).Msg("no address for node; message not sent")
+			return
+		}
+		a.writeTo(pkt, addr, t)
+		return
+	}
+	fresh := time.Duration(0)
+	if a.tr.MulticastGroup() != "" {
+		sent, err := a.tr.Multicast(pkt)
+		if err != nil {
+			a.metrics.sendErrors.WithLabelValues("multicast").Inc()
+			a.log.Debug().Err(err).Msg("multicast send failed")
+		}
+		a.metrics.msgsSent.WithLabelValues(t).Add(float64(sent))
+		a.metrics.bytesSent.WithLabelValues(t).Add(float64(sent * len(pkt)))
+		// A node heard over multicast within three of its beacon
+		// periods gets this one the same way: idle members beacon
+		// every MemberTimeout/3.
+		fresh = a.cfg.Timing.MemberTimeout
+	}
+	for _, addr := range a.peers.unicastBroadcastTargets(now, fresh) {
+		a.writeTo(pkt, addr, t)
+	}
+}
+
+// seal encodes msg and, with a key, seals it for to. Call with sendMu
+// held; the result lives in the send buffers until the next call.
+func (a *Agent) seal(msg wire.Message, to wire.NodeID) ([]byte, bool) {
+	pkt, err := wire.AppendEncode(a.sendBuf[:0], msg)
+	if err != nil {
+		// The machine built a message the codec refuses: a bug, not a
+		// network condition. Log it loudly and carry on.
+		a.metrics.sendErrors.WithLabelValues("encode").Inc()
+		a.log.Error().Err(err).Str("msg", msg.String()).Msg("cannot encode message")
+		return nil, false
+	}
+	if a.sealer != nil {
+		// Sealed for its destination: replayed to another node, it
+		// does not open (wire.Sealer.SealTo). Broadcasts, multicast or
+		// unicast copies, are sealed for everyone.
+		if pkt, err = a.sealer.SealTo(a.sealBuf[:0], pkt, to); err != nil {
+			a.metrics.sendErrors.WithLabelValues("seal").Inc()
+			a.log.Error().Err(err).Msg("cannot seal message")
+			return nil, false
+		}
+	}
+	return pkt, true
+}
+
+// writeTo sends one unicast datagram and counts it.
+func (a *Agent) writeTo(pkt []byte, addr *net.UDPAddr, typ string) {
+	if err := a.tr.Send(pkt, addr); err != nil {
+		a.metrics.sendErrors.WithLabelValues("write").Inc()
+		a.log.Debug().Err(err).Stringer("to", addr).Msg("send failed")
+		return
+	}
+	a.metrics.msgsSent.WithLabelValues(typ).Inc()
+	a.metrics.bytesSent.WithLabelValues(typ).Add(float64(len(pkt)))
+}

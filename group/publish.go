@@ -1,0 +1,438 @@
+package group
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"net"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/groupd/groupd/invitation"
+)
+
+// The publisher hands the machine's decisions out: the current Status,
+// events to subscribers (the API's event stream, embedders), the
+// --on-change hook, memberlist's meta, the log, the metrics, and the
+// leadership API (callbacks, WatchLeader). The loop calls report; every
+// other method is safe from any goroutine.
+
+// maxMismatches bounds the timing mismatches a status lists.
+const maxMismatches = 16
+
+type publisher struct {
+	a *Agent
+
+	mu         sync.Mutex
+	st         Status // the current view (Time: when it became current)
+	subs       map[*subscription]struct{}
+	watchers   map[*leaderWatch]struct{}
+	closed     bool
+	dup        *DuplicateID
+	mismatches []TimingMismatch
+	persistLog string // the last save error logged
+
+	leaders leaderRunner // the callbacks' goroutine (leader.go)
+}
+
+// subscription is one Subscribe call.
+type subscription struct {
+	ch     chan Event
+	missed uint64 // events dropped since the last one delivered
+}
+
+func (p *publisher) init(a *Agent) {
+	p.a = a
+	p.subs = make(map[*subscription]struct{})
+	p.watchers = make(map[*leaderWatch]struct{})
+	p.st = Status{
+		ID: a.id, Name: a.name, Priority: a.cfg.Priority, State: StateElection, Role: Participant,
+		Members: []NodeID{}, Counter: a.durable.Counter, Incarnation: a.incarnation, Boot: a.boot,
+		Since: time.Now(), Expect: a.cfg.Quorum.Expect, Tags: maps.Clone(a.cfg.Tags),
+	}
+	p.leaders.init(a.cfg.Leader, a.cfg.Logger.With().Str("component", "leader").Uint64("node", uint64(a.id)).Logger())
+}
+
+// start starts the callbacks' goroutine; it stops with ctx.
+func (p *publisher) start(ctx context.Context) { p.leaders.start(ctx) }
+
+// wait waits for the callbacks' goroutine to end.
+func (p *publisher) wait() { p.leaders.wait() }
+
+// status returns the current view.
+func (p *publisher) status() Status {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.st
+}
+
+// view converts the machine's status into the agent's.
+func (p *publisher) view(s invitation.Status, now time.Time) Status {
+	a := p.a
+	st := Status{
+		ID: s.ID, Name: a.name, Priority: s.Priority, State: s.State, Role: s.Role(), Group: s.Group,
+		Coordinator: s.Coordinator(), Members: s.MemberIDs(), Version: s.Version, Since: s.Since,
+		Counter: s.Counter, Incarnation: a.incarnation, Boot: a.boot, PersistError: s.PersistError,
+		Degraded: s.Degraded(), Time: now, Expect: a.cfg.Quorum.Expect,
+		Leader: s.Leader, LeaderSince: s.LeaderSince, Term: s.Term, Tags: p.st.Tags,
+		DuplicateID: p.dup, TimingMismatches: p.mismatches,
+	}
+	st.MemberPriorities = make([]uint8, len(s.Members))
+	for i, m := range s.Members {
+		st.MemberPriorities[i] = m.Priority
+	}
+	switch {
+	case st.Coordinator == a.id:
+		st.CoordinatorName = a.name
+	case st.Coordinator != 0:
+		st.CoordinatorName = a.peers.name(st.Coordinator)
+	}
+	st.Primary = a.cfg.Quorum.Primary(st)
+	return st
+}
+
+// report hands over what one machine Output decided: view changes,
+// created numbers and notices. It runs on the loop.
+func (p *publisher) report(now time.Time, out invitation.Output) {
+	a := p.a
+	for _, n := range out.Notices {
+		p.notice(n)
+	}
+	for range out.Created {
+		a.metrics.created.Inc()
+	}
+	for _, ie := range out.Events {
+		// The change happens now, after any save that preceded it (the
+		// driver reports after the save an Output asked for): stamped
+		// earlier, it could precede a snapshot a new subscriber took
+		// meanwhile, and a recorded history would go back and forth.
+		t := time.Now()
+		if ie.Time.After(t) {
+			t = ie.Time
+		}
+		p.change(t, ie)
+	}
+}
+
+// change publishes one event of the machine, and the leadership
+// transition it may carry.
+func (p *publisher) change(t time.Time, ie invitation.Event) {
+	a := p.a
+	p.mu.Lock()
+	old := p.st
+	cur := p.view(ie.New, t)
+	p.st = cur
+	p.mu.Unlock()
+	e := Event{Time: t, Node: a.id, Name: a.name, Reason: string(ie.Reason), Old: &old, New: cur}
+	p.logChange(e)
+	a.metrics.observe(e)
+	p.persistence(e)
+	p.deliver(e)
+	if a.hooks != nil && hookWorthy(e) {
+		a.hooks.enqueue(e)
+	}
+	if old.Group != cur.Group || old.State != cur.State || old.Leader != cur.Leader || old.Degraded != cur.Degraded {
+		a.publishMeta(cur)
+	}
+	if old.Leader != cur.Leader {
+		p.leadership(t, old, cur)
+	}
+	if cur.State == StateNormal && cur.Coordinator != old.Coordinator || old.State != StateNormal && cur.State == StateNormal {
+		p.leaders.newLeader(cur.Coordinator, cur.CoordinatorName)
+	}
+	p.notifyWatchers(cur)
+}
+
+// leadership publishes a leader-start or leader-stop event, exactly once
+// per transition, to subscribers, the hook and the callbacks.
+func (p *publisher) leadership(t time.Time, old, cur Status) {
+	a := p.a
+	reason := ReasonLeaderStart
+	if !cur.Leader {
+		reason = ReasonLeaderStop
+	}
+	o := old
+	e := Event{Time: t, Node: a.id, Name: a.name, Reason: reason, Old: &o, New: cur}
+	ev := a.log.Info().Str("reason", reason).Str("group", cur.Group.String())
+	if cur.Leader {
+		ev = ev.Str("term", cur.Term.String())
+	} else {
+		ev = ev.Str("term", old.Term.String())
+	}
+	ev.Msg(reason)
+	a.metrics.leaderChanges.WithLabelValues(reason).Inc()
+	if cur.Leader {
+		a.metrics.leader.Set(1)
+	} else {
+		a.metrics.leader.Set(0)
+	}
+	p.deliver(e)
+	if a.hooks != nil {
+		a.hooks.enqueue(e)
+	}
+	if cur.Leader {
+		p.leaders.started(cur.Term)
+	} else {
+		p.leaders.stopped()
+	}
+}
+
+// goodbye ends a leadership when the agent stops: the node leaves, so it
+// no longer leads.
+func (p *publisher) goodbye(t time.Time) {
+	p.mu.Lock()
+	old := p.st
+	if !old.Leader {
+		p.mu.Unlock()
+		return
+	}
+	cur := old
+	cur.Leader, cur.LeaderSince, cur.Term, cur.Time = false, time.Time{}, GroupNumber{}, t
+	p.st = cur
+	p.mu.Unlock()
+	p.leadership(t, old, cur)
+	p.notifyWatchers(cur)
+}
+
+// logChange logs one line per change of the view, with the old and new
+// group numbers.
+func (p *publisher) logChange(e Event) {
+	o, n := e.Old, e.New
+	msg := "state change " + o.Group.String() + " -> " + n.Group.String()
+	if o.Group == n.Group {
+		msg = e.Reason + " in " + n.Group.String()
+	}
+	p.a.log.Info().Str("reason", e.Reason).
+		Str("old_group", o.Group.String()).Str("group", n.Group.String()).
+		Str("old_state", o.State.String()).Str("state", n.State.String()).
+		Str("role", n.Role.String()).Uint64("coordinator", uint64(n.Coordinator)).Str("coordinator_name", n.CoordinatorName).
+		Str("members", idList(n.Members)).Uint64("version", n.Version).Bool("leader", n.Leader).
+		Msg(msg)
+}
+
+// persistence logs a save failure once per distinct error, and the
+// recovery once.
+func (p *publisher) persistence(e Event) {
+	a := p.a
+	switch {
+	case e.New.PersistError != "" && e.New.PersistError != p.persistLog:
+		p.persistLog = e.New.PersistError
+		a.log.Error().Str("error", e.New.PersistError).
+			Msg("cannot save the node's state: it creates no group number and steps aside (joins any group that invites it) until a save succeeds; retrying")
+	case e.New.PersistError == "" && p.persistLog != "":
+		p.persistLog = ""
+		a.log.Info().Uint64("counter", e.New.Counter).Msg("the node's state is saved again")
+	}
+}
+
+// notice tells the operator what a Notice says.
+func (p *publisher) notice(n invitation.Notice) {
+	a := p.a
+	switch n.Kind {
+	case invitation.NoticeDuplicateID:
+		p.mu.Lock()
+		other := ""
+		if p.dup != nil && p.dup.Boot == n.Boot {
+			other = p.dup.Addr
+		}
+		p.mu.Unlock()
+		a.metrics.duplicateIDs.Inc()
+		ev := a.log.Error().Uint64("id", uint64(a.id)).Str("this_addr", a.Addrs().Wire).
+			Str("this_boot", fmt.Sprintf("%016x", a.boot)).Str("other_addr", other).
+			Str("other_boot", fmt.Sprintf("%016x", n.Boot))
+		if n.Yield {
+			ev.Msg(fmt.Sprintf("node ID %d is in use by another live process at %s, which started first: this one gives way and exits; give every node its own --id",
+				a.id, orUnknown(other)))
+		} else {
+			ev.Msg(fmt.Sprintf("node ID %d is also used by a process at %s: it should give way; give every node its own --id",
+				a.id, orUnknown(other)))
+		}
+	case invitation.NoticeStateBehind:
+		a.log.Warn().Uint64("peer", uint64(n.Peer)).Str("peer_name", a.peers.name(n.Peer)).
+			Str("group", n.Group.String()).Uint64("counter", n.Counter).Uint64("gap", n.Group.Seq-n.Counter).
+			Msg(fmt.Sprintf("node %d knows group %s of this node, %d above its saved counter %d: the data dir was lost or restored from an older copy; new numbers go above it",
+				n.Peer, n.Group, n.Group.Seq-n.Counter, n.Counter))
+	case invitation.NoticeTimingMismatch:
+		m := TimingMismatch{Peer: n.Peer, Theirs: n.Theirs, Ours: n.Ours,
+			Detail: "theirs: " + n.Theirs.String() + "; ours: " + n.Ours.String()}
+		p.mu.Lock()
+		replaced := false
+		for i := range p.mismatches {
+			if p.mismatches[i].Peer == n.Peer {
+				p.mismatches = append(p.mismatches[:i:i], p.mismatches[i+1:]...)
+				replaced = true
+				break
+			}
+		}
+		if len(p.mismatches) < maxMismatches {
+			p.mismatches = append(p.mismatches[:len(p.mismatches):len(p.mismatches)], m)
+		}
+		p.st.TimingMismatches = p.mismatches
+		p.mu.Unlock()
+		if !replaced {
+			a.metrics.timingMismatches.Inc()
+		}
+		a.log.Warn().Uint64("peer", uint64(n.Peer)).Str("peer_name", a.peers.name(n.Peer)).
+			Str("theirs", n.Theirs.String()).Str("ours", n.Ours.String()).
+			Msg("a node announces other intervals than this one (--profile or interval flags differ): inside a group its coordinator's apply, but check the configuration")
+	}
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "an unknown address"
+	}
+	return s
+}
+
+// duplicateSeen records where a packet with this node's ID and another
+// boot came from (the loop, before the machine handles it).
+func (p *publisher) duplicateSeen(boot uint64, src *net.UDPAddr, now time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.dup != nil && p.dup.Boot == boot {
+		return
+	}
+	addr := ""
+	if src != nil {
+		addr = src.String()
+	}
+	p.dup = &DuplicateID{Boot: boot, Addr: addr, Since: now}
+	p.st.DuplicateID = p.dup
+}
+
+// deliver sends e to every subscriber. A subscriber that fell behind
+// loses its oldest event, never the newest: the next one it gets says how
+// many it missed (Event.Missed).
+func (p *publisher) deliver(e Event) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for s := range p.subs {
+		se := e
+		se.Missed = s.missed
+		select {
+		case s.ch <- se:
+			s.missed = 0
+			continue
+		default:
+		}
+		select {
+		case <-s.ch:
+			s.missed++
+			p.a.metrics.subDropped.Inc()
+		default:
+		}
+		se.Missed = s.missed
+		select {
+		case s.ch <- se:
+			s.missed = 0
+		default:
+		}
+	}
+}
+
+// close ends every subscription and watcher (the agent stops).
+func (p *publisher) close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return
+	}
+	p.closed = true
+	for s := range p.subs {
+		close(s.ch)
+		delete(p.subs, s)
+	}
+	for w := range p.watchers {
+		close(w.ch)
+		delete(p.watchers, w)
+	}
+}
+
+// Status returns the node's current view of its group.
+func (a *Agent) Status() Status {
+	s := a.pub.status()
+	s.Members = append([]NodeID{}, s.Members...)
+	s.MemberPriorities = append([]uint8{}, s.MemberPriorities...)
+	s.Tags = maps.Clone(s.Tags)
+	s.TimingMismatches = append([]TimingMismatch(nil), s.TimingMismatches...)
+	s.Time = time.Now()
+	return s
+}
+
+// Subscribe returns a channel of the node's view changes, starting with a
+// ReasonSnapshot event of the current status (so nothing is missed between
+// reading the status and subscribing), and a function that ends the
+// subscription. The channel is buffered; a subscriber that falls behind
+// loses its oldest events, never the newest (the next event it gets counts
+// them in Missed, and groupd_subscriber_dropped_events_total too), rather
+// than slow the agent: so it always ends up with the current view. The
+// channel is closed when the subscription ends or the agent stops.
+func (a *Agent) Subscribe() (<-chan Event, func()) {
+	p := &a.pub
+	s := &subscription{ch: make(chan Event, subBufSize)}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		close(s.ch)
+		return s.ch, func() {}
+	}
+	st := p.st
+	st.Members = append([]NodeID{}, st.Members...)
+	// The snapshot is stamped with when its view became current, not
+	// with now: the loop may already be past a change it has not yet
+	// published, and a snapshot stamped later than that change would put
+	// the old view after it in a recorded history.
+	at := st.Time
+	st.Time = time.Now()
+	if at.IsZero() {
+		at = st.Time
+	}
+	s.ch <- Event{Time: at, Node: a.id, Name: a.name, Reason: ReasonSnapshot, New: st}
+	p.subs[s] = struct{}{}
+	var once sync.Once
+	return s.ch, func() {
+		once.Do(func() {
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			if _, ok := p.subs[s]; ok {
+				delete(p.subs, s)
+				close(s.ch)
+			}
+		})
+	}
+}
+
+// sinceLastChange is the seconds_since_last_change gauge.
+func (a *Agent) sinceLastChange() float64 { return sinceSeconds(a.pub.status().Since) }
+
+// gossipAlive is the gossip_alive_members gauge.
+func (a *Agent) gossipAlive() float64 {
+	if ml := a.ml.Load(); ml != nil {
+		return float64(ml.NumMembers())
+	}
+	return 0
+}
+
+func idList(ids []NodeID) string {
+	b := make([]byte, 0, 8*len(ids))
+	for i, id := range ids {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendUint(b, uint64(id), 10)
+	}
+	return string(b)
+}
+
+// sortedTags returns the tags as "k=v" strings in key order.
+func sortedTags(tags map[string]string) []string {
+	out := make([]string, 0, len(tags))
+	for k, v := range tags {
+		out = append(out, k+"="+v)
+	}
+	sort.Strings(out)
+	return out
+}
