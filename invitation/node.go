@@ -138,10 +138,10 @@ type Node struct {
 	gen     uint64        // bumped whenever members is replaced
 	version uint64
 	since   time.Time
-	born    time.Time // New's now: the origin of peer.heard
-	settled bool      // has run for a boot window (wire.FlagSettled)
-	bootEnd time.Time // born + the boot window
-	stopped bool      // yielded its ID to another process: does nothing more
+	born    time.Time       // New's now: the origin of peer.heard
+	settled bool            // has run for a boot window (wire.FlagSettled)
+	bootEnd time.Time       // born + the boot window
+	stopped bool            // yielded its ID to another process: does nothing more
 	dups    map[uint64]bool // boots of other processes with this ID, reported
 
 	// A node without a group.
@@ -227,9 +227,9 @@ func New(cfg Config, now time.Time) (*Node, error) {
 		since:    now,
 		born:     now,
 	}
-	n.last = n.Status()
 	n.bootEnd = now.Add(n.t.bootWindow())
 	n.detach(now)
+	n.last, n.lastGen = n.Status(), n.gen // the view New starts from: no Event
 	return n, nil
 }
 

@@ -16,22 +16,22 @@ import (
 type StepKind uint8
 
 const (
-	StepRun           StepKind = iota + 1 // run for D
-	StepNet                               // set the network model to Net
-	StepPartition                         // split into Sides
-	StepCut                               // cut From → To
-	StepHeal                              // remove partitions and cuts
-	StepCrash                             // crash Node
-	StepCrashCoord                        // crash the Node-th live coordinator (mod their number)
-	StepRestart                           // restart Node
-	StepRestartSome                       // restart each crashed node with probability P
-	StepSaveFailure                       // set the save failure probability to P
-	StepQuietCheck                        // quiet network, restart crashed nodes with probability P, run T_heal, check L1
-	StepFailoverCheck                     // (after StepQuietCheck) crash the coordinator, run T_failover, check L2
-	StepWipe                              // crash Node and empty its state file (it restarts with a sane clock)
-	StepRestore                           // crash Node and put back its state file of K saves ago (sane clock)
-	StepClock                             // Node's clock at its next start moves by D (may be negative)
-	StepDuplicateCheck                    // (after StepQuietCheck) start a second process with the ID of the Node-th live node; it must give way
+	StepRun            StepKind = iota + 1 // run for D
+	StepNet                                // set the network model to Net
+	StepPartition                          // split into Sides
+	StepCut                                // cut From → To
+	StepHeal                               // remove partitions and cuts
+	StepCrash                              // crash Node
+	StepCrashCoord                         // crash the Node-th live coordinator (mod their number)
+	StepRestart                            // restart Node
+	StepRestartSome                        // restart each crashed node with probability P
+	StepSaveFailure                        // set the save failure probability to P
+	StepQuietCheck                         // quiet network, restart crashed nodes with probability P, run T_heal, check L1
+	StepFailoverCheck                      // (after StepQuietCheck) crash the coordinator, run T_failover, check L2
+	StepWipe                               // crash Node and empty its state file (it restarts with a sane clock)
+	StepRestore                            // crash Node and put back its state file of K saves ago (sane clock)
+	StepClock                              // Node's clock at its next start moves by D (may be negative)
+	StepDuplicateCheck                     // (after StepQuietCheck) start a second process with the ID of the Node-th live node; it must give way
 )
 
 // Step is one step of a Schedule.

@@ -43,18 +43,18 @@ const (
 )
 
 const (
-	groupSize      = 8 + 8                                 // Seq, ID
-	memberSize     = 8 + 1                                 // ID, Priority
-	timingSize     = 7*4 + 1                               // seven durations in ms, Election
-	beaconFixed    = 1 + 8 + 8 + 4 + timingSize            // len(Addr), HighWater, Version, Size, Timing
-	invitationSize = groupSize + timingSize                // Group, Timing
+	groupSize      = 8 + 8                                  // Seq, ID
+	memberSize     = 8 + 1                                  // ID, Priority
+	timingSize     = 7*4 + 1                                // seven durations in ms, Election
+	beaconFixed    = 1 + 8 + 8 + 4 + timingSize             // len(Addr), HighWater, Version, Size, Timing
+	invitationSize = groupSize + timingSize                 // Group, Timing
 	readyFixedSize = groupSize + 8 + timingSize + 4 + 4 + 2 // Group, Version, Timing, Total, Offset, count
-	readyAckSize   = groupSize + 8                         // Group, Version
-	yesSize        = 1 + 8                                 // Query, Version
-	noSize         = 1                                     // Query
-	nonceSize64    = 8                                     // Challenge, Response
-	ringSize       = groupSize + 4 + memberSize            // Group, Round, Candidate or Leader
-	ringAckSize    = 1 + ringSize                          // Of, then as ringSize
+	readyAckSize   = groupSize + 8                          // Group, Version
+	yesSize        = 1 + 8                                  // Query, Version
+	noSize         = 1                                      // Query
+	nonceSize64    = 8                                      // Challenge, Response
+	ringSize       = groupSize + 4 + memberSize             // Group, Round, Candidate or Leader
+	ringAckSize    = 1 + ringSize                           // Of, then as ringSize
 )
 
 // maxTimingMS is the longest duration Timing carries: uint32 milliseconds.
