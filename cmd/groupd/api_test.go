@@ -30,12 +30,18 @@ func contextWithTimeout(t *testing.T, d time.Duration) (context.Context, context
 }
 
 const (
-	statusJSON = `{"id":3,"priority":100,"state":"normal","role":"coordinator","group":"17.3","coordinator":3,` +
-		`"members":[1,2,3],"version":2,"since":"2026-11-21T10:00:00Z","counter":17,"incarnation":5,` +
-		`"persist_error":"","time":"2026-11-21T10:01:12.5Z"}`
-	membersJSON = `[{"id":3,"priority":100,"addr":"10.77.0.3:7950","gossip":"alive","in_group":true},` +
-		`{"id":12,"priority":50,"addr":"10.77.0.12:7950","gossip":"dead","in_group":false},` +
-		`{"id":2,"priority":100,"addr":"10.77.0.2:7950","gossip":"suspect","in_group":true}]`
+	statusJSON = `{"id":3,"name":"db3","priority":100,"state":"normal","role":"coordinator","group":"1795255200000.3",` +
+		`"coordinator":3,"coordinator_name":"db3","members":[1,2,3],"member_priorities":[100,100,100],"version":2,` +
+		`"since":"2026-11-21T10:00:00Z","counter":1795255200000,"incarnation":5,"boot":"8a1f","persist_error":"",` +
+		`"degraded":false,"time":"2026-11-21T10:01:12.5Z","primary":true,"expect":0,"leader":true,` +
+		`"leader_since":"2026-11-21T09:59:00Z","term":"1795255140000.3","tags":{"endpoint":"10.77.0.3:5432"},` +
+		`"duplicate_id":null,"timing_mismatches":[]}`
+	membersJSON = `[{"id":3,"name":"db3","priority":100,"addr":"10.77.0.3:7950","gossip":"alive","in_group":true,` +
+		`"group":"1795255200000.3","state":"normal","leader":true,"degraded":false,"tags":{"endpoint":"10.77.0.3:5432"}},` +
+		`{"id":12,"name":"","priority":50,"addr":"10.77.0.12:7950","gossip":"dead","in_group":false,` +
+		`"group":"","state":"","leader":false,"degraded":false,"tags":{}},` +
+		`{"id":2,"name":"db2","priority":100,"addr":"10.77.0.2:7950","gossip":"suspect","in_group":true,` +
+		`"group":"1795255200000.3","state":"normal","leader":false,"degraded":true,"tags":{}}]`
 )
 
 // fakeAPI serves the daemon's API from canned answers. events, when set,
@@ -131,13 +137,16 @@ func TestStatus(t *testing.T) {
 				t.Fatalf("status: exit %d, stderr %q", code, errOut)
 			}
 			want := `id:          3
+name:        db3
 priority:    100
 state:       normal
 role:        coordinator
-group:       17.3
-coordinator: 3
+group:       1795255200000.3 (formed 2026-11-21T10:00:00.000Z)
+coordinator: 3 (db3)
 members:     1 2 3 (3)
+leader:      yes, term 1795255140000.3, since 2026-11-21T09:59:00Z (2m13s ago)
 since:       2026-11-21T10:00:00Z (1m13s ago)
+tags:        endpoint=10.77.0.3:5432
 `
 			if out != want {
 				t.Errorf("status printed\n%s\nwant\n%s", out, want)
@@ -159,10 +168,10 @@ func TestMembers(t *testing.T) {
 	if code != exitOK || errOut != "" {
 		t.Fatalf("members: exit %d, stderr %q", code, errOut)
 	}
-	want := `ID  PRIORITY  ADDR             GOSSIP   IN GROUP
-2   100       10.77.0.2:7950   suspect  yes
-3   100       10.77.0.3:7950   alive    yes
-12  50        10.77.0.12:7950  dead     no
+	want := `ID  NAME  PRIORITY  ADDR             GOSSIP   IN GROUP  GROUP            LEADER    TAGS
+2   db2   100       10.77.0.2:7950   suspect  yes       1795255200000.3  degraded  -
+3   db3   100       10.77.0.3:7950   alive    yes       1795255200000.3  yes       endpoint=10.77.0.3:5432
+12  -     50        10.77.0.12:7950  dead     no        -                -         -
 `
 	if out != want {
 		t.Errorf("members printed\n%s\nwant\n%s", out, want)

@@ -5,6 +5,7 @@ import (
 	"io"
 	"sort"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/urfave/cli/v2"
@@ -37,14 +38,22 @@ func membersAction(c *cli.Context, api *client.Client) error {
 func printMembers(w io.Writer, ms []group.Member) error {
 	sort.Slice(ms, func(i, j int) bool { return ms[i].ID < ms[j].ID })
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tPRIORITY\tADDR\tGOSSIP\tIN GROUP")
+	fmt.Fprintln(tw, "ID\tNAME\tPRIORITY\tADDR\tGOSSIP\tIN GROUP\tGROUP\tLEADER\tTAGS")
 	for _, m := range ms {
 		in := "no"
 		if m.InGroup {
 			in = "yes"
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n",
-			strconv.FormatUint(uint64(m.ID), 10), m.Priority, orDash(m.Addr), orDash(m.Gossip), in)
+		lead := "-"
+		switch {
+		case m.Leader:
+			lead = "yes"
+		case m.Degraded:
+			lead = "degraded"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n",
+			strconv.FormatUint(uint64(m.ID), 10), orDash(m.Name), m.Priority, orDash(m.Addr), orDash(m.Gossip), in,
+			orDash(m.Group), lead, orDash(strings.Join(sortedKV(m.Tags), " ")))
 	}
 	return tw.Flush()
 }

@@ -24,39 +24,12 @@ import (
 // and exits 1 rather than hang a service manager.
 const stopGrace = 4 * time.Second
 
-// intervalFlag describes one protocol interval flag: its default comes from
-// the profile, and only an explicitly set flag overrides it.
-type intervalFlag struct {
-	name  string
-	usage string
-	field func(*invitation.Timing) *time.Duration
-}
-
-// intervalFlags lists one flag per interval of invitation.Timing (DESIGN §5).
-var intervalFlags = []intervalFlag{
-	{"beacon-interval", "`DURATION` between beacons announcing this node on the multicast group",
-		func(t *invitation.Timing) *time.Duration { return &t.BeaconInterval }},
-	{"check-interval", "`DURATION` between a coordinator's checks for other coordinators to merge with",
-		func(t *invitation.Timing) *time.Duration { return &t.CheckInterval }},
-	{"alive-interval", "`DURATION` between a participant's AreYouThere probes of its coordinator",
-		func(t *invitation.Timing) *time.Duration { return &t.AliveInterval }},
-	{"alive-timeout", "a participant without a Yes for this `DURATION` considers its coordinator failed",
-		func(t *invitation.Timing) *time.Duration { return &t.AliveTimeout }},
-	{"answer-timeout", "round-trip bound `DURATION`: bully's wait for an Answer, and the retransmission spacing",
-		func(t *invitation.Timing) *time.Duration { return &t.AnswerTimeout }},
-	{"accept-window", "`DURATION` a merging coordinator collects Accepts before sending Ready",
-		func(t *invitation.Timing) *time.Duration { return &t.AcceptWindow }},
-	{"ready-timeout", "`DURATION` a coordinator retransmits Ready to members that have not acknowledged it",
-		func(t *invitation.Timing) *time.Duration { return &t.ReadyTimeout }},
-	{"election-timeout", "after a bully Answer, the `DURATION` to wait for the winner's invitation",
-		func(t *invitation.Timing) *time.Duration { return &t.ElectionTimeout }},
-	{"merge-delay", "`DURATION` to wait per higher-ranked coordinator seen before merging lower-ranked ones",
-		func(t *invitation.Timing) *time.Duration { return &t.MergeDelay }},
-	{"peer-timeout", "a peer not heard from for this `DURATION` is forgotten",
-		func(t *invitation.Timing) *time.Duration { return &t.PeerTimeout }},
-	{"member-timeout", "a coordinator drops a member not heard from for this `DURATION`",
-		func(t *invitation.Timing) *time.Duration { return &t.MemberTimeout }},
-}
+// intervalFlags are the protocol interval flags: one per field of
+// invitation.Timing, from the one table of those fields (TimingFields), so
+// that a new interval gets its flag, its scaling and its validation
+// together. Defaults come from the profile; only a flag that is set
+// overrides its one value.
+var intervalFlags = invitation.TimingFields()
 
 // envName is the environment variable of a run flag: GROUPD_DATA_DIR for
 // --data-dir.
@@ -68,8 +41,10 @@ const runDescription = `Runs the groupd daemon in the foreground. Every flag can
 environment variable GROUPD_<FLAG>, e.g. GROUPD_DATA_DIR for --data-dir; a flag
 on the command line wins over the environment.
 
---profile picks the protocol intervals (lan: DESIGN §5 defaults; fast: five
-times shorter, for experiments); an interval flag overrides its one value.
+--profile picks the protocol intervals (lan: the defaults of docs/design.md §5;
+fast: five times shorter, for experiments); an interval flag overrides its one
+value. Nodes on different profiles work together: inside a group, the
+coordinator's intervals apply, and each node logs the difference once.
 
 Without --key-file, traffic is not authenticated and groupd warns at start.
 Generate a key with: head -c 32 /dev/urandom | base64 > /etc/groupd/key
@@ -81,8 +56,10 @@ Logs go to stderr (JSON lines, or --log-format console).
 Signals: SIGINT and SIGTERM make the node leave the group (memberlist Leave)
 and exit 0 within 2 s. SIGHUP is ignored: there are no log files to reopen.
 
-Exit codes: 0 stopped by a signal; 1 runtime failure; 2 bad configuration
-(one line "groupd: <problem>" on stderr).`
+Exit codes: 0 stopped by a signal; 1 runtime failure (including a state file
+that cannot be written at start: a supervisor should retry); 2 bad
+configuration, or another live process uses this node's --id (one line
+"groupd: <problem>" on stderr).`
 
 func runCommand() *cli.Command {
 	lan, fast := group.DefaultLANConfig(), group.DefaultFastConfig()
@@ -108,6 +85,10 @@ func runCommand() *cli.Command {
 		&cli.Uint64Flag{Name: "id", EnvVars: env("id"), Category: identity,
 			DefaultText: "kept in the data dir, random on first start",
 			Usage:       "node `ID` (>= 1), unique on the LAN"},
+		&cli.StringFlag{Name: "name", EnvVars: env("name"), Category: identity, DefaultText: "the host name",
+			Usage: "a `NAME` for people, shown in status, members, watch, hooks and the live view"},
+		&cli.StringSliceFlag{Name: "tag", EnvVars: env("tag"), Category: identity,
+			Usage: "`KEY=VALUE` announced to every node (repeat; e.g. --tag endpoint=10.0.0.3:5432)"},
 		&cli.UintFlag{Name: "priority", EnvVars: env("priority"), Category: identity, Value: uint(lan.Priority),
 			Usage: "election `PRIORITY` 0-255; the highest (priority, id) coordinates"},
 		&cli.StringFlag{Name: "bind", EnvVars: env("bind"), Category: addrs, Value: lan.Bind,
@@ -135,7 +116,7 @@ func runCommand() *cli.Command {
 		&cli.StringFlag{Name: "profile", EnvVars: env("profile"), Category: timing, Value: "lan",
 			Usage: "interval `PROFILE`: lan or fast (five times shorter); an interval flag overrides one value"},
 		&cli.StringFlag{Name: "election", EnvVars: env("election"), Category: election, Value: "bully",
-			Usage: "`ALGORITHM` a failed coordinator's survivors run: bully or ring (the same on every node)"},
+			Usage: "`ALGORITHM` a failed coordinator's survivors run: bully or ring (a group runs its coordinator's)"},
 		&cli.IntFlag{Name: "expect", EnvVars: env("expect"), Category: election,
 			Usage: "expected cluster size `N`: a group is primary when it holds more than N/2 members (0: off)"},
 		&cli.Uint64Flag{Name: "tie-breaker", EnvVars: env("tie-breaker"), Category: election,
@@ -155,11 +136,11 @@ func runCommand() *cli.Command {
 	}
 	for _, f := range intervalFlags {
 		flags = append(flags, &cli.DurationFlag{
-			Name:        f.name,
-			EnvVars:     env(f.name),
+			Name:        f.Name,
+			EnvVars:     env(f.Name),
 			Category:    timing,
-			Usage:       f.usage,
-			DefaultText: fmt.Sprintf("%v (lan), %v (fast)", *f.field(&lan.Timing), *f.field(&fast.Timing)),
+			Usage:       f.Usage,
+			DefaultText: fmt.Sprintf("%v (lan), %v (fast)", *f.Field(&lan.Timing), *f.Field(&fast.Timing)),
 		})
 	}
 	return &cli.Command{
@@ -261,9 +242,15 @@ func classify(err error) error {
 		errors.Is(err, syscall.EROFS):
 		// group's messages name the flag; its package prefix would
 		// read "groupd: group: --port ...".
+		if errors.Is(err, group.ErrPersist) {
+			break // a full disk at start: let a supervisor restart us
+		}
 		return cli.Exit(strings.TrimPrefix(err.Error(), "group: "), exitConfig)
+	case errors.Is(err, group.ErrDuplicateID):
+		// The agent logged which ID, and where the other process is.
+		return cli.Exit(strings.TrimPrefix(err.Error(), "group: ")+": give every node its own --id", exitConfig)
 	}
-	return cli.Exit(err, exitFailure)
+	return cli.Exit(strings.TrimPrefix(err.Error(), "group: "), exitFailure)
 }
 
 // newLogger returns the daemon's logger writing to w.
@@ -307,6 +294,20 @@ func configFromFlags(c *cli.Context) (group.Config, runSettings, error) {
 			return cfg, rs, badConfig("--id must be >= 1 (leave it out to keep the data dir's id, or generate one)")
 		}
 		cfg.ID = wire.NodeID(id)
+	}
+	cfg.Name = c.String("name")
+	if vals := c.StringSlice("tag"); len(vals) > 0 {
+		cfg.Tags = make(map[string]string, len(vals))
+		for _, kv := range vals {
+			k, v, ok := strings.Cut(kv, "=")
+			if !ok {
+				return cfg, rs, badConfig("--tag %q: want KEY=VALUE", kv)
+			}
+			if _, dup := cfg.Tags[k]; dup {
+				return cfg, rs, badConfig("--tag %q: key %q given twice", kv, k)
+			}
+			cfg.Tags[k] = v
+		}
 	}
 	prio := c.Uint("priority")
 	if prio > 255 {
@@ -356,14 +357,14 @@ func configFromFlags(c *cli.Context) (group.Config, runSettings, error) {
 	}
 
 	for _, f := range intervalFlags {
-		if !c.IsSet(f.name) {
+		if !c.IsSet(f.Name) {
 			continue
 		}
-		d := c.Duration(f.name)
+		d := c.Duration(f.Name)
 		if d <= 0 {
-			return cfg, rs, badConfig("--%s must be > 0, got %v", f.name, d)
+			return cfg, rs, badConfig("--%s must be > 0, got %v", f.Name, d)
 		}
-		*f.field(&cfg.Timing) = d
+		*f.Field(&cfg.Timing) = d
 	}
 	if err := cfg.Timing.Validate(); err != nil {
 		// "invitation: alive-timeout (...) must be >= alive-interval
@@ -391,7 +392,7 @@ func flagNames(msg string) string {
 	words := strings.Split(msg, " ")
 	for i, w := range words {
 		for _, f := range intervalFlags {
-			if w == f.name {
+			if w == f.Name {
 				words[i] = "--" + w
 			}
 		}

@@ -157,19 +157,19 @@ func TestIntervalFlags(t *testing.T) {
 		t.Fatalf("%d interval flags for %d Timing fields", len(intervalFlags), n)
 	}
 	for i, f := range intervalFlags {
-		t.Run(f.name, func(t *testing.T) {
+		t.Run(f.Name, func(t *testing.T) {
 			// A little above the default, so that the relations
 			// Timing.Validate checks still hold, and distinct per flag.
 			want := invitation.DefaultTiming()
-			d := *f.field(&want) + time.Duration(i+1)*time.Millisecond
-			*f.field(&want) = d
-			t.Setenv(envName(f.name), d.String())
+			d := *f.Field(&want) + time.Duration(i+1)*time.Millisecond
+			*f.Field(&want) = d
+			t.Setenv(envName(f.Name), d.String())
 			cfg, err := parseRun(t)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if cfg.Timing != want {
-				t.Errorf("%s=%v gave %+v", envName(f.name), d, cfg.Timing)
+				t.Errorf("%s=%v gave %+v", envName(f.Name), d, cfg.Timing)
 			}
 		})
 	}
@@ -222,7 +222,7 @@ func TestRunBadConfig(t *testing.T) {
 		{"unknown profile", nil, []string{"--profile", "wan"}, `groupd: --profile "wan": want lan or fast`},
 		{"interval 0", nil, []string{"--beacon-interval", "0"}, "groupd: --beacon-interval must be > 0, got 0s"},
 		{"interval negative", map[string]string{"GROUPD_ALIVE_TIMEOUT": "-1s"}, nil, "groupd: --alive-timeout must be > 0, got -1s"},
-		{"interval relation", nil, []string{"--alive-timeout", "10ms"}, "groupd: --alive-timeout (10ms) must be >= --alive-interval (250ms)"},
+		{"interval relation", nil, []string{"--alive-timeout", "10ms"}, "groupd: --alive-timeout (10ms) must be >= --alive-interval + --answer-timeout (350ms)"},
 		{"hook timeout", nil, []string{"--hook-timeout", "0s"}, "groupd: --hook-timeout must be > 0"},
 		{"priority", nil, []string{"--priority", "256"}, "groupd: --priority 256 out of range 0-255"},
 		{"key wrong size", nil, []string{"--key-file", short}, "key must be 32 bytes, got 16"},

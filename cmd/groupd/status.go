@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"sort"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -49,13 +50,32 @@ func printStatus(w io.Writer, st group.Status, now time.Time) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', 0)
 	line := func(k, v string) { fmt.Fprintf(tw, "%s:\t%s\n", k, v) }
 	line("id", strconv.FormatUint(uint64(st.ID), 10))
+	if st.Name != "" {
+		line("name", st.Name)
+	}
 	line("priority", strconv.FormatUint(uint64(st.Priority), 10))
 	line("state", st.State.String())
 	line("role", st.Role.String())
-	line("group", st.Group.String())
-	line("coordinator", strconv.FormatUint(uint64(st.Coordinator), 10))
+	if st.Group.IsZero() {
+		line("group", "none yet (listening for a group to join)")
+	} else {
+		line("group", st.Group.String()+" (formed "+st.GroupFormed().Format("2006-01-02T15:04:05.000Z07:00")+")")
+	}
+	coord := strconv.FormatUint(uint64(st.Coordinator), 10)
+	if st.CoordinatorName != "" {
+		coord += " (" + st.CoordinatorName + ")"
+	}
+	line("coordinator", coord)
 	line("members", fmt.Sprintf("%s (%d)", joinIDs(st.Members), len(st.Members)))
+	if st.Leader {
+		line("leader", fmt.Sprintf("yes, term %s, since %s", st.Term, sinceText(st.LeaderSince, st.Time, now)))
+	} else {
+		line("leader", "no")
+	}
 	line("since", sinceText(st.Since, st.Time, now))
+	if len(st.Tags) > 0 {
+		line("tags", strings.Join(sortedKV(st.Tags), " "))
+	}
 	if st.Expect > 0 {
 		p := "no"
 		if st.Primary {
@@ -64,7 +84,14 @@ func printStatus(w io.Writer, st group.Status, now time.Time) error {
 		line("primary", fmt.Sprintf("%s (%d of --expect %d)", p, len(st.Members), st.Expect))
 	}
 	if st.PersistError != "" {
-		line("persist error", st.PersistError)
+		line("persist error", st.PersistError+" (degraded: creates no group number, steps aside)")
+	}
+	if d := st.DuplicateID; d != nil {
+		line("duplicate id", fmt.Sprintf("another process with this ID at %s (boot %x), seen %s",
+			orDash(d.Addr), d.Boot, sinceText(d.Since, st.Time, now)))
+	}
+	for _, m := range st.TimingMismatches {
+		line("timing", fmt.Sprintf("node %d differs: %s", m.Peer, m.Detail))
 	}
 	return tw.Flush()
 }
@@ -112,4 +139,14 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// sortedKV renders tags as "k=v" in key order.
+func sortedKV(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k, v := range m {
+		out = append(out, k+"="+v)
+	}
+	sort.Strings(out)
+	return out
 }

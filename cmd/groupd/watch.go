@@ -78,14 +78,32 @@ func formatEvent(ev group.Event, loc *time.Location) string {
 	} else {
 		b.WriteString(ev.Time.In(loc).Format("15:04:05.000"))
 	}
-	fmt.Fprintf(&b, " node %d %s:", ev.Node, orDash(ev.Reason))
+	fmt.Fprintf(&b, " node %d", ev.Node)
+	if ev.Name != "" {
+		b.WriteString(" (" + ev.Name + ")")
+	}
+	fmt.Fprintf(&b, " %s:", orDash(ev.Reason))
+	if ev.Reason == group.ReasonLeaderStart || ev.Reason == group.ReasonLeaderStop {
+		term := ev.New.Term
+		if ev.Reason == group.ReasonLeaderStop && ev.Old != nil {
+			term = ev.Old.Term
+		}
+		fmt.Fprintf(&b, " term %s, group %s", term, ev.New.Group)
+		return b.String()
+	}
 	if ev.Old != nil {
 		b.WriteString(" " + briefStatus(*ev.Old) + " ->")
 	}
 	b.WriteString(" " + briefStatus(ev.New))
 	b.WriteString(" [" + strings.TrimPrefix(joinIDs(ev.New.Members), "-") + "]")
+	if ev.New.CoordinatorName != "" && ev.New.Coordinator != ev.Node {
+		b.WriteString(" coordinator " + ev.New.CoordinatorName)
+	}
 	if ev.New.PersistError != "" {
 		b.WriteString(" persist error: " + ev.New.PersistError)
+	}
+	if ev.Missed > 0 {
+		fmt.Fprintf(&b, " (%d earlier events missed)", ev.Missed)
 	}
 	return b.String()
 }
@@ -93,6 +111,9 @@ func formatEvent(ev group.Event, loc *time.Location) string {
 // briefStatus renders a status as "17.3 coordinator", adding the state
 // when it is not normal: "18.5 participant (reorganization)".
 func briefStatus(s group.Status) string {
+	if s.Group.IsZero() {
+		return "no group"
+	}
 	out := s.Group.String() + " " + s.Role.String()
 	if s.State != wire.StateNormal {
 		out += " (" + s.State.String() + ")"
