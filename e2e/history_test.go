@@ -11,7 +11,7 @@ import (
 
 	"github.com/groupd/groupd/group"
 	recorded "github.com/groupd/groupd/internal/history"
-	"github.com/groupd/groupd/internal/invariant"
+	"github.com/groupd/groupd/invariant"
 	"github.com/groupd/groupd/invitation"
 	"github.com/groupd/groupd/wire"
 )

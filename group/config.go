@@ -132,7 +132,7 @@ type Config struct {
 	// Profile names the timing profile Timing came from ("lan" or
 	// "fast"); it is informational once Timing is set.
 	Profile string
-	// Timing holds the protocol's intervals (DESIGN §5). It also tunes
+	// Timing holds the protocol's intervals (design §5). It also tunes
 	// memberlist's failure detector (see DefaultLANConfig).
 	Timing invitation.Timing
 	// Election is the algorithm a failed coordinator's survivors run:
@@ -186,7 +186,7 @@ type Config struct {
 	InputLog io.Writer
 }
 
-// DefaultLANConfig returns the lan profile (DESIGN §5): every value below
+// DefaultLANConfig returns the lan profile (design §5): every value below
 // is the default of the matching groupd flag.
 //
 // Memberlist, groupd's failure detector and membership list, is tuned from

@@ -45,7 +45,7 @@
 // is generated and saved. Every start bumps and saves the incarnation
 // before anything is sent, and the group-number counter read back makes
 // every new group number larger than any this node created before, across
-// crashes (DESIGN §1, invariant S1).
+// crashes (design §1, invariant S1).
 //
 // # Local API
 //

@@ -1,92 +1,134 @@
 // Package invitation implements Garcia-Molina's invitation algorithm as a
-// deterministic state machine, with bully (package bully) as the fast path
-// when a group's coordinator fails.
+// deterministic state machine, with bully (package bully) or the ring
+// (package ring) as the fast path when a group's coordinator fails.
 //
-// A Node performs no I/O and reads no clock. The runtime feeds it messages
-// (Step), the time (Tick), the failure detector's verdicts (PeerDown) and the
-// outcome of saves (Persisted, PersistFailed), and carries out what Output
-// returns: messages to send, a counter to persist, events to report. The
-// daemon (package group) and the simulator (package sim) run the same code.
+// A Node performs no I/O and reads no clock. Every input takes one path,
+// Step(now, input): a message from the network (Receive), the time (Tick),
+// the failure detector's verdict (PeerDown) and the outcome of a save
+// (Saved, SaveFailed). The runtime carries out what Output returns:
+// messages to send, state to save, events, created numbers and notices.
+// Package driver is the one runtime loop around a Node; the daemon (package
+// group), the simulator (package sim) and the tests use it.
 //
 // # Group numbers
 //
-// A group is named by (Seq, ID), ID being its coordinator. Before creating a
-// number a node picks Seq = max(persisted counter, highest Seq seen) + 1 and
-// asks the runtime to persist it; no message carries the number until
-// Persisted confirms the save. Numbers are therefore never created twice,
-// even across crashes, and newer groups have larger numbers.
+// A group is named by (Seq, ID), ID being its coordinator. Before creating
+// a number a node picks Seq = max(saved counter, saved last group, highest
+// Seq seen, wall clock in ms) + 1 and asks the runtime to save it; no
+// message carries the number until Saved confirms the save. Numbers are
+// therefore never created twice, even across crashes, and newer groups
+// have larger numbers. The wall-clock floor makes a node whose state file
+// was wiped or restored from an older copy create numbers above its old
+// ones on a sane clock; beacons carry every node's high-water mark, and a
+// peer reporting one of this node's numbers above its counter raises it
+// (NoticeStateBehind). The group the node moves to is saved too
+// (Durable.LastGroup), so its numbers stay above every group it was in.
 //
 // # States
 //
 //	state           coordinator (Group.ID == self)         participant
 //	Election        saving a new number; accept window      bully running among the
 //	                open after Invitations went out         survivors of a failed
-//	                                                        coordinator
+//	                                                        coordinator; or no group
+//	                                                        (Group zero): listening
+//	                                                        for a boot window
 //	Reorganization  accept window closed; Ready being       accepted an Invitation;
 //	                delivered and acknowledged              waiting for Ready
-//	Normal          Check every CheckInterval; answers      AreYouThere every
-//	                AreYouThere; drops silent members       AliveInterval
+//	Normal          heartbeat (a beacon) every              silent but for a beacon
+//	                AliveInterval; Check every              every MemberTimeout/3;
+//	                CheckInterval; drops members the        AreYouThere only when a
+//	                failure detector reports                heartbeat is late
 //
 // # Messages
 //
 //	message            sent by → to                          receiver's rule
-//	Beacon             everyone → multicast, each            remember the sender while it
-//	                   BeaconInterval                        says it coordinates; a
-//	                                                         coordinator hearing a lower
-//	                                                         coordinator of another group
-//	                                                         Checks now
+//	Beacon             coordinator: every AliveInterval      a coordinator's is its group's
+//	                   (its heartbeat); a node without a     heartbeat; remember coordinators;
+//	                   group: every AnswerTimeout; idle      a coordinator hearing a lower one
+//	                   participant: every MemberTimeout/3    Checks now; a node without a
+//	                                                         group is answered with a beacon,
+//	                                                         and invited by a coordinator
+//	                                                         that outranks it
 //	AreYouCoordinator  coordinator → peers that last said    reply Yes iff Normal and
-//	                   they coordinate another group         coordinator; a lower sender
-//	                                                         prompts an early Check
+//	                   they coordinate another group         coordinator
 //	Yes / No           replies                               Yes(AYC): lower → merge now,
 //	                                                         or after MergeDelay per higher
-//	                                                         coordinator seen; No(AYT):
-//	                                                         coordinator lost me → bully
-//	AreYouThere(g)     participant → its coordinator         Yes iff g is mine, I coordinate
-//	                                                         it and you are a member
-//	Invitation(g)      merging coordinator → lower           accept if Normal and the
-//	                   coordinators and its own members;     inviter outranks me (as
-//	                   an invited coordinator forwards it    coordinator), is my coordinator
-//	                   to its members                        or outranks it (participant),
-//	                                                         or outranks me (in bully);
-//	                                                         otherwise ignore
+//	                                                         coordinator seen; No(AYT): my
+//	                                                         coordinator dropped me (wait to
+//	                                                         be invited back) or left my
+//	                                                         group (elect)
+//	AreYouThere(g)     participant → its coordinator, when   Yes iff g is mine, I coordinate
+//	                   a heartbeat is late                   it and you are a member
+//	Invitation(g, t)   merging coordinator → lower           accept if Normal and the inviter
+//	                   coordinators, its own members and     outranks me (coordinator), is my
+//	                   nodes without a group; an invited     coordinator or outranks it
+//	                   coordinator forwards it               (participant), outranks me (in
+//	                                                         bully, without a group), or I am
+//	                                                         degraded; otherwise ignore
 //	Accept(g)          invitee → g's coordinator             add to Up (late ones too)
-//	Ready(g, v, list)  coordinator → members, retransmitted  Reorganization → Normal; ack
+//	Ready(g, v, t, l)  coordinator → members, retransmitted  Reorganization → Normal; adopt
+//	                                                         the coordinator's timing; ack
 //	ReadyAck(g, v)     member → coordinator                  stop retransmitting to it
 //	Election / Answer  bully among a failed coordinator's    see package bully
 //	                   survivors
 //
-// A coordinator invites only coordinators of lower rank; a higher-ranked one
-// will invite it. A participant whose coordinator stops answering runs bully
-// with the other members; a member that still hears the coordinator answers
-// and probes it at once instead of joining a needless election. The winner
-// invites the old members into a new group. When bully fails twice the node
-// runs Recovery (a singleton group) and merging takes over.
+// A coordinator invites only coordinators of lower rank; a higher-ranked
+// one will invite it. A participant whose coordinator stops beating runs
+// the group's election with the other members; a member that still hears
+// the coordinator answers and probes it at once instead of joining a
+// needless election. The winner invites the old members into a new group.
+// When the election fails twice the node goes without a group.
 //
-// The failure detector usually tells every survivor at once, and bully among
-// n survivors that all start then costs close to its n² worst case. So only
-// the highest survivor starts at once (it wins without a message); each of
-// the others sends it one Election, so that it probes the coordinator now if
-// it has not noticed yet, then holds back for one AnswerTimeout, answering
-// any Election meanwhile, and joins its invitation. They run bully only if
-// none came, which costs one AnswerTimeout more when the highest survivor
-// died too.
+// The failure detector usually tells every survivor at once, and bully
+// among n survivors that all start then costs close to its n² worst case.
+// So only the highest survivor starts at once (it wins without a message);
+// each of the others sends it one Election, so that it probes the
+// coordinator now if it has not noticed yet, then holds back for one
+// AnswerTimeout, answering any Election meanwhile, and joins its
+// invitation. They run bully only if none came, which costs one
+// AnswerTimeout more when the highest survivor died too.
 //
-// Config.Election selects the algorithm the survivors run: ElectionBully
-// (the default) or ElectionRing (package ring, Chang-Roberts). Both are
-// embedded the same way: the winner invites instead of announcing, a member
-// that still hears the coordinator stops the election and probes, and two
-// failed rounds lead to Recovery.
+// # A node without a group
+//
+// A node that starts, or loses its group, listens for a boot window (two
+// AnswerTimeouts) before it creates a number: a coordinator that outranks
+// it invites it into its running group (no new number, and the coordinator
+// stays Normal), and every node with a group answers its beacon with its
+// own. At the end of the window the highest-ranked node heard without a
+// group creates one number and invites the others, so N nodes started
+// together form one group with one number. Invitations received during
+// the window are held until it ends, so a node that must give way to
+// another process with its ID has joined nothing.
+//
+// # Operator faults
+//
+// A message with this node's ID and another boot is a second process: the
+// one still in its boot window, or else the one with the lower boot nonce,
+// gives way (NoticeDuplicateID, Stopped). A failed save makes the node
+// degraded: it ranks below every healthy node (wire.FlagDegraded in every
+// header), creates no number, joins any inviter and takes no part in
+// elections; a participant that outranks its coordinator (whose disk is
+// full, or this node's came back) takes over. Every node applies the
+// timing a peer announced to that peer's phases, a group runs its
+// coordinator's timing and election, and a mismatch is reported once per
+// peer and value (NoticeTimingMismatch).
+//
+// # Leadership
+//
+// Status.Leader is set from when the node first coordinates a Normal group
+// until it stops coordinating; Term is the group number at which that
+// began. Merges the leader leads and members coming and going leave it
+// leader.
 //
 // Timing.FailoverBound and Timing.HealBound give T_failover and T_heal, the
-// bounds of invariants L2 and L1 in DESIGN.md §4.
+// bounds of invariants L2 and L1 in design §4 (docs/design.md).
 //
 // # Cost
 //
-// A node keeps its member list and the nodes that last said they
-// coordinate a group, not every node it heard: in a settled LAN that is one
-// or two entries, so memory and the periodic sweep do not grow with the LAN.
-// Status and Event share the member list with the machine, which replaces
-// it rather than editing it, so reporting a view is O(1) in the group size.
-// A group holds at most MaxGroupSize members.
+// A node keeps its member list and the nodes that last said they coordinate
+// a group (or were heard without one), not every node it heard: in a
+// settled LAN that is one or two entries, so memory and the periodic sweep
+// do not grow with the LAN. Status and Event share the member list with the
+// machine, which replaces it rather than editing it, so reporting a view is
+// O(1) in the group size. A group holds at most MaxGroupSize members.
 package invitation

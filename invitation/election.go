@@ -98,7 +98,7 @@ func (e ringElection) drain(send func(wire.NodeID, wire.Body)) {
 }
 
 // newElection builds the configured algorithm for the survivors cands of
-// group g. Both give up after two rounds, as DESIGN §3 prescribes; the node
+// group g. Both give up after two rounds, as design §3 prescribes; the node
 // then runs Recovery.
 func (n *Node) newElection(g wire.GroupNumber, cands []wire.Member) (election, error) {
 	if n.galg == ElectionRing {

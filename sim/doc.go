@@ -1,7 +1,7 @@
 // Package sim is a deterministic discrete-event simulator for groupd's
 // protocol: it runs N real invitation.Nodes on a virtual clock and a
 // modelled network, crashes and restarts them, and checks the invariants
-// of DESIGN §4 (package internal/invariant) after every event.
+// of design §4 (package internal/invariant) after every event.
 //
 // # Model
 //

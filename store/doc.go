@@ -1,7 +1,7 @@
 // Package store keeps a groupd node's durable state: its node ID, the
 // group-number counter, the boot incarnation and the last group it was in.
 //
-// The counter is what makes group numbers unique across crashes (DESIGN §1):
+// The counter is what makes group numbers unique across crashes (design §1):
 // before a node announces a new group number seq.id it saves a counter ≥ seq
 // with [Store.Save], and only once Save has returned nil may the number be
 // used. If Save returns an error, the caller must not use the number.
@@ -67,7 +67,7 @@
 // and restarts groupd with a counter above every group number this node has
 // created (InitOptions.MinCounter, the --min-counter flag). Starting from
 // counter 0 instead could reuse a group number the rest of the LAN still
-// remembers, which breaks the protocol's safety (DESIGN §4, S1).
+// remembers, which breaks the protocol's safety (design §4, S1).
 //
 // A slot that cannot be read at all (an I/O or permission error, as opposed
 // to bad content) makes Load fail with that error, without falling back to

@@ -45,7 +45,7 @@ import (
 	"time"
 
 	"github.com/groupd/groupd/group"
-	"github.com/groupd/groupd/internal/invariant"
+	"github.com/groupd/groupd/invariant"
 	"github.com/groupd/groupd/invitation"
 	"github.com/groupd/groupd/wire"
 )
