@@ -58,7 +58,7 @@ type peerSpec struct {
 	hasLeader bool   // its views name a leader
 	hasID     bool   // its views have an id that all members share
 	state     string // the state every node must be in (groupd: normal)
-	vrrp      bool   // agreement is one MASTER, the rest BACKUP
+	vrrp      bool   // agreement is one MASTER, the highest node (priority 100+I), the rest BACKUP
 	// sources: the first gives the figures; the others are recorded
 	// beside them (alt).
 	sources []peerSource
@@ -119,9 +119,12 @@ var peerSpecs = map[string]*peerSpec{
 	},
 	"keepalived": {
 		name: "keepalived", leaderDef: "VRRP MASTER", leaderCol: "MASTER", vrrp: true,
+		// Not the notify script's log: keepalived runs notify scripts
+		// detached, and under load two quick changes get logged in the
+		// wrong order (seen at N = 16).
 		sources: []peerSource{{
-			name: "notify", file: inPeer("keepalived", "notify.log"),
-			parser: func() viewParser { return keepalivedParser{} },
+			name: "log", file: inPeer("keepalived", "keepalived.log"),
+			parser: func() viewParser { return keepalivedLogParser{} },
 		}},
 		// The VRRP child first, then its parent, microseconds apart:
 		// neither can send a priority-0 advert or respawn the other.

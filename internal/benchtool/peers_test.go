@@ -50,10 +50,14 @@ func TestAgreeOn(t *testing.T) {
 		}
 		return m
 	}
-	if v, ok := agreeOn(ka, st("BACKUP", "MASTER", "BACKUP"), set); !ok || v.Leader != 2 {
+	if v, ok := agreeOn(ka, st("BACKUP", "BACKUP", "MASTER"), set); !ok || v.Leader != 3 {
 		t.Errorf("keepalived: %v %v", v, ok)
 	}
-	for _, s := range [][]string{{"MASTER", "MASTER", "BACKUP"}, {"BACKUP", "BACKUP", "BACKUP"}, {"FAULT", "MASTER", "BACKUP"}} {
+	if v, ok := agreeOn(ka, st("BACKUP", "MASTER", "STOP"), []int{1, 2}); !ok || v.Leader != 2 {
+		t.Errorf("keepalived, survivors: %v %v", v, ok)
+	}
+	// A lower node MASTER for a moment, before the highest preempts it.
+	for _, s := range [][]string{{"BACKUP", "MASTER", "BACKUP"}, {"MASTER", "MASTER", "BACKUP"}, {"BACKUP", "BACKUP", "BACKUP"}, {"FAULT", "BACKUP", "MASTER"}} {
 		if _, ok := agreeOn(ka, st(s...), set); ok {
 			t.Errorf("keepalived %v: agreement seen", s)
 		}

@@ -161,8 +161,11 @@ func (t *peerTracker) agreed(set []int, fresh time.Time) (pview, bool) {
 //     has exactly set as its members; where the peer has them, the same
 //     view id and the same leader, a member of set; groupd's nodes must
 //     also be Normal (lab.sh wait's condition, with any coordinator);
-//   - VRRP (keepalived): exactly one node of set is MASTER, the others
-//     BACKUP.
+//   - VRRP (keepalived): the highest node of set (the highest priority,
+//     100 + I, which preemption makes MASTER in the end) is MASTER, the
+//     others BACKUP. "Exactly one MASTER" alone also holds for a moment
+//     when a lower node wins the first election and a higher one
+//     preempts it later.
 //
 // It returns the agreed view (the first node's, with Leader set).
 func agreeOn(spec *peerSpec, views map[int]pview, set []int) (pview, bool) {
@@ -183,7 +186,7 @@ func agreeOn(spec *peerSpec, views map[int]pview, set []int) (pview, bool) {
 				return pview{}, false
 			}
 		}
-		if master == 0 {
+		if master == 0 || master != slices.Max(set) {
 			return pview{}, false
 		}
 		return pview{State: "MASTER", Leader: master}, true

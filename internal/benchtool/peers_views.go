@@ -10,7 +10,7 @@ package main
 //	serf        its agent log, each line stamped on arrival by peers.sh;
 //	            and the event handler's log (scripts/bench/peers/serf-event.sh)
 //	jgroups     PeersViewPrinter's stdout (scripts/bench/peers/PeersViewPrinter.java)
-//	keepalived  the notify script's log, "EPOCHREALTIME STATE PRIORITY"
+//	keepalived  its console log, each line stamped on arrival by peers.sh
 //
 // The command-line tools' outputs (corosync-quorumtool -s, serf members)
 // are parsed too: they cross-check the final views of a trial.
@@ -499,26 +499,39 @@ func (jgroupsParser) parse(line string) (pview, bool) {
 
 // ---- keepalived ------------------------------------------------------------
 
-// keepalivedParser follows the notify script's log:
+// keepalivedLogParser follows keepalived's console log (-l), each line
+// stamped with the time peers.sh read it:
 //
-//	1795431443.257155 BACKUP 101
-//	1795431455.012345 MASTER 101
+//	1795433055.101 Mon Nov 23 11:24:15 2026: (VI_1) Entering BACKUP STATE (init)
+//	1795433059.978 Mon Nov 23 11:24:19 2026: (VI_1) Entering MASTER STATE
 //
+// The VRRP process writes these lines as it changes state, in order.
 // keepalived has no membership: the node's view is its VRRP state.
-type keepalivedParser struct{}
+// "Starting Keepalived" begins a new process (no state yet), "Stopping"
+// ends one.
+type keepalivedLogParser struct{}
 
-func (keepalivedParser) parse(line string) (pview, bool) {
-	f := strings.Fields(line)
-	if len(f) < 2 {
+func (keepalivedLogParser) parse(line string) (pview, bool) {
+	stamp, rest, ok := strings.Cut(line, " ")
+	if !ok {
 		return pview{}, false
 	}
-	at, err := parseEpoch(f[0])
+	at, err := parseEpoch(stamp)
 	if err != nil {
 		return pview{}, false
 	}
-	switch f[1] {
-	case "MASTER", "BACKUP", "FAULT", "STOP":
-		return pview{At: at, State: f[1]}, true
+	if k := strings.Index(rest, " Entering "); k >= 0 {
+		f := strings.Fields(rest[k:])
+		if len(f) >= 3 && f[2] == "STATE" {
+			switch f[1] {
+			case "MASTER", "BACKUP", "FAULT":
+				return pview{At: at, State: f[1]}, true
+			}
+		}
+		return pview{}, false
+	}
+	if strings.Contains(rest, ": Starting Keepalived") || strings.HasSuffix(rest, ": Stopping") {
+		return pview{At: at, State: "STOP"}, true
 	}
 	return pview{}, false
 }

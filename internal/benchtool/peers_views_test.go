@@ -147,6 +147,14 @@ func TestParseQuorumtool(t *testing.T) {
 	if q.Ring != "1.9" || q.Rep != 1 || !q.Quorate || !slices.Equal(q.Members, []int{1, 2, 3}) {
 		t.Errorf("got %+v", q)
 	}
+	f16, err := os.Open(filepath.Join("testdata", "peers", "quorumtool-s-16.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f16.Close()
+	if q, err = parseQuorumtool(f16); err != nil || q.Ring != "1.32" || q.Rep != 1 || len(q.Members) != 16 || q.Members[15] != 16 {
+		t.Errorf("N = 16: got %+v, %v", q, err)
+	}
 	if _, err := parseQuorumtool(strings.NewReader("Cannot initialize QUORUM service\n")); err == nil {
 		t.Error("no error for an output without a ring")
 	}
@@ -248,20 +256,6 @@ func TestJGroupsParser(t *testing.T) {
 	}
 }
 
-func TestKeepalivedParser(t *testing.T) {
-	got := feed(t, "keepalived-n3.notify", keepalivedParser{})
-	var states []string
-	for _, v := range got {
-		states = append(states, v.State)
-	}
-	if want := []string{"BACKUP", "MASTER", "BACKUP", "MASTER", "STOP"}; !slices.Equal(states, want) {
-		t.Errorf("states %v, want %v", states, want)
-	}
-	if !got[1].At.Equal(epoch(t, "1795432540.427946")) {
-		t.Errorf("MASTER at %v", got[1].At)
-	}
-}
-
 func TestGroupdParser(t *testing.T) {
 	got := feed(t, "groupd-n1.events.ndjson", groupdParser{})
 	if len(got) != 6 {
@@ -275,3 +269,23 @@ func TestGroupdParser(t *testing.T) {
 	}
 }
 
+func TestKeepalivedLogParser(t *testing.T) {
+	got := feed(t, "keepalived-n2.log", keepalivedLogParser{})
+	want := []struct{ at, state string }{
+		{"1795433560.343276", "STOP"}, // Starting Keepalived: no state yet
+		{"1795433560.913065", "BACKUP"},
+		{"1795433564.542782", "MASTER"}, // a moment, at a cold start under load
+		{"1795433564.605970", "BACKUP"},
+		{"1795433583.276237", "MASTER"}, // node 3 killed
+		{"1795433587.086775", "BACKUP"}, // node 3 back, preempts
+		{"1795433597.815977", "STOP"},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("got %d views, want %d: %v", len(got), len(want), got)
+	}
+	for i, w := range want {
+		if got[i].State != w.state || !got[i].At.Equal(epoch(t, w.at)) {
+			t.Errorf("view %d: got %s at %v, want %s at %s", i, got[i].State, got[i].At, w.state, w.at)
+		}
+	}
+}
