@@ -147,9 +147,12 @@ for c in ip iptables jq go; do command -v "$c" >/dev/null 2>&1 || die "$c is mis
 # pid_ok PID PATTERN: PID is alive and its command line contains PATTERN,
 # so a pid file never makes us signal a recycled pid.
 pid_ok() {
+	local c
 	[[ $1 =~ ^[0-9]+$ && -r /proc/$1/cmdline ]] || return 1
-	# (the process may be gone between the test and the read)
-	{ tr '\0' ' ' <"/proc/$1/cmdline"; } 2>/dev/null | grep -qF -- "$2"
+	# No pipeline into grep -q: under pipefail, grep leaving early can
+	# fail the writer with SIGPIPE. The process may also be gone by now.
+	c=$({ tr '\0' ' ' <"/proc/$1/cmdline"; } 2>/dev/null) || return 1
+	[[ $c == *"$2"* ]]
 }
 
 # stop_pids SIGNAL-WAIT PATTERN PIDFILE...: SIGTERM to the live pids of the
@@ -315,8 +318,11 @@ EOF
 keepalived_start() { # I
 	local d=$PD/keepalived/n$1
 	rm -f "$d/keepalived.pid" "$d/vrrp.pid"
+	# Its console log (-l), stamped as it comes: the VRRP process writes
+	# "Entering MASTER STATE" as it changes state, in order (the notify
+	# scripts run detached and can be logged out of order under load).
 	ip netns exec "$PREFIX-$1" keepalived -n -l -D -P -f "$d/keepalived.conf" \
-		-p "$d/keepalived.pid" -r "$d/vrrp.pid" </dev/null >>"$d/keepalived.log" 2>&1 &
+		-p "$d/keepalived.pid" -r "$d/vrrp.pid" </dev/null > >(stamp >>"$d/keepalived.log") 2>&1 &
 	disown
 }
 keepalived_alive() {
@@ -371,7 +377,7 @@ clear_views() {
 	local p=$1 n=$2 i
 	[[ $p == groupd ]] && return 0
 	for ((i = 1; i <= n; i++)); do
-		rm -f "$PD/$p/n$i"/{corosync.log,agent.log,events.log,view.log,notify.log}
+		rm -f "$PD/$p/n$i"/{corosync.log,agent.log,events.log,view.log,notify.log,keepalived.log}
 	done
 }
 
