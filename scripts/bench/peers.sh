@@ -58,6 +58,7 @@ OUT=""
 QUICK=0
 FORCE=0
 INSTALL=1
+MADE_POLICY=0
 while (($# > 0)); do
 	case $1 in
 	--nodes)
@@ -348,6 +349,7 @@ cleanup() {
 	"$NETEM/heal.sh" >/dev/null 2>&1 || true
 	"$LAB" down >/dev/null 2>&1 || true
 	rm -rf "$NOTIFY_DIR"
+	((MADE_POLICY)) && rm -f /usr/sbin/policy-rc.d
 	exit "$rc"
 }
 
@@ -473,16 +475,22 @@ have_peer() { # PEER: its programs are here
 	keepalived) command -v keepalived >/dev/null ;;
 	esac
 }
-apt_install() { # PACKAGE...: with services kept from starting (policy-rc.d)
-	local made=0 rc=0
+# apt_install PACKAGE...: with services kept from starting: a package's
+# postinst must not start a corosync or keepalived of its own (policy-rc.d,
+# made here only if there is none, and removed after, or by the trap).
+apt_install() {
+	local rc=0
 	if [[ ! -e /usr/sbin/policy-rc.d ]]; then
 		printf '#!/bin/sh\n# peers.sh: no service starts during its apt-get install\nexit 101\n' >/usr/sbin/policy-rc.d
 		chmod 755 /usr/sbin/policy-rc.d
-		made=1
+		MADE_POLICY=1
 	fi
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >>"$OUT/apt.log" 2>&1 ||
 		{ apt-get update -qq >>"$OUT/apt.log" 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >>"$OUT/apt.log" 2>&1; } || rc=$?
-	((made)) && rm -f /usr/sbin/policy-rc.d
+	if ((MADE_POLICY)); then
+		rm -f /usr/sbin/policy-rc.d
+		MADE_POLICY=0
+	fi
 	return "$rc"
 }
 for p in ${PEERS//,/ }; do
