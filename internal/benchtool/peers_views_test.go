@@ -228,6 +228,11 @@ func TestParseSerfMembers(t *testing.T) {
 	}
 	defer f.Close()
 	alive, err := parseSerfMembers(f)
+	if err != nil || !slices.Equal(alive, []int{1, 2, 3}) {
+		t.Errorf("got %v, %v; want [1 2 3]", alive, err)
+	}
+	// After a kill, the victim stays listed, failed.
+	alive, err = parseSerfMembers(strings.NewReader("n1  10.91.0.1:7946  alive  \nn2  10.91.0.2:7946  alive  \nn3  10.91.0.3:7946  failed\n"))
 	if err != nil || !slices.Equal(alive, []int{1, 2}) {
 		t.Errorf("got %v, %v; want [1 2]", alive, err)
 	}
