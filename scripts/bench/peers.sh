@@ -404,7 +404,7 @@ peer_block() { # PEER N
 		t0=$EPOCHREALTIME
 		start_all "$p" "$n"
 		if ! wait_up "$p" "$n"; then
-			note "$p" "$n" cold "trial $t: not every process started; see $PD/$p/"
+			note "$p" "$n" cold "trial $t: not every process started; see logs/N$n/$p/"
 			"${p}_stop_all"
 			return 1
 		fi
@@ -423,6 +423,7 @@ peer_block() { # PEER N
 		note "$p" "$n" idle "the idle window failed (load $(loadavg))"
 	fi
 	for ((t = 1; t <= TRIALS; t++)); do
+		victim=""
 		if out=$(bt failover --peer "$p" --nodes "$n" --trial "$t" --timeout 120s); then
 			echo "$out" >>"$NDJSON"
 			victim=$(jq -r .victim <<<"$out")
