@@ -13,6 +13,7 @@
 //	wait           until the lab is one group (from the event streams)
 //	converge       time from a given instant until the lab is one group (from the recorded events)
 //	sample         a window of steady state: messages, bytes, RSS and CPU
+//	peers          groupd beside corosync, serf, JGroups and keepalived (see peers.go)
 //
 // Simulator subcommands:
 //
@@ -47,6 +48,7 @@ func main() {
 		"sim-scale":     cmdSimScale,
 		"bully":         cmdBully,
 		"report":        cmdReport,
+		"peers":         cmdPeers,
 	}
 	f, ok := cmds[os.Args[1]]
 	if !ok {
@@ -62,6 +64,7 @@ func main() {
 func usage() {
 	fmt.Fprintln(os.Stderr, `usage: benchtool COMMAND [FLAGS]
 lab:       failover | heal | vrrp-failover | wait | converge | sample
+peers:     peers wait|cold|failover|heal|idle|report
 simulator: sim-msgs | sim-scale | bully
 output:    report
 Run "benchtool COMMAND -h" for the flags of one command.`)
