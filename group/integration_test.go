@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"sync"
 	"testing"
@@ -145,16 +146,43 @@ func testCrashedDataDir(t *testing.T, mode netMode) {
 
 // TestJoinsKeepLeader: the leader of a group stays leader while a lower
 // node joins, a participant restarts and a partition of lower nodes heals
-// (issue 13): its status never says otherwise and it gets no leader-stop.
+// (issue 13): its status never says otherwise, it gets no leader-stop and
+// its OnStartedLeading context stays live. A real failover then gives one
+// leader-start, on the new leader, and the callbacks follow.
 func TestJoinsKeepLeader(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t, memMulticast)
+	var cbMu sync.Mutex
+	type callback struct {
+		node wire.NodeID
+		what string
+	}
+	var calls []callback
+	record := func(id wire.NodeID, what string) {
+		cbMu.Lock()
+		calls = append(calls, callback{id, what})
+		cbMu.Unlock()
+	}
+	c.tweak = func(cfg *Config) {
+		id := cfg.ID
+		cfg.Leader = LeaderCallbacks{
+			OnStartedLeading: func(ctx context.Context) {
+				record(id, "start")
+				<-ctx.Done()
+				record(id, "ctx-done")
+			},
+			OnStoppedLeading: func() { record(id, "stop") },
+		}
+	}
 	for id := wire.NodeID(2); id <= 5; id++ {
 		c.start(id, "")
 	}
 	g0, _ := c.waitConverged(convergeBound(c))
 	lead := c.node(5)
 	term := lead.a.Status().Term
+	cbMu.Lock()
+	calls = nil // nodes that led alone while starting are not the point
+	cbMu.Unlock()
 	var mu sync.Mutex
 	var flaps []string
 	stop := make(chan struct{})
@@ -214,6 +242,56 @@ func TestJoinsKeepLeader(t *testing.T) {
 	}
 	if st := lead.a.Status(); st.Term != term {
 		t.Errorf("term went from %s to %s", term, st.Term)
+	}
+	cbMu.Lock()
+	for _, cb := range calls {
+		// Node 2 led the lower side of the partition: expected.
+		if cb.node == 5 {
+			t.Errorf("the leader's callbacks ran during joins and heals: %v", calls)
+			break
+		}
+	}
+	calls = nil
+	cbMu.Unlock()
+
+	// A real failover: exactly one leader-start, on node 4.
+	marks := map[wire.NodeID]int{}
+	for _, n := range c.live() {
+		marks[n.id] = len(n.eventsOf())
+	}
+	c.crash(5)
+	g3, _ := c.waitConverged(convergeBound(c))
+	if g3.ID != 4 {
+		t.Fatalf("after the failover: group %s, want coordinator 4", g3)
+	}
+	for _, n := range c.live() {
+		starts, stops := 0, 0
+		for _, e := range n.eventsOf()[marks[n.id]:] {
+			switch e.Reason {
+			case ReasonLeaderStart:
+				starts++
+			case ReasonLeaderStop:
+				stops++
+			}
+		}
+		want := 0
+		if n.id == 4 {
+			want = 1
+		}
+		if starts != want || stops != 0 {
+			t.Errorf("node %d: %d leader-start and %d leader-stop in the failover, want %d and 0", n.id, starts, stops, want)
+		}
+	}
+	cbMu.Lock()
+	defer cbMu.Unlock()
+	// The crashed leader's callbacks end with its agent; node 4 starts.
+	got := map[callback]int{}
+	for _, cb := range calls {
+		got[cb]++
+	}
+	want := map[callback]int{{5, "ctx-done"}: 1, {5, "stop"}: 1, {4, "start"}: 1}
+	if !maps.Equal(got, want) {
+		t.Errorf("callbacks in the failover: %v, want %v", calls, want)
 	}
 }
 

@@ -24,7 +24,8 @@ type LeaderCallbacks struct {
 	// leader's work until then.
 	OnStartedLeading func(ctx context.Context)
 	// OnStoppedLeading is called when this node stops leading, after the
-	// context of OnStartedLeading was cancelled.
+	// context of OnStartedLeading was cancelled, including when the agent
+	// stops while leading: Run returns after it.
 	OnStoppedLeading func()
 	// OnNewLeader is called when this node's group settles (Normal) under
 	// a new coordinator, itself included: id and name are the leader's.
@@ -44,6 +45,7 @@ type leaderRunner struct {
 	mu      sync.Mutex
 	queue   []func(context.Context)
 	wake    chan struct{}
+	closing chan struct{} // closed by close
 	done    chan struct{}
 	cancel  context.CancelFunc // the current leadership's
 	running bool               // the goroutine runs
@@ -52,47 +54,72 @@ type leaderRunner struct {
 func (r *leaderRunner) init(cb LeaderCallbacks, log zerolog.Logger) {
 	r.cb, r.log = cb, log
 	r.wake = make(chan struct{}, 1)
+	r.closing = make(chan struct{})
 	r.done = make(chan struct{})
 }
 
-// start runs the callbacks' goroutine until ctx is done.
-func (r *leaderRunner) start(ctx context.Context) {
+// start runs the callbacks' goroutine until close.
+func (r *leaderRunner) start() {
 	if !r.cb.any() {
 		close(r.done)
 		return
 	}
 	r.running = true
+	ctx, stop := context.WithCancel(context.Background())
 	go func() {
 		defer close(r.done)
+		defer stop()
 		for {
+			closing := false
 			select {
-			case <-ctx.Done():
-				r.mu.Lock()
-				if r.cancel != nil {
-					r.cancel()
-					r.cancel = nil
-				}
-				r.mu.Unlock()
-				return
+			case <-r.closing:
+				closing = true
 			case <-r.wake:
 			}
-			for {
+			r.drain(ctx)
+			if closing {
+				// A leadership still current (a crash, or an agent that
+				// stopped without a goodbye) ends with the agent, as
+				// client-go's OnStoppedLeading does when Run returns.
 				r.mu.Lock()
-				if len(r.queue) == 0 {
-					r.mu.Unlock()
-					break
-				}
-				f := r.queue[0]
-				r.queue = r.queue[1:]
+				cancel := r.cancel
+				r.cancel = nil
 				r.mu.Unlock()
-				r.safely(func() { f(ctx) })
+				if cancel != nil {
+					cancel()
+					if r.cb.OnStoppedLeading != nil {
+						r.safely(r.cb.OnStoppedLeading)
+					}
+				}
+				return
 			}
 		}
 	}()
 }
 
-// wait waits for the callbacks' goroutine to end.
-func (r *leaderRunner) wait() { <-r.done }
+// drain runs the queued transitions in order.
+func (r *leaderRunner) drain(ctx context.Context) {
+	for {
+		r.mu.Lock()
+		if len(r.queue) == 0 {
+			r.mu.Unlock()
+			return
+		}
+		f := r.queue[0]
+		r.queue = r.queue[1:]
+		r.mu.Unlock()
+		r.safely(func() { f(ctx) })
+	}
+}
+
+// close runs what is queued (the goodbye's stop included), ends a
+// leadership still current, and waits for the callbacks' goroutine.
+func (r *leaderRunner) close() {
+	if r.running {
+		close(r.closing)
+	}
+	<-r.done
+}
 
 // safely runs f, logging rather than dying on a panic in an embedder's
 // callback.

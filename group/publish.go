@@ -1,7 +1,6 @@
 package group
 
 import (
-	"context"
 	"fmt"
 	"maps"
 	"net"
@@ -55,11 +54,12 @@ func (p *publisher) init(a *Agent) {
 	p.leaders.init(a.cfg.Leader, a.cfg.Logger.With().Str("component", "leader").Uint64("node", uint64(a.id)).Logger())
 }
 
-// start starts the callbacks' goroutine; it stops with ctx.
-func (p *publisher) start(ctx context.Context) { p.leaders.start(ctx) }
+// start starts the leader callbacks' goroutine.
+func (p *publisher) start() { p.leaders.start() }
 
-// wait waits for the callbacks' goroutine to end.
-func (p *publisher) wait() { p.leaders.wait() }
+// stopLeaders runs the leader callbacks still queued, ends a leadership
+// still current and waits for the callbacks' goroutine.
+func (p *publisher) stopLeaders() { p.leaders.close() }
 
 // status returns the current view.
 func (p *publisher) status() Status {

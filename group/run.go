@@ -81,7 +81,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	// just fails.
 	go a.joiner(bg, ml)
 	go a.reconnect(bg, ml)
-	a.pub.start(bg)
+	a.pub.start()
 
 	d, err := driver.New(mcfg, time.Now(), loopEnv{a}, opts)
 	if err != nil {
@@ -126,7 +126,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		a.glog.Warn().Err(err).Msg("memberlist shutdown")
 	}
 	a.release()
-	a.pub.wait()
+	a.pub.stopLeaders()
 	switch end {
 	case endCrashed:
 		a.log.Warn().Msg("stopped abruptly (test crash)")
