@@ -10,6 +10,7 @@ import (
 
 	"github.com/cockroachdb/datadriven"
 
+	"github.com/groupd/groupd/invariant"
 	"github.com/groupd/groupd/invitation"
 	"github.com/groupd/groupd/wire"
 )
@@ -107,6 +108,7 @@ func timingName(a wire.Timing) string {
 }
 
 type harness struct {
+	t        *testing.T
 	n        *invitation.Node
 	now      time.Time
 	save     *invitation.Durable // the save asked for and not yet answered
@@ -116,6 +118,7 @@ type harness struct {
 func ms(t time.Time) string { return t.Sub(epoch).String() }
 
 func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
+	h.t = t
 	if d.Cmd != "new" && h.n == nil {
 		d.Fatalf(t, "no machine: start with new")
 	}
@@ -324,6 +327,7 @@ func (h *harness) step(b *strings.Builder, indent string, in invitation.Input) b
 func (h *harness) print(b *strings.Builder, indent string, o invitation.Output) {
 	for _, e := range o.Messages {
 		fmt.Fprintf(b, "%s%s\n", indent, h.envelope(e))
+		h.checkSaved(e.Msg)
 	}
 	if o.Save != nil {
 		fmt.Fprintf(b, "%ssave %s\n", indent, o.Save)
@@ -333,9 +337,26 @@ func (h *harness) print(b *strings.Builder, indent string, o invitation.Output) 
 	}
 	for _, g := range o.Created {
 		fmt.Fprintf(b, "%screated %s\n", indent, g)
+		h.checkNumber(g, "created")
 	}
 	for _, nt := range o.Notices {
 		fmt.Fprintf(b, "%snotice %s\n", indent, nt)
+	}
+}
+
+// checkSaved fails the test if m carries a number of the node's above its
+// saved counter: nothing may carry a new number before its save is
+// confirmed (the design's first rule; S1 in the simulator).
+func (h *harness) checkSaved(m wire.Message) {
+	h.checkNumber(m.Group, m.String())
+	if g, ok := invariant.BodyGroup(m.Body); ok {
+		h.checkNumber(g, m.String())
+	}
+}
+
+func (h *harness) checkNumber(g wire.GroupNumber, what string) {
+	if du := h.n.Durable(); g.ID == h.n.ID() && g.Seq > du.Counter {
+		h.t.Errorf("%s carries %s before its sequence was saved (counter %d)", what, g, du.Counter)
 	}
 }
 

@@ -259,3 +259,40 @@ func Example() {
 	// node 2: normal participant in group 201.3 with members [1 2 3]
 	// node 3: normal coordinator in group 201.3 with members [1 2 3]
 }
+
+// TestInviteWaitFollowsAnnouncedTiming: a node without a group that heard
+// a higher-ranked node waits for that node's invitation: its boot window,
+// its save and a round trip (Timing.inviteWait). That is a timeout applied
+// to the other node's phase, which DESIGN §7 says follows what that node
+// announced. A fast node (boot window 40ms) that hears a lan node boot
+// (boot window 200ms) waits by its own timing, 120ms in all, and creates a
+// number of its own before the lan node can invite it (the simulator's
+// "fast node among lan ones" in sim/testdata/operator.txt: node 3 creates
+// e+121.3, merged away 80ms later, a number spent for nothing).
+func TestInviteWaitFollowsAnnouncedTiming(t *testing.T) {
+	skipBug(t, "BUG: tickDetached waits for a higher-ranked node's invitation by the waiting node's own "+
+		"Timing.inviteWait, not by the timing that node announced (its boot window and accept window)")
+	n, err := invitation.New(invitation.Config{ID: 3, Priority: wire.DefaultPriority, Boot: 3,
+		Timing: invitation.FastTiming()}, epoch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lan := invitation.DefaultTiming()
+	n.Step(epoch, invitation.Receive{Msg: wire.Message{
+		Header: wire.Header{Version: wire.Version, Type: wire.TypeBeacon, From: 7, Priority: wire.DefaultPriority,
+			Boot: 7, State: wire.StateElection},
+		Body: wire.Beacon{Timing: wire.Timing{AliveInterval: lan.AliveInterval, AliveTimeout: lan.AliveTimeout,
+			AnswerTimeout: lan.AnswerTimeout, AcceptWindow: lan.AcceptWindow, ReadyTimeout: lan.ReadyTimeout,
+			ElectionTimeout: lan.ElectionTimeout, MemberTimeout: lan.MemberTimeout, Election: wire.AlgBully}},
+	}})
+	// 7's boot window ends at 200ms at the earliest (it may have started
+	// just now); its invitation cannot come before.
+	end := epoch.Add(2 * lan.AnswerTimeout)
+	for now := epoch; now.Before(end); now = now.Add(time.Millisecond) {
+		n.Step(now, invitation.Tick{})
+		if o := n.Output(); o.Save != nil {
+			t.Fatalf("at %v the fast node asks to save %s: it gave up on the lan node's invitation "+
+				"before that node's boot window could end", now.Sub(epoch), o.Save)
+		}
+	}
+}
