@@ -132,12 +132,12 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 		h.tick(t, d, &b)
 	case "saved":
 		in := invitation.Saved{Durable: h.durable(t, d)}
-		h.save = nil
+		h.answered(in.Durable)
 		h.step(&b, "", in)
 	case "save-failed":
 		in := invitation.SaveFailed{Durable: h.durable(t, d), Err: "disk full"}
 		d.MaybeScanArgs(t, "err", &in.Err)
-		h.save = nil
+		h.answered(in.Durable)
 		h.step(&b, "", in)
 	case "peer-down":
 		var id uint64
@@ -218,6 +218,13 @@ func hexArg(t *testing.T, d *datadriven.TestData, def uint64) uint64 {
 		d.Fatalf(t, "boot: %v", err)
 	}
 	return v
+}
+
+// answered forgets the outstanding save if du answers it.
+func (h *harness) answered(du invitation.Durable) {
+	if h.save != nil && *h.save == du {
+		h.save = nil
+	}
 }
 
 func group(t *testing.T, d *datadriven.TestData, key string) wire.GroupNumber {
