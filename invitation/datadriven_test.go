@@ -390,15 +390,14 @@ func (h *harness) envelope(e wire.Envelope) string {
 // bodyTiming returns the timing a body announces, if it is of a type that
 // carries one.
 func bodyTiming(b wire.Body) (wire.Timing, bool) {
-	switch b := b.(type) {
-	case wire.Beacon:
-		return b.Timing, true
-	case wire.Invitation:
-		return b.Timing, true
-	case wire.Ready:
-		return b.Timing, true
+	if bc, ok := b.(wire.Beacon); ok {
+		return bc.Timing, true
 	}
-	return wire.Timing{}, false
+	if inv, ok := b.(wire.Invitation); ok {
+		return inv.Timing, true
+	}
+	r, ok := b.(wire.Ready)
+	return r.Timing, ok
 }
 
 func (h *harness) status() string {
@@ -523,36 +522,25 @@ func (h *harness) message(t *testing.T, d *datadriven.TestData) wire.Message {
 	total = uint64(len(members))
 	d.MaybeScanArgs(t, "total", &total)
 	candidate := wire.Member{ID: wire.NodeID(cand), Priority: wire.DefaultPriority}
-	switch typ {
-	case "Beacon":
-		m.Body = wire.Beacon{HighWater: hw, Version: v, Size: uint32(size), Timing: timing}
-	case "AreYouCoordinator":
-		m.Body = wire.AreYouCoordinator{}
-	case "Yes":
-		m.Body = wire.Yes{Query: query, Version: v}
-	case "No":
-		m.Body = wire.No{Query: query}
-	case "AreYouThere":
-		m.Body = wire.AreYouThere{Group: g}
-	case "Invitation":
-		m.Body = wire.Invitation{Group: g, Timing: timing}
-	case "Accept":
-		m.Body = wire.Accept{Group: g}
-	case "Ready":
-		m.Body = wire.Ready{Group: g, Version: v, Timing: timing, Total: uint32(total), Offset: uint32(offset), Members: members}
-	case "ReadyAck":
-		m.Body = wire.ReadyAck{Group: g, Version: v}
-	case "Election":
-		m.Body = wire.Election{Group: g}
-	case "Answer":
-		m.Body = wire.Answer{Group: g}
-	case "RingElection":
-		m.Body = wire.RingElection{Group: g, Round: uint32(round), Candidate: candidate}
-	case "RingAck":
-		m.Body = wire.RingAck{Group: g, Of: wire.TypeRingElection, Round: uint32(round), Candidate: candidate}
-	case "none":
+	if typ == "none" {
 		return m // no body: a message the machine must ignore
-	default:
+	}
+	// Every body the scripts send, built from the arguments.
+	bodies := []wire.Body{
+		wire.Beacon{HighWater: hw, Version: v, Size: uint32(size), Timing: timing},
+		wire.AreYouCoordinator{}, wire.Yes{Query: query, Version: v}, wire.No{Query: query},
+		wire.AreYouThere{Group: g}, wire.Invitation{Group: g, Timing: timing}, wire.Accept{Group: g},
+		wire.Ready{Group: g, Version: v, Timing: timing, Total: uint32(total), Offset: uint32(offset), Members: members},
+		wire.ReadyAck{Group: g, Version: v}, wire.Election{Group: g}, wire.Answer{Group: g},
+		wire.RingElection{Group: g, Round: uint32(round), Candidate: candidate},
+		wire.RingAck{Group: g, Of: wire.TypeRingElection, Round: uint32(round), Candidate: candidate},
+	}
+	for _, b := range bodies {
+		if b.Type().String() == typ {
+			m.Body = b
+		}
+	}
+	if m.Body == nil {
 		d.Fatalf(t, "unknown message type %q", typ)
 	}
 	m.Type = m.Body.Type()
