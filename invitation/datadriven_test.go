@@ -49,7 +49,7 @@ import (
 //	        does; quiet counts the ticks that only beaconed instead of
 //	        printing them. With every, the message described is received
 //	        every MS on the way (a coordinator's heartbeat, typically).
-//	saved [counter=N last=S.I]     the outstanding save succeeded
+//	saved [counter=N last=S.I]     the outstanding save (or the one named) succeeded
 //	save-failed [err=TEXT]         the outstanding save failed
 //	peer-down id=3                 the failure detector's verdict
 //	autosave on|off                confirm saves at once, or not
@@ -59,7 +59,8 @@ import (
 // with the header's settled flag, the boot they are addressed to and any
 // timing other than lan's; the save asked for; events as
 // "event REASON: new view"; created numbers; notices), then a status line:
-// the view, leadership, the durable state, and the next deadline.
+// the view, leadership, the durable state, and the next deadline. A message
+// or a created number of the node's above its saved counter fails the test.
 func TestMachine(t *testing.T) {
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
 		h := &harness{}
