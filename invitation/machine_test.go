@@ -1,0 +1,298 @@
+package invitation_test
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/groupd/groupd/invitation"
+	"github.com/groupd/groupd/wire"
+)
+
+func TestParseElection(t *testing.T) {
+	for in, want := range map[string]invitation.Election{"": invitation.ElectionBully, "bully": invitation.ElectionBully, "ring": invitation.ElectionRing} {
+		if got, err := invitation.ParseElection(in); err != nil || got != want {
+			t.Errorf("ParseElection(%q) = %q, %v", in, got, err)
+		}
+	}
+	if _, err := invitation.ParseElection("raft"); err == nil {
+		t.Error("ParseElection(raft) accepted")
+	}
+}
+
+func TestNewRejects(t *testing.T) {
+	ok := invitation.Config{ID: 1, Boot: 1, Timing: invitation.DefaultTiming()}
+	bad := func(f func(*invitation.Timing)) invitation.Timing {
+		tm := invitation.DefaultTiming()
+		f(&tm)
+		return tm
+	}
+	tests := []struct {
+		name string
+		edit func(c *invitation.Config)
+		want string
+	}{
+		{"ID 0", func(c *invitation.Config) { c.ID = 0 }, "node ID must not be 0"},
+		{"boot 0", func(c *invitation.Config) { c.Boot = 0 }, "boot nonce must not be 0"},
+		{"unknown election", func(c *invitation.Config) { c.Election = "raft" }, `unknown election algorithm "raft"`},
+		{"zero interval", func(c *invitation.Config) { c.Timing = bad(func(t *invitation.Timing) { t.CheckInterval = 0 }) },
+			"check-interval must be > 0"},
+		{"sub-millisecond interval", func(c *invitation.Config) {
+			c.Timing = bad(func(t *invitation.Timing) { t.AnswerTimeout += time.Microsecond })
+		}, "answer-timeout must be a whole number of milliseconds"},
+		{"alive timeout too short", func(c *invitation.Config) {
+			c.Timing = bad(func(t *invitation.Timing) { t.AliveTimeout = t.AliveInterval })
+		}, "alive-timeout (250ms) must be >= alive-interval + answer-timeout (350ms)"},
+		{"member timeout too short", func(c *invitation.Config) {
+			c.Timing = bad(func(t *invitation.Timing) { t.MemberTimeout = 2 * t.AliveInterval })
+		}, "member-timeout (500ms) must be >= 3 × alive-interval (750ms)"},
+		{"peer timeout below beacon interval", func(c *invitation.Config) {
+			c.Timing = bad(func(t *invitation.Timing) { t.PeerTimeout = t.BeaconInterval - time.Millisecond })
+		}, "peer-timeout (999ms) must be >= beacon-interval (1s)"},
+	}
+	if _, err := invitation.New(ok, time.Unix(0, 0)); err != nil {
+		t.Fatalf("a valid config: %v", err)
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := ok
+			tc.edit(&c)
+			_, err := invitation.New(c, time.Unix(0, 0))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("New: %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// machine drives one node through the public API for a Go test, confirming
+// every save at once (as the daemon's synchronous store does) and keeping
+// every event.
+type machine struct {
+	n      *invitation.Node
+	now    time.Time
+	events []invitation.Event
+	sent   []wire.Envelope
+}
+
+func newMachine(t *testing.T, id wire.NodeID) *machine {
+	t.Helper()
+	n, err := invitation.New(invitation.Config{ID: id, Priority: wire.DefaultPriority, Boot: 0xb000 + uint64(id),
+		Timing: invitation.DefaultTiming()}, epoch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &machine{n: n, now: epoch}
+}
+
+func (m *machine) step(in invitation.Input) {
+	m.n.Step(m.now, in)
+	for {
+		o := m.n.Output()
+		m.events = append(m.events, o.Events...)
+		m.sent = append(m.sent, o.Messages...)
+		if o.Save == nil {
+			return
+		}
+		m.n.Step(m.now, invitation.Saved{Durable: *o.Save})
+	}
+}
+
+// tick ticks at every deadline until d has passed.
+func (m *machine) tick(d time.Duration) {
+	end := m.now.Add(d)
+	for dl := m.n.NextDeadline(); !dl.IsZero() && !dl.After(end); dl = m.n.NextDeadline() {
+		m.now = later(m.now, dl)
+		m.step(invitation.Tick{})
+	}
+	m.now = end
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+func (m *machine) recv(from wire.NodeID, g wire.GroupNumber, st wire.State, body wire.Body) {
+	m.step(invitation.Receive{Msg: wire.Message{Header: wire.Header{Version: wire.Version, Type: body.Type(), From: from,
+		Priority: wire.DefaultPriority, Flags: wire.FlagSettled, Boot: 0xb000 + uint64(from), Group: g, State: st}, Body: body}})
+}
+
+// joined returns node id as a Normal participant of g with the given
+// members, having joined at the end of its boot window.
+func joined(t *testing.T, id wire.NodeID, g wire.GroupNumber, members ...wire.NodeID) *machine {
+	t.Helper()
+	m := newMachine(t, id)
+	m.recv(g.ID, g, wire.StateNormal, wire.Invitation{Group: g})
+	m.tick(200 * time.Millisecond)
+	ms := make([]wire.Member, len(members))
+	for i, id := range members {
+		ms[i] = wire.Member{ID: id, Priority: wire.DefaultPriority}
+	}
+	m.recv(g.ID, g, wire.StateReorganization, wire.Ready{Group: g, Version: 1, Total: uint32(len(ms)), Members: ms})
+	if st := m.n.Status(); st.State != wire.StateNormal || st.Group != g {
+		t.Fatalf("setup: %s, want Normal in %s", st, g)
+	}
+	return m
+}
+
+// skipBug skips a test that shows a known bug, unless GROUPD_BUGS is set
+// (to see it fail).
+func skipBug(t *testing.T, why string) {
+	t.Helper()
+	if os.Getenv("GROUPD_BUGS") == "" {
+		t.Skip(why)
+	}
+}
+
+// TestReasonOfCreatedGroup: the Event for the view in which a node adopts
+// a number it created names why it created it. Only a singleton says so
+// (recovery); a number created to invite others is reported with reason
+// "members", which README defines as "member list changed in place", and
+// group/metrics.go expects a bully winner to report "election" when it
+// creates its group.
+func TestReasonOfCreatedGroup(t *testing.T) {
+	skipBug(t, "BUG: adopting a saved number that invites others (Node.saved → createGroup returns false) "+
+		"reports ReasonMembers instead of the purpose's reason (recovery, merge, election)")
+	g := func(seq uint64, id wire.NodeID) wire.GroupNumber { return wire.GroupNumber{Seq: seq, ID: id} }
+	tests := []struct {
+		name string
+		run  func(t *testing.T) *machine
+		want invitation.Reason
+	}{
+		{"a node without a group inviting the nodes it heard", func(t *testing.T) *machine {
+			m := newMachine(t, 7)
+			m.recv(3, wire.GroupNumber{}, wire.StateElection, wire.Beacon{})
+			m.tick(200 * time.Millisecond)
+			return m
+		}, invitation.ReasonRecovery},
+		{"a coordinator merging a lower one", func(t *testing.T) *machine {
+			m := newMachine(t, 7)
+			m.tick(200 * time.Millisecond)
+			m.recv(3, g(150, 3), wire.StateNormal, wire.Beacon{Version: 1, Size: 1})
+			m.recv(3, g(150, 3), wire.StateNormal, wire.Yes{Query: wire.TypeAreYouCoordinator, Version: 1})
+			m.tick(100 * time.Millisecond)
+			return m
+		}, invitation.ReasonMerge},
+		{"the winner of a failover", func(t *testing.T) *machine {
+			m := joined(t, 7, g(90, 9), 3, 7, 9)
+			m.step(invitation.PeerDown{ID: 9})
+			return m
+		}, invitation.ReasonElection},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m := tc.run(t)
+			st := m.n.Status()
+			if st.Role() != invitation.Coordinator {
+				t.Fatalf("setup: %s, want a coordinator of a new group", st)
+			}
+			for _, e := range m.events {
+				if e.New.Group == st.Group && e.Old.Group != st.Group {
+					if e.Reason != tc.want {
+						t.Fatalf("adopting %s was reported as %q, want %q (%s)", st.Group, e.Reason, tc.want, e)
+					}
+					return
+				}
+			}
+			t.Fatalf("no event reported the move to %s: %v", st.Group, m.events)
+		})
+	}
+}
+
+// Example: three nodes on a perfect network with 1 ms latency form one
+// group coordinated by the highest-ranked node. The loop plays the
+// runtime: it delivers messages, confirms saves, and ticks every
+// millisecond. Group numbers are above the wall clock in milliseconds:
+// the scripts' clock starts at 1970, and the number is created at the end
+// of the boot window, at 200ms.
+func Example() {
+	start := time.Unix(0, 0)
+	nodes := map[wire.NodeID]*invitation.Node{}
+	for id := wire.NodeID(1); id <= 3; id++ {
+		n, err := invitation.New(invitation.Config{ID: id, Priority: wire.DefaultPriority, Boot: uint64(id),
+			Timing: invitation.DefaultTiming()}, start)
+		if err != nil {
+			panic(err)
+		}
+		nodes[id] = n
+	}
+	type delivery struct {
+		to  wire.NodeID
+		msg wire.Message
+	}
+	var inflight []delivery
+	for now := start; now.Before(start.Add(2 * time.Second)); now = now.Add(time.Millisecond) {
+		arriving := inflight
+		inflight = nil
+		for _, d := range arriving {
+			nodes[d.to].Step(now, invitation.Receive{Msg: d.msg})
+		}
+		for id := wire.NodeID(1); id <= 3; id++ {
+			n := nodes[id]
+			n.Step(now, invitation.Tick{})
+			for out := n.Output(); !out.Empty(); out = n.Output() {
+				if out.Save != nil {
+					// A real runtime fsyncs the state file here.
+					n.Step(now, invitation.Saved{Durable: *out.Save})
+				}
+				for _, e := range out.Messages {
+					for to := wire.NodeID(1); to <= 3; to++ {
+						if to != id && (e.To == to || e.To == wire.Broadcast) {
+							inflight = append(inflight, delivery{to, e.Msg})
+						}
+					}
+				}
+			}
+		}
+	}
+	for id := wire.NodeID(1); id <= 3; id++ {
+		s := nodes[id].Status()
+		fmt.Printf("node %d: %s %s in group %s with members %v\n", id, s.State, s.Role(), s.Group, s.MemberIDs())
+	}
+	// Output:
+	// node 1: normal participant in group 201.3 with members [1 2 3]
+	// node 2: normal participant in group 201.3 with members [1 2 3]
+	// node 3: normal coordinator in group 201.3 with members [1 2 3]
+}
+
+// TestInviteWaitFollowsAnnouncedTiming: a node without a group that heard
+// a higher-ranked node waits for that node's invitation: its boot window,
+// its save and a round trip (Timing.inviteWait). That is a timeout applied
+// to the other node's phase, which DESIGN §7 says follows what that node
+// announced. A fast node (boot window 40ms) that hears a lan node boot
+// (boot window 200ms) waits by its own timing, 120ms in all, and creates a
+// number of its own before the lan node can invite it (the simulator's
+// "fast node among lan ones" in sim/testdata/operator.txt: node 3 creates
+// e+121.3, merged away 80ms later, a number spent for nothing).
+func TestInviteWaitFollowsAnnouncedTiming(t *testing.T) {
+	skipBug(t, "BUG: tickDetached waits for a higher-ranked node's invitation by the waiting node's own "+
+		"Timing.inviteWait, not by the timing that node announced (its boot window and accept window)")
+	n, err := invitation.New(invitation.Config{ID: 3, Priority: wire.DefaultPriority, Boot: 3,
+		Timing: invitation.FastTiming()}, epoch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lan := invitation.DefaultTiming()
+	n.Step(epoch, invitation.Receive{Msg: wire.Message{
+		Header: wire.Header{Version: wire.Version, Type: wire.TypeBeacon, From: 7, Priority: wire.DefaultPriority,
+			Boot: 7, State: wire.StateElection},
+		Body: wire.Beacon{Timing: wire.Timing{AliveInterval: lan.AliveInterval, AliveTimeout: lan.AliveTimeout,
+			AnswerTimeout: lan.AnswerTimeout, AcceptWindow: lan.AcceptWindow, ReadyTimeout: lan.ReadyTimeout,
+			ElectionTimeout: lan.ElectionTimeout, MemberTimeout: lan.MemberTimeout, Election: wire.AlgBully}},
+	}})
+	// 7's boot window ends at 200ms at the earliest (it may have started
+	// just now); its invitation cannot come before.
+	end := epoch.Add(2 * lan.AnswerTimeout)
+	for now := epoch; now.Before(end); now = now.Add(time.Millisecond) {
+		n.Step(now, invitation.Tick{})
+		if o := n.Output(); o.Save != nil {
+			t.Fatalf("at %v the fast node asks to save %s: it gave up on the lan node's invitation "+
+				"before that node's boot window could end", now.Sub(epoch), o.Save)
+		}
+	}
+}
