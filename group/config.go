@@ -179,6 +179,10 @@ type Config struct {
 	// GossipTransport is memberlist's transport; nil means its UDP/TCP
 	// transport on Bind and GossipPort. The agent shuts it down.
 	GossipTransport memberlist.Transport
+	// Pprof mounts net/http/pprof at /debug/pprof/ on the API (Handler),
+	// for profiling a running daemon. Off by default: profiles show
+	// memory and the API may be reachable by other local users.
+	Pprof bool
 	// InputLog, if set, receives every input of the state machine with
 	// what it answered (NDJSON, see driver.LogWriter): enough to replay the
 	// run, input by input, with driver.Replay. A debugging aid; it grows

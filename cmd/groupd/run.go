@@ -133,6 +133,8 @@ func runCommand() *cli.Command {
 			Usage: "`LEVEL`: debug, info, warn or error"},
 		&cli.StringFlag{Name: "log-format", EnvVars: env("log-format"), Category: logging, Value: "json",
 			Usage: "`FORMAT`: json or console"},
+		&cli.BoolFlag{Name: "pprof", EnvVars: env("pprof"), Category: logging,
+			Usage: "serve Go's profiler at /debug/pprof/ on the API (its address's access rules apply)"},
 	}
 	for _, f := range intervalFlags {
 		flags = append(flags, &cli.DurationFlag{
@@ -336,6 +338,7 @@ func configFromFlags(c *cli.Context) (group.Config, runSettings, error) {
 	if cfg.API == "off" {
 		cfg.API = ""
 	}
+	cfg.Pprof = c.Bool("pprof")
 
 	alg, err := invitation.ParseElection(c.String("election"))
 	if err != nil {
