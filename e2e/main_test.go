@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -119,20 +120,11 @@ func runSkipping(m *testing.M) int {
 // command, whose own stderr is the terminal (or the CI log): the notice
 // goes there, through /proc/PPID/fd/2, when that is a file other than this
 // binary's stderr (in local-directory mode, `go test` in e2e/, and under
-// -v, the output is streamed and os.Stderr is enough). Where /proc or the
-// parent's stderr cannot be opened, it falls back to os.Stderr.
-//
-// A passing run is cached and replayed without running the binary, which
-// would drop the notice; opening a file modified within the last two
-// seconds makes the go command refuse to cache the run (cmd/go:
-// errFileTooNew), so the notice is printed every time.
+// -v, the output is streamed and os.Stderr is enough). The notice always
+// goes to os.Stderr too, which is all there is where /proc or the
+// parent's stderr cannot be opened (a pipe another user created). See
+// uncached for why it is printed on every run.
 func notice(msg string) {
-	stamp := filepath.Join(os.TempDir(), "groupd-e2e-notice")
-	if os.WriteFile(stamp, []byte(msg), 0o644) == nil {
-		if f, err := os.Open(stamp); err == nil {
-			f.Close()
-		}
-	}
 	fmt.Fprint(os.Stderr, msg)
 	if testing.Verbose() || runtime.GOOS != "linux" {
 		return
@@ -146,6 +138,26 @@ func notice(msg string) {
 	if f, err := os.OpenFile(parent, os.O_WRONLY|os.O_APPEND, 0); err == nil {
 		_, _ = io.WriteString(f, msg)
 		f.Close()
+	}
+}
+
+// uncached keeps the go command from caching this run. A passing run is
+// cached and replayed without running the binary, which would drop the
+// notice. The go command records the files a test opens inside the module
+// (testing's testlog, kept while m.Run runs: requireLab calls this the
+// first time a test skips) and refuses to cache a
+// run that opened one modified within the last two seconds (cmd/go:
+// errFileTooNew): opening e2e/e2e-skipped.out (ignored by git, as *.out)
+// just after writing it does it. In a read-only checkout the run may be
+// cached, and a cached run prints only "ok".
+var uncachedOnce sync.Once
+
+func uncached() {
+	const stamp = "e2e-skipped.out" // the test binary runs in the package's directory
+	if os.WriteFile(stamp, []byte("the end-to-end tests skipped at "+time.Now().String()+": "+skipAll+"\n"), 0o644) == nil {
+		if f, err := os.Open(stamp); err == nil {
+			f.Close()
+		}
 	}
 }
 
@@ -269,6 +281,7 @@ func requireLab(t *testing.T) {
 	t.Helper()
 	if skipAll != "" {
 		skipped.Add(1)
+		uncachedOnce.Do(uncached)
 		t.Skip("e2e: " + skipAll)
 	}
 	if buildErr != nil {
