@@ -100,6 +100,13 @@ func Up(ctx context.Context, cfg Config) (*Lab, error) {
 		return nil, fmt.Errorf("lab: %w", err)
 	}
 	l := newLab(cfg)
+	if !cfg.Detach {
+		// This process owns the lab: CloseAll takes it down on a signal.
+		// A command's lab (Detach) outlives the command.
+		registry.Lock()
+		registry.labs[l] = true
+		registry.Unlock()
+	}
 	if old, err := readState(cfg.Dir); err == nil && old.Prefix == cfg.Prefix {
 		l.faults = old.Fault.trim(cfg.Nodes)
 		l.netem = old.Netem
@@ -110,15 +117,18 @@ func Up(ctx context.Context, cfg Config) (*Lab, error) {
 		}
 	}
 	start := time.Now()
-	if err := l.setupNetwork(ctx); err != nil {
-		return nil, err
+	err := l.setupNetwork(ctx)
+	if err == nil && HaveIptables() == nil {
+		err = l.applyChains(ctx, l.all(), true)
 	}
-	if HaveIptables() == nil {
-		if err := l.applyChains(ctx, l.all(), true); err != nil {
-			return nil, err
+	if err == nil {
+		err = l.save()
+	}
+	if err != nil {
+		if !cfg.Detach {
+			// Half a lab is no use to its owner: nothing of it stays.
+			err = errors.Join(err, l.Close())
 		}
-	}
-	if err := l.save(); err != nil {
 		return nil, err
 	}
 	l.logf("up: %d namespace(s) %s..%s on bridge %s, %v..%v/%d, run dir %s (%.2fs)",
@@ -159,9 +169,6 @@ func newLab(cfg Config) *Lab {
 		c, _ := client.New("unix:" + filepath.Join(d, sockFile)) // cannot fail: the address is a unix path
 		l.nodes[i] = &node{l: l, id: i, dir: d, client: c, wake: make(chan struct{})}
 	}
-	registry.Lock()
-	registry.labs[l] = true
-	registry.Unlock()
 	return l
 }
 

@@ -67,13 +67,7 @@ func TestConfig(t *testing.T) {
 
 // testLab is a lab that exists only on paper: enough to compute rules.
 func testLab(t *testing.T, n int) *Lab {
-	l := newLab(Config{Nodes: n, Prefix: "hlt", Subnet: netip.MustParsePrefix("10.81.9.0/24"), Dir: t.TempDir(), Profile: "lan"})
-	t.Cleanup(func() {
-		registry.Lock()
-		delete(registry.labs, l)
-		registry.Unlock()
-	})
-	return l
+	return newLab(Config{Nodes: n, Prefix: "hlt", Subnet: netip.MustParsePrefix("10.81.9.0/24"), Dir: t.TempDir(), Profile: "lan"})
 }
 
 // TestRules: the chains each fault gives each node.
