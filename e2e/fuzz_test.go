@@ -68,26 +68,26 @@ const fuzzRSSSlack = 24 << 10 // KiB
 // 5000/s: 57 lines (keyed), 158 (plain), for 300,000 packets.
 const fuzzLogKeys = 32
 
+// envDuration reads a positive duration from the environment (def when
+// unset).
 func envDuration(t *testing.T, name string, def time.Duration) time.Duration {
-	if s := os.Getenv(name); s != "" {
-		d, err := time.ParseDuration(s)
-		if err != nil || d <= 0 {
-			t.Fatalf("%s=%q: want a duration", name, s)
-		}
-		return d
-	}
-	return def
+	return envPositive(t, name, def, time.ParseDuration)
 }
 
-func envInt(t *testing.T, name string, def int) int {
-	if s := os.Getenv(name); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n <= 0 {
-			t.Fatalf("%s=%q: want a positive number", name, s)
-		}
-		return n
+// envInt reads a positive number from the environment (def when unset).
+func envInt(t *testing.T, name string, def int) int { return envPositive(t, name, def, strconv.Atoi) }
+
+func envPositive[T int | time.Duration](t *testing.T, name string, def T, parse func(string) (T, error)) T {
+	t.Helper()
+	s := os.Getenv(name)
+	if s == "" {
+		return def
 	}
-	return def
+	v, err := parse(s)
+	if err != nil || v <= 0 {
+		t.Fatalf("%s=%q: want a positive %T", name, s, def)
+	}
+	return v
 }
 
 type fuzzer struct {

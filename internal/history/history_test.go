@@ -16,6 +16,9 @@ import (
 	"github.com/groupd/groupd/wire"
 )
 
+// The states, and the test's clock: events at t0 + ms.
+const N, E, R = wire.StateNormal, wire.StateElection, wire.StateReorganization
+
 var t0 = time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
 
 func at(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
@@ -70,8 +73,6 @@ func load(t *testing.T, events []group.Event, marks []mark) Result {
 	}
 	return h.Replay()
 }
-
-const N, E, R = wire.StateNormal, wire.StateElection, wire.StateReorganization
 
 // formed: three singletons merge into 2.3.
 func formed() []group.Event {

@@ -10,8 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -281,25 +279,6 @@ func (l *Lab) Configure(bin, profile string, args []string) error {
 	return l.save()
 }
 
-// Remove takes down whatever a lab of prefix left, by name, when its run
-// dir no longer knows it (lab.json lost): the daemons whose pid files are
-// in dir (checked against their command lines) are stopped, and every
-// namespace, veth and bridge named with the prefix is removed.
-func Remove(dir, prefix string, logf func(string, ...any)) error {
-	if !prefixRE.MatchString(prefix) {
-		return fmt.Errorf("lab: prefix %q: want a lower-case letter, then up to 9 lower-case letters or digits", prefix)
-	}
-	n := 0
-	nodes, _ := filepath.Glob(filepath.Join(dir, "node*"))
-	for _, d := range nodes {
-		if i, err := strconv.Atoi(strings.TrimPrefix(filepath.Base(d), "node")); err == nil && i <= MaxNodes {
-			n = max(n, i)
-		}
-	}
-	l := newLab(Config{Nodes: n, Prefix: prefix, Dir: dir, Detach: true, Recorder: []string{"-"}, Logf: logf})
-	return l.Down()
-}
-
 // CloseAll closes every lab of this process: the emergency path (a signal,
 // the test binary's -timeout) where t.Cleanup and deferred calls do not
 // run. It returns the run dirs, kept for a post-mortem.
@@ -480,51 +459,4 @@ func ParseIDs(spec string, n int) ([]int, error) {
 		out[i] = int(w)
 	}
 	return out, nil
-}
-
-// ---------------------------------------------------------------- host
-
-// HostStats are machine-wide counters that explain a failure the daemons
-// are not to blame for.
-type HostStats struct {
-	BacklogDrops uint64 // /proc/net/softnet_stat: packets dropped for a full per-CPU backlog
-	NeighFull    uint64 // /proc/net/stat/arp_cache table_fulls: neighbour table overflows
-}
-
-// ReadHostStats reads HostStats (zero where /proc does not say).
-func ReadHostStats() HostStats {
-	var h HostStats
-	if b, err := os.ReadFile("/proc/net/softnet_stat"); err == nil {
-		for _, f := range lines(b) {
-			if len(f) > 1 {
-				v, _ := strconv.ParseUint(f[1], 16, 64)
-				h.BacklogDrops += v
-			}
-		}
-	}
-	if b, err := os.ReadFile("/proc/net/stat/arp_cache"); err == nil {
-		ls := lines(b)
-		if len(ls) > 1 {
-			col := slices.Index(ls[0], "table_fulls")
-			for _, f := range ls[1:] {
-				if col >= 0 && col < len(f) {
-					v, _ := strconv.ParseUint(f[col], 16, 64)
-					h.NeighFull += v
-				}
-			}
-		}
-	}
-	return h
-}
-
-// Load returns the 1-minute load average and the whole line of
-// /proc/loadavg.
-func Load() (float64, string) {
-	b, _ := os.ReadFile("/proc/loadavg")
-	f := lines(b)
-	if len(f) == 0 || len(f[0]) < 3 {
-		return 0, ""
-	}
-	v, _ := strconv.ParseFloat(f[0][0], 64)
-	return v, f[0][0] + " " + f[0][1] + " " + f[0][2]
 }

@@ -266,6 +266,25 @@ func isDigits(s string) bool {
 	return true
 }
 
+// Remove takes down whatever a lab of prefix left, by name, when its run
+// dir no longer knows it (lab.json lost): the daemons whose pid files are
+// in dir (checked against their command lines) are stopped, and every
+// namespace, veth and bridge named with the prefix is removed.
+func Remove(dir, prefix string, logf func(string, ...any)) error {
+	if !prefixRE.MatchString(prefix) {
+		return fmt.Errorf("lab: prefix %q: want a lower-case letter, then up to 9 lower-case letters or digits", prefix)
+	}
+	n := 0
+	nodes, _ := filepath.Glob(filepath.Join(dir, "node*"))
+	for _, d := range nodes {
+		if i, err := strconv.Atoi(strings.TrimPrefix(filepath.Base(d), "node")); err == nil && i <= MaxNodes {
+			n = max(n, i)
+		}
+	}
+	l := newLab(Config{Nodes: n, Prefix: prefix, Dir: dir, Detach: true, Recorder: []string{"-"}, Logf: logf})
+	return l.Down()
+}
+
 // RemoveLeftovers deletes the namespaces, veths and bridges of every lab
 // whose prefix stale says is dead (a test binary killed before its
 // cleanup). It kills nothing: a daemon of such a lab died with the process

@@ -12,14 +12,4 @@ set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-case ${1:-} in
-"" | -h | --help)
-	sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//' >&2
-	exit 2
-	;;
-esac
-gd_need_root
-gd_need_cmd ip iproute2
-gd_need_cmd tc iproute2
-gd_need_cmd iptables iptables
-gd_run degrade "$@"
+gd_script degrade 2,10 ip:iproute2 tc:iproute2 iptables:iptables -- "$@"

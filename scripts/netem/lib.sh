@@ -60,3 +60,29 @@ gd_run() {
 	export GROUPD_LAB_REPO=$GD_REPO_ROOT
 	exec "$bin" "$@"
 }
+
+# gd_script SUBCOMMAND HELP-LINES TOOL:PACKAGE... -- ARGS...: a fault script.
+# Without arguments, or with -h/--help, it prints the script's own header
+# (lines HELP-LINES, e.g. 2,9) and exits 2; otherwise it checks root and
+# the tools and runs the lab command's SUBCOMMAND with ARGS.
+gd_script() {
+	local sub=$1 help=$2 tool
+	local -a tools=()
+	shift 2
+	while (($# > 0)) && [[ $1 != -- ]]; do
+		tools+=("$1")
+		shift
+	done
+	(($# > 0)) && shift
+	case ${1:-} in
+	"" | -h | --help)
+		sed -n "${help}p" "$0" | sed 's/^# \{0,1\}//' >&2
+		exit 2
+		;;
+	esac
+	gd_need_root
+	for tool in "${tools[@]}"; do
+		gd_need_cmd "${tool%%:*}" "${tool#*:}"
+	done
+	gd_run "$sub" "$@"
+}

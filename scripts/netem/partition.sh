@@ -14,13 +14,4 @@ set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-case ${1:-} in
-"" | -h | --help)
-	sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//' >&2
-	exit 2
-	;;
-esac
-gd_need_root
-gd_need_cmd ip iproute2
-gd_need_cmd iptables iptables
-gd_run partition "$@"
+gd_script partition 2,9 ip:iproute2 iptables:iptables -- "$@"

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,13 +9,10 @@ import (
 	"maps"
 	"math/rand/v2"
 	"os"
-	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/groupd/groupd/group"
@@ -105,13 +103,10 @@ func (c *cli) experiment(args []string) error {
 		return err
 	}
 	// A trap on every exit, Ctrl-C included: the lab goes unless --keep.
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	go func() {
-		<-sigs
+	defer lab.OnSignal(func(os.Signal) {
 		x.cleanup()
 		os.Exit(130)
-	}()
+	})()
 	defer x.cleanup()
 	return x.run()
 }
@@ -385,20 +380,27 @@ func (x *experiment) heal(partitionsOnly bool) error {
 	return nil
 }
 
+// splitHeal partitions the lab into halves, waits for each to converge,
+// holds, heals (only the partition with partitionsOnly) and waits for all.
+func (x *experiment) splitHeal(partitionsOnly bool, during, after string) error {
+	if err := x.partition(); err != nil {
+		return err
+	}
+	x.await(x.sideA(), "(side A, "+during+")")
+	x.await(x.sideB(), "(side B, "+during+")")
+	time.Sleep(x.hold)
+	if err := x.heal(partitionsOnly); err != nil {
+		return err
+	}
+	x.await(x.all(), after)
+	x.tConv = time.Now()
+	return nil
+}
+
 func (x *experiment) scenarioRun() error {
 	switch x.scenario {
 	case "split-heal":
-		if err := x.partition(); err != nil {
-			return err
-		}
-		x.await(x.sideA(), "(side A during the partition)")
-		x.await(x.sideB(), "(side B during the partition)")
-		time.Sleep(x.hold)
-		if err := x.heal(false); err != nil {
-			return err
-		}
-		x.await(x.all(), "after the heal")
-		x.tConv = time.Now()
+		return x.splitHeal(false, "during the partition", "after the heal")
 	case "coordinator-crash":
 		w, err := x.l.Kill(x.n)
 		if err != nil {
@@ -436,17 +438,9 @@ func (x *experiment) scenarioRun() error {
 		}
 		x.say("degrade", "loss: 20%% on packets sent by node(s) %s", joinInts(x.all(), ","))
 		time.Sleep(x.hold)
-		if err := x.partition(); err != nil {
+		if err := x.splitHeal(true, "partition under 20% loss", "after the partition healed, under 20% loss"); err != nil {
 			return err
 		}
-		x.await(x.sideA(), "(side A, partition under 20% loss)")
-		x.await(x.sideB(), "(side B, partition under 20% loss)")
-		time.Sleep(x.hold)
-		if err := x.heal(true); err != nil {
-			return err
-		}
-		x.await(x.all(), "after the partition healed, under 20% loss")
-		x.tConv = time.Now()
 		x.note("20%% loss on every link for the whole run; detection and convergence are measured for the partition and its heal under that loss")
 		if _, err := x.l.Heal(false); err != nil {
 			return err
@@ -542,22 +536,6 @@ func (x *experiment) collect(h *history.History) error {
 	return nil
 }
 
-// timeline draws timeline.svg with `groupd timeline`.
-func (x *experiment) timeline() {
-	title := fmt.Sprintf("groupd %s, %d nodes (profile %s)", x.scenario, x.n, x.e.profile)
-	ev, fa, svg := filepath.Join(x.out, "events.ndjson"), filepath.Join(x.out, "faults.ndjson"), filepath.Join(x.out, "timeline.svg")
-	out, err := exec.Command(x.l.Config().Bin, "timeline", ev, "--faults", fa, "--title", title, "-o", svg).CombinedOutput()
-	if err != nil {
-		out, err = exec.Command(x.l.Config().Bin, "timeline", ev, "--faults", fa, "-o", svg).CombinedOutput()
-	}
-	if err != nil {
-		_ = os.Remove(svg)
-		x.c.warn("no timeline: %v: %s", err, strings.TrimSpace(string(out)))
-	} else if s := strings.TrimSpace(string(out)); s != "" {
-		fmt.Fprintf(os.Stderr, "timeline: %s\n", s)
-	}
-}
-
 // summary is summary.json (see scripts/netem/README.md).
 type summary struct {
 	Scenario      string   `json:"scenario"`
@@ -623,10 +601,7 @@ func (x *experiment) summary(h *history.History, msgs *float64) summary {
 	delete(seen, wire.GroupNumber{})
 	gs := slices.Collect(maps.Keys(seen))
 	slices.SortFunc(gs, func(a, b wire.GroupNumber) int {
-		if a.Seq != b.Seq {
-			return cmpU(a.Seq, b.Seq)
-		}
-		return cmpU(uint64(a.ID), uint64(b.ID))
+		return cmp.Or(cmp.Compare(a.Seq, b.Seq), cmp.Compare(a.ID, b.ID))
 	})
 	for _, g := range gs {
 		s.Groups = append(s.Groups, g.String())
@@ -647,16 +622,6 @@ func (x *experiment) summary(h *history.History, msgs *float64) summary {
 	}
 	s.FaultTime, s.RecoverTime, s.ConvergedTime = ts(x.tFault), ts(x.tRecover), ts(x.tConv)
 	return s
-}
-
-func cmpU(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 func writeJSON(path string, v any) error {

@@ -1,22 +1,16 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
-	"text/tabwriter"
 	"time"
 
-	"github.com/groupd/groupd/internal/history"
 	"github.com/groupd/groupd/internal/lab"
-	"github.com/groupd/groupd/wire"
 )
 
 const labUsage = `usage: lab.sh COMMAND [ARGS]
@@ -122,72 +116,6 @@ func (c *cli) lab(args []string) error {
 	return usageError("%s", labUsage)
 }
 
-func (c *cli) up(e env, args []string) error {
-	if len(args) != 1 {
-		return usageError("usage: lab.sh up N")
-	}
-	n, err := strconv.Atoi(args[0])
-	if err != nil || n < 1 || n > lab.MaxNodes {
-		return fmt.Errorf("up needs a node count 1..%d, got '%s'", lab.MaxNodes, args[0])
-	}
-	if err := needRoot(); err != nil {
-		return err
-	}
-	cfg, err := c.config(e, n)
-	if err != nil {
-		return err
-	}
-	// Keep what start chose (binary, arguments): lab.sh up K grows a
-	// running lab.
-	if old, err := lab.Open(e.dir, nil); err == nil {
-		oc := old.Config()
-		cfg.Bin, cfg.Args = oc.Bin, oc.Args
-	}
-	cfg.Logf = func(string, ...any) {}
-	l, err := lab.Up(context.Background(), cfg)
-	if err != nil {
-		return err
-	}
-	c.hostFirewallCheck(l.Bridge())
-	c.say("up: %d node(s) %s..%s on %s, addresses %v..%v/%d, run dir %s", n, l.NS(1), l.NS(n), l.Bridge(), l.Addr(1), l.Addr(n), cfg.Subnet.Bits(), e.dir)
-	return nil
-}
-
-// hostFirewallCheck warns when bridged lab traffic would meet a DROP
-// policy in the host's FORWARD chain (br_netfilter and docker, typically):
-// the lab turns netfilter off on its bridge, but the host-wide setting
-// wins. The lab never changes the host's firewall itself.
-func (c *cli) hostFirewallCheck(br string) {
-	b, err := os.ReadFile("/proc/sys/net/bridge/bridge-nf-call-iptables")
-	if err != nil || strings.TrimSpace(string(b)) != "1" {
-		return
-	}
-	out, err := exec.Command("iptables", "-w", "-S", "FORWARD").Output()
-	if err == nil && strings.Contains(string(out), "-P FORWARD DROP") {
-		c.warn("the host's FORWARD policy is DROP and bridge-nf-call-iptables=1: packets between lab nodes may be dropped; allow them with: iptables -I FORWARD -i %s -o %s -j ACCEPT", br, br)
-	}
-}
-
-func (c *cli) down(e env) error {
-	if err := needRoot(); err != nil {
-		return err
-	}
-	logf := c.labLog
-	l, err := lab.Open(e.dir, logf)
-	n := 0
-	if err == nil {
-		n = l.N()
-		err = l.Down()
-	} else {
-		err = lab.Remove(e.dir, e.prefix, logf)
-	}
-	if err != nil {
-		return err
-	}
-	c.say("down: removed %d namespace(s) with their veths and bridge %s-br0 (logs kept in %s)", n, e.prefix, e.dir)
-	return nil
-}
-
 func (c *cli) start(e env, l *lab.Lab, args []string) error {
 	cfg := l.Config()
 	runArgs := cfg.Args
@@ -207,7 +135,7 @@ func (c *cli) start(e env, l *lab.Lab, args []string) error {
 	if _, err := l.Start(lab.Span(1, l.N())...); err != nil {
 		return fmt.Errorf("some nodes failed to start: %w", err)
 	}
-	c.say("started %d node(s) (profile %s); logs and data in %s/nodeI/, events in %s", l.N(), e.profile, e.dir, filepath.Join(e.dir, lab.HistoryFile))
+	c.say("started %d node(s) (profile %s); logs and data in %s/nodeI/, events in %s/%s", l.N(), e.profile, e.dir, e.dir, lab.HistoryFile)
 	return nil
 }
 
@@ -262,100 +190,4 @@ func (c *cli) wait(e env, args []string) error {
 	s := sts[ids[0]]
 	c.say("converged: nodes %s in group %s coordinator %d after %.1fs", joinInts(ids, ","), s.Group, s.Coordinator, time.Since(start).Seconds())
 	return nil
-}
-
-func (c *cli) status(e env) error {
-	l, err := c.open(e)
-	if errors.Is(err, fs.ErrNotExist) || (err != nil && strings.Contains(err.Error(), "no lab is up")) {
-		fmt.Printf("lab: not up (run dir %s)\n", e.dir)
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	cfg := l.Config()
-	fmt.Printf("lab: %d node(s), run dir %s, binary %s, profile %s\n", l.N(), e.dir, cfg.Bin, cfg.Profile)
-	br := l.Bridge()
-	if b, err := os.ReadFile("/sys/class/net/" + br + "/bridge/multicast_snooping"); err == nil {
-		state, _ := os.ReadFile("/sys/class/net/" + br + "/operstate")
-		fmt.Printf("bridge %s: %s, multicast snooping %s\n", br, strings.TrimSpace(string(state)), strings.TrimSpace(string(b)))
-	} else {
-		fmt.Printf("bridge %s: missing (run lab.sh up %d)\n", br, l.N())
-	}
-	if m, err := l.Mechanism(); err == nil {
-		fmt.Printf("faults: loss/delay with %s; partitions and cuts with iptables\n", m)
-	}
-	ids := lab.Span(1, l.N())
-	sts, _ := l.Views(ids)
-	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(w, "node\tns\taddress\tdaemon\tfaults\tview (state group coordinator members)")
-	for _, i := range ids {
-		daemon, view := "stopped", "-"
-		if pid, err := l.PID(i); err == nil {
-			daemon = "pid " + strconv.Itoa(pid)
-			view = "down"
-			if s, ok := sts[i]; ok {
-				view = fmt.Sprintf("%s %s %d %s", s.State, s.Group, s.Coordinator, joinIDs(s.Members))
-			}
-		}
-		rules := "?"
-		if n, err := l.FaultRules(i); err == nil {
-			rules = strconv.Itoa(n)
-		}
-		fmt.Fprintf(w, "%d\t%s\t%v/%d\t%s\t%s\t%s\n", i, l.NS(i), l.Addr(i), cfg.Subnet.Bits(), daemon, rules, view)
-	}
-	return w.Flush()
-}
-
-// export writes the history as the two files `groupd timeline` reads.
-func (c *cli) export(e env, dir string) error {
-	h, err := lab.ReadHistory(e.dir)
-	if err != nil {
-		return err
-	}
-	if err := writeHistory(h, dir, time.Time{}); err != nil {
-		return err
-	}
-	c.say("wrote %s and %s", filepath.Join(dir, "events.ndjson"), filepath.Join(dir, "faults.ndjson"))
-	return nil
-}
-
-// writeHistory writes h's events before until (zero: all) to
-// dir/events.ndjson and its faults (the marks `groupd timeline --faults`
-// draws: not the lab's starts, stops and checks) to dir/faults.ndjson.
-func writeHistory(h *history.History, dir string, until time.Time) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	ev, err := os.Create(filepath.Join(dir, "events.ndjson"))
-	if err != nil {
-		return err
-	}
-	err = h.WriteEvents(ev, until)
-	if cerr := ev.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return err
-	}
-	var b strings.Builder
-	for _, m := range h.Marks() {
-		switch m.Kind {
-		case history.KindStart, history.KindStop, history.KindCheck, history.KindEnd, history.KindWipe:
-			continue
-		}
-		if !until.IsZero() && m.Time.After(until) {
-			continue
-		}
-		fmt.Fprintf(&b, `{"time":%q,"kind":%q,"spec":%q}`+"\n", m.Time.UTC().Format(time.RFC3339Nano), m.Kind, m.Spec)
-	}
-	return os.WriteFile(filepath.Join(dir, "faults.ndjson"), []byte(b.String()), 0o644)
-}
-
-func joinIDs(ids []wire.NodeID) string {
-	s := make([]string, len(ids))
-	for i, id := range ids {
-		s[i] = strconv.FormatUint(uint64(id), 10)
-	}
-	return strings.Join(s, ",")
 }
