@@ -83,5 +83,7 @@
 // test skips with the reason, and `go test ./...` says how many were skipped
 // and how to run them (on the go command's own stderr, since it hides a
 // passing package's output); without `iptables`, the fault tests skip and
-// say to apt-get install iptables. -short skips them all.
+// say to apt-get install iptables. -short skips them all. A run is never
+// cached: the daemons are built from ./cmd/groupd, which the go command
+// does not count among the package's inputs (see uncached).
 package e2e

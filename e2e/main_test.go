@@ -141,23 +141,32 @@ func notice(msg string) {
 	}
 }
 
-// uncached keeps the go command from caching this run. A passing run is
-// cached and replayed without running the binary, which would drop the
-// notice. The go command records the files a test opens inside the module
-// (testing's testlog, kept while m.Run runs: requireLab calls this the
-// first time a test skips) and refuses to cache a
-// run that opened one modified within the last two seconds (cmd/go:
-// errFileTooNew): opening e2e/e2e-skipped.out (ignored by git, as *.out)
-// just after writing it does it. In a read-only checkout the run may be
-// cached, and a cached run prints only "ok".
+// uncached keeps the go command from caching this run. A cached run is
+// replayed without running the binary: a non-root run would lose its
+// notice, and a root run would pass on the strength of an old one, though
+// the daemons it tests are built from ./cmd/groupd, which is not among the
+// package's dependencies (a change there does not invalidate the cache).
+// The go command records the files a test opens inside the module
+// (testing's testlog, kept while m.Run runs: requireLab calls this in the
+// first test) and, when the run ends, refuses to cache it if one of them
+// was modified less than two seconds before (cmd/go: errFileTooNew).
+// e2e/e2e-last-run.out (ignored by git, as *.out) is written, dated a day
+// ahead so that it is still "too new" however long the run takes, and
+// opened. In a read-only checkout the run may be cached.
 var uncachedOnce sync.Once
 
 func uncached() {
-	const stamp = "e2e-skipped.out" // the test binary runs in the package's directory
-	if os.WriteFile(stamp, []byte("the end-to-end tests skipped at "+time.Now().String()+": "+skipAll+"\n"), 0o644) == nil {
-		if f, err := os.Open(stamp); err == nil {
-			f.Close()
-		}
+	const stamp = "e2e-last-run.out" // the test binary runs in the package's directory
+	msg := "the end-to-end tests ran at " + time.Now().String() + "\n"
+	if skipAll != "" {
+		msg = "the end-to-end tests skipped at " + time.Now().String() + ": " + skipAll + "\n"
+	}
+	if os.WriteFile(stamp, []byte(msg), 0o644) != nil {
+		return
+	}
+	_ = os.Chtimes(stamp, time.Now(), time.Now().Add(24*time.Hour))
+	if f, err := os.Open(stamp); err == nil {
+		f.Close()
 	}
 }
 
@@ -279,9 +288,9 @@ func removeLeftovers(own bool) {
 // requireLab skips or fails t when the lab cannot run.
 func requireLab(t *testing.T) {
 	t.Helper()
+	uncachedOnce.Do(uncached)
 	if skipAll != "" {
 		skipped.Add(1)
-		uncachedOnce.Do(uncached)
 		t.Skip("e2e: " + skipAll)
 	}
 	if buildErr != nil {
