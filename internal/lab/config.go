@@ -104,7 +104,7 @@ func checkSubnet(subnet netip.Prefix, n int) error {
 		return fmt.Errorf("lab: subnet %v: want an IPv4 prefix between /8 and /30, e.g. 10.77.0.0/24", subnet)
 	}
 	if hosts := 1<<(32-subnet.Bits()) - 2; n > hosts {
-		return fmt.Errorf("lab: subnet %v holds %d node addresses, not %d: use a larger one (e.g. /23 for up to 510)", subnet.Masked(), hosts, n)
+		return fmt.Errorf("lab: subnet %v holds %d node addresses, not %d: use a /23 or larger", subnet.Masked(), hosts, n)
 	}
 	return nil
 }
