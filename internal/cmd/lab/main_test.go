@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -40,11 +39,10 @@ func TestUsage(t *testing.T) {
 	t.Setenv("GROUPD_LAB_DIR", t.TempDir())
 	c := &cli{prog: "test"}
 	code := func(err error) int {
-		var ex exitError
-		switch {
-		case err == nil:
+		if err == nil {
 			return 0
-		case errors.As(err, &ex):
+		}
+		if ex, ok := err.(exitError); ok { // returned as is, never wrapped
 			return ex.code
 		}
 		return 1
