@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/groupd/groupd/internal/lab"
 	"github.com/groupd/groupd/wire"
 )
 
@@ -21,8 +22,8 @@ import (
 // random, truncated, oversized and bit-flipped datagrams at node 1's wire
 // port, at the multicast group (all nodes) and at node 1's memberlist port
 // (UDP, plus garbage TCP connections), for GROUPD_FUZZ_DURATION (default
-// 10s; the issue's full run is 60s) at GROUPD_FUZZ_RATE packets per second
-// (default 5000). 40 % of the packets come from one address (well over the
+// 5s, 30s with GROUPD_E2E_LONG=1; the issue's full run is 60s) at
+// GROUPD_FUZZ_RATE packets per second (default 5000). 40 % of the packets come from one address (well over the
 // per-source rate limit), the rest from 16 other addresses (each under it),
 // so both the limiter and the decoders are exercised.
 //
@@ -37,9 +38,16 @@ import (
 // in /metrics and the logs must stay rate-limited: at most
 // fuzzLogLinesPerKey lines per log key (drop reason or kind of memberlist
 // complaint) per 10 s.
+//
+// It does not run beside the other tests (no t.Parallel): it keeps both
+// cores busy, and the others' timing bounds are not about that.
 func TestFuzzPackets(t *testing.T) {
 	requireLab(t)
-	d := envDuration(t, "GROUPD_FUZZ_DURATION", 10*time.Second)
+	def := 5 * time.Second
+	if long() {
+		def = 30 * time.Second
+	}
+	d := envDuration(t, "GROUPD_FUZZ_DURATION", def)
 	rate := envInt(t, "GROUPD_FUZZ_RATE", 5000)
 	t.Run("keyed", func(t *testing.T) { fuzzRun(t, true, d, rate) })
 	t.Run("plain", func(t *testing.T) { fuzzRun(t, false, d, rate) })
@@ -60,26 +68,26 @@ const fuzzRSSSlack = 24 << 10 // KiB
 // 5000/s: 57 lines (keyed), 158 (plain), for 300,000 packets.
 const fuzzLogKeys = 32
 
+// envDuration reads a positive duration from the environment (def when
+// unset).
 func envDuration(t *testing.T, name string, def time.Duration) time.Duration {
-	if s := os.Getenv(name); s != "" {
-		d, err := time.ParseDuration(s)
-		if err != nil || d <= 0 {
-			t.Fatalf("%s=%q: want a duration", name, s)
-		}
-		return d
-	}
-	return def
+	return envPositive(t, name, def, time.ParseDuration)
 }
 
-func envInt(t *testing.T, name string, def int) int {
-	if s := os.Getenv(name); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n <= 0 {
-			t.Fatalf("%s=%q: want a positive number", name, s)
-		}
-		return n
+// envInt reads a positive number from the environment (def when unset).
+func envInt(t *testing.T, name string, def int) int { return envPositive(t, name, def, strconv.Atoi) }
+
+func envPositive[T int | time.Duration](t *testing.T, name string, def T, parse func(string) (T, error)) T {
+	t.Helper()
+	s := os.Getenv(name)
+	if s == "" {
+		return def
 	}
-	return def
+	v, err := parse(s)
+	if err != nil || v <= 0 {
+		t.Fatalf("%s=%q: want a positive %T", name, s, def)
+	}
+	return v
 }
 
 type fuzzer struct {
@@ -100,11 +108,12 @@ func seedMessages() [][]byte {
 		wire.RingElection{Group: g, Round: 1, Candidate: wire.Member{ID: 2, Priority: 100}},
 		wire.RingElected{Group: g, Round: 1, Leader: wire.Member{ID: 2, Priority: 100}},
 		wire.RingAck{Group: g, Of: wire.TypeRingElection, Round: 1, Candidate: wire.Member{ID: 2, Priority: 100}},
+		wire.Challenge{Nonce: 0x5eed}, wire.Response{Nonce: 0x5eed},
 	}
 	var out [][]byte
 	for i, b := range bodies {
 		p, err := wire.Encode(wire.Message{Header: wire.Header{From: wire.NodeID(1000 + i), Priority: 100,
-			Incarnation: 1, Counter: uint64(i + 1), Group: g, State: wire.StateNormal}, Body: b})
+			Boot: 1, Counter: uint64(i + 1), Group: g, State: wire.StateNormal}, Body: b})
 		if err != nil {
 			panic(err)
 		}
@@ -201,45 +210,42 @@ func fill(r *rand.Rand, p []byte) {
 func fuzzRun(t *testing.T, keyed bool, d time.Duration, rate int) {
 	l := newLab(t, 4, "lan")
 	f := &fuzzer{rng: rand.New(rand.NewPCG(1, uint64(time.Now().UnixNano()))), keyed: keyed, seeds: seedMessages()}
-	t.Setenv("GROUPD_PRIORITY", "100")
+	env := []string{"GROUPD_PRIORITY=100", "GROUPD_KEY_FILE="}
 	if keyed {
 		key, path := newKey(t)
-		t.Setenv("GROUPD_KEY_FILE", path)
+		env[1] += path
 		var err error
 		if f.sealer, err = wire.NewSealer(key); err != nil {
 			t.Fatal(err)
 		}
-	} else {
-		t.Setenv("GROUPD_KEY_FILE", "")
 	}
 	ids := []int{1, 2, 3}
-	l.start(ids...)
-	before, _ := l.waitFor("nodes 1-3 converge", ids, 60*time.Second, l.convergedCond(ids))
+	l.startWith(lab.Options{Env: env}, ids...)
+	before, _ := l.waitFor("nodes 1-3 converge", ids, 60*time.Second, lab.Converged(ids))
 
-	// Sources: the namespace's address (heavy) and 16 more.
-	fz := l.nodes[4]
-	heavy := udpIn(t, fz.ns, fz.ip)
+	// Sources: node 4's address (heavy) and 16 more.
+	const fz = 4
+	heavy := udpIn(t, l, fz, l.Addr(fz))
 	var light []*net.UDPConn
-	for _, ip := range fz.addAddrs(t, 100, 16) {
-		light = append(light, udpIn(t, fz.ns, ip))
+	for _, ip := range l.addAddrs(t, fz, 100, 16) {
+		light = append(light, udpIn(t, l, fz, ip))
 	}
-	n1 := l.nodes[1]
-	wireDst := &net.UDPAddr{IP: net.ParseIP(n1.ip), Port: wirePort}
-	gossipDst := &net.UDPAddr{IP: net.ParseIP(n1.ip), Port: gossipPort}
+	wireDst := &net.UDPAddr{IP: l.Addr(1).AsSlice(), Port: wirePort}
+	gossipDst := &net.UDPAddr{IP: l.Addr(1).AsSlice(), Port: gossipPort}
 
 	time.Sleep(time.Second) // let the daemons settle before the baseline
 	pids, rssBefore, rssPeak := map[int]int{}, map[int]int{}, map[int]int{}
 	dropsBefore := map[int]map[string]float64{}
 	logOff := map[int]int64{}
 	for _, i := range ids {
-		pids[i] = l.nodes[i].pid(t)
+		pids[i] = l.pid(i)
 		r, err := rssKB(pids[i])
 		if err != nil {
 			t.Fatal(err)
 		}
 		rssBefore[i], rssPeak[i] = r, r
-		dropsBefore[i] = l.nodes[i].drops(t)
-		logOff[i] = l.nodes[i].logSize()
+		dropsBefore[i] = l.drops(i)
+		logOff[i] = logSize(l.LogFile(i))
 	}
 
 	var stop atomic.Bool
@@ -267,7 +273,7 @@ func fuzzRun(t *testing.T, keyed bool, d time.Duration, rate int) {
 		defer wg.Done()
 		r := rand.New(rand.NewPCG(2, 3))
 		for !stop.Load() {
-			_ = inNetns(fz.ns, func() error {
+			_ = l.Do(fz, func() error {
 				c, err := net.DialTimeout("tcp", gossipDst.String(), time.Second)
 				if err != nil {
 					return err
@@ -349,19 +355,18 @@ func fuzzRun(t *testing.T, keyed bool, d time.Duration, rate int) {
 		total, float64(bytesSent)/1e6, elapsed.Seconds(), float64(total)/elapsed.Seconds(), rate, errs, tcpConns.Load(),
 		formatCounts(byTarget), formatCounts(byKind))
 	for _, i := range ids {
-		if !l.nodes[i].alive() {
-			t.Fatalf("node %d died; log:\n%s", i, l.nodes[i].logTail(30))
+		if !l.Alive(i) {
+			t.Fatalf("node %d died; log:\n%s", i, l.LogTail(i, 30))
 		}
 	}
-	l.stableGroups(t, "fuzz", ids, before, from, to)
+	l.stableGroups("fuzz", ids, before, from, to)
 	for _, i := range ids {
-		nd := l.nodes[i]
 		rssAfter, err := rssKB(pids[i])
 		if err != nil {
 			t.Fatal(err)
 		}
-		d := diff(nd.drops(t), dropsBefore[i])
-		lines := nd.logLinesSince(logOff[i])
+		d := diff(l.drops(i), dropsBefore[i])
+		lines := logLinesSince(l.LogFile(i), logOff[i])
 		t.Logf("node %d: dropped %s; RSS %d KiB before, %d peak, %d after (%+d KiB); %d log lines during the run",
 			i, formatCounts(d), rssBefore[i], rssPeak[i], rssAfter, rssAfter-rssBefore[i], len(lines))
 		if rssAfter-rssBefore[i] > fuzzRSSSlack || rssPeak[i]-rssBefore[i] > 2*fuzzRSSSlack {
@@ -389,7 +394,7 @@ func fuzzRun(t *testing.T, keyed bool, d time.Duration, rate int) {
 	}
 	// The logs say what happened, once per reason and period.
 	var b bytes.Buffer
-	for _, line := range n1.logLinesSince(logOff[1]) {
+	for _, line := range logLinesSince(l.LogFile(1), logOff[1]) {
 		if strings.Contains(line, "dropped packet") || strings.Contains(line, `"component":"memberlist"`) {
 			fmt.Fprintln(&b, line)
 		}

@@ -2,25 +2,24 @@ package e2e
 
 // Issue 7 (hardening) on the lab: rogue nodes, replayed packets, a packet
 // fuzzer (fuzz_test.go) and the chaos soak (chaos_test.go). The daemons
-// are keyed through the environment (GROUPD_KEY_FILE, GROUPD_PRIORITY),
-// which `groupd run` reads like its flags and which every daemon the lab
-// launches inherits; the attackers are this test process itself, with
-// sockets created inside a lab namespace (inNetns), so that their packets
-// come from a lab address like any node's.
+// are keyed through their environment (GROUPD_KEY_FILE, GROUPD_PRIORITY,
+// which `groupd run` reads like its flags), set per node with
+// lab.Options; the attackers are this test process itself, with sockets
+// created inside a lab namespace (Lab.Do), so that their packets come from
+// a lab address like any node's.
 
 import (
-	"bufio"
+	"context"
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -32,6 +31,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/groupd/groupd/group"
+	"github.com/groupd/groupd/internal/lab"
 	"github.com/groupd/groupd/wire"
 )
 
@@ -63,56 +63,13 @@ func newKey(t *testing.T) ([]byte, string) {
 	return key, path
 }
 
-// inNetns runs f on an OS thread moved into network namespace ns. Sockets
-// f creates belong to ns for their whole life, whichever goroutine uses
-// them later. The thread is moved back before it is unlocked. It must not
-// simply exit instead (what a locked goroutine that returns does to its
-// thread): the lab starts daemons with Pdeathsig, which the kernel sends
-// when the *thread* that forked them exits, and the scheduler may have
-// forked one from this very thread.
-func inNetns(ns string, f func() error) error {
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		orig, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
-		if err != nil {
-			runtime.UnlockOSThread()
-			errc <- fmt.Errorf("open this thread's netns: %w", err)
-			return
-		}
-		defer unix.Close(orig)
-		fd, err := unix.Open(filepath.Join("/run/netns", ns), unix.O_RDONLY|unix.O_CLOEXEC, 0)
-		if err != nil {
-			runtime.UnlockOSThread()
-			errc <- fmt.Errorf("open netns %s: %w", ns, err)
-			return
-		}
-		defer unix.Close(fd)
-		if err := unix.Setns(fd, unix.CLONE_NEWNET); err != nil {
-			runtime.UnlockOSThread()
-			errc <- fmt.Errorf("setns %s: %w", ns, err)
-			return
-		}
-		ferr := f()
-		if err := unix.Setns(orig, unix.CLONE_NEWNET); err != nil {
-			// Stuck in ns: keep the thread locked; it exits with
-			// this goroutine (see above for the risk).
-			errc <- errors.Join(ferr, fmt.Errorf("setns back: %w", err))
-			return
-		}
-		runtime.UnlockOSThread()
-		errc <- ferr
-	}()
-	return <-errc
-}
-
-// udpIn opens a UDP socket in namespace ns bound to ip (any port).
-func udpIn(t *testing.T, ns, ip string) *net.UDPConn {
+// udpIn opens a UDP socket in node i's namespace bound to ip (any port).
+func udpIn(t *testing.T, l *tlab, i int, ip netip.Addr) *net.UDPConn {
 	t.Helper()
 	var c *net.UDPConn
-	err := inNetns(ns, func() error {
+	err := l.Do(i, func() error {
 		var err error
-		c, err = net.ListenUDP("udp4", &net.UDPAddr{IP: net.ParseIP(ip)})
+		c, err = net.ListenUDP("udp4", &net.UDPAddr{IP: ip.AsSlice()})
 		if err != nil {
 			return err
 		}
@@ -129,80 +86,58 @@ func udpIn(t *testing.T, ns, ip string) *net.UDPConn {
 		return p.SetMulticastTTL(1)
 	})
 	if err != nil {
-		t.Fatalf("socket in %s: %v", ns, err)
+		t.Fatalf("socket in %s: %v", l.NS(i), err)
 	}
 	t.Cleanup(func() { c.Close() })
 	return c
 }
 
-// addAddrs gives node nd's eth0 count more addresses, SUBNET.base..,
-// returned as strings: more source addresses for an attacker.
-func (nd *node) addAddrs(t *testing.T, base, count int) []string {
+// addAddrs gives node i's eth0 count more addresses, from the subnet's
+// first-th on: more source addresses for an attacker.
+func (l *tlab) addAddrs(t *testing.T, i, first, count int) []netip.Addr {
 	t.Helper()
-	var out []string
-	for i := range count {
-		ip := fmt.Sprintf("%s.%d", subnet, base+i)
-		nd.l.ip("-n", nd.ns, "addr", "add", ip+"/24", "dev", "eth0")
-		out = append(out, ip)
+	out, err := l.AddAddrs(i, first, count)
+	if err != nil {
+		t.Fatalf("e2e: %v", err)
 	}
 	return out
 }
 
-// metricFamily returns the samples of one metric of node nd's /metrics, by
+// metricFamily returns the samples of one metric of node i's /metrics, by
 // the value of label ("" for an unlabelled metric).
-func (nd *node) metricFamily(name, label string) (map[string]float64, error) {
-	resp, err := nd.client.Get("http://groupd/metrics")
+func (l *tlab) metricFamily(i int, name, label string) (map[string]float64, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	fams, err := l.Client(i).Metrics(ctx)
 	if err != nil {
 		return nil, err
 	}
-	defer resp.Body.Close()
 	out := map[string]float64{}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, name) {
-			continue
-		}
-		rest := line[len(name):]
+	for _, m := range fams[name].GetMetric() {
 		key := ""
+		for _, lp := range m.GetLabel() {
+			if lp.GetName() == label {
+				key = lp.GetValue()
+			}
+		}
 		switch {
-		case strings.HasPrefix(rest, "{"):
-			end := strings.Index(rest, "}")
-			if end < 0 {
-				continue
-			}
-			labels := rest[1:end]
-			for _, kv := range strings.Split(labels, ",") {
-				k, v, _ := strings.Cut(kv, "=")
-				if k == label {
-					key = strings.Trim(v, `"`)
-				}
-			}
-			rest = rest[end+1:]
-		case strings.HasPrefix(rest, " "):
-		default:
-			continue // another metric with this prefix
+		case m.GetCounter() != nil:
+			out[key] += m.GetCounter().GetValue()
+		case m.GetGauge() != nil:
+			out[key] += m.GetGauge().GetValue()
+		case m.GetUntyped() != nil:
+			out[key] += m.GetUntyped().GetValue()
 		}
-		f := strings.Fields(rest)
-		if len(f) == 0 {
-			continue
-		}
-		v, err := strconv.ParseFloat(f[0], 64)
-		if err != nil {
-			continue
-		}
-		out[key] += v
 	}
-	return out, sc.Err()
+	return out, nil
 }
 
-// drops returns node nd's groupd_dropped_packets_total by reason.
-func (nd *node) drops(t *testing.T) map[string]float64 {
-	t.Helper()
-	m, err := nd.metricFamily("groupd_dropped_packets_total", "reason")
+// drops returns node i's groupd_dropped_packets_total by reason.
+func (l *tlab) drops(i int) map[string]float64 {
+	l.t.Helper()
+	m, err := l.metricFamily(i, "groupd_dropped_packets_total", "reason")
 	if err != nil {
-		t.Fatalf("node %d: /metrics: %v", nd.id, err)
+		l.t.Fatalf("node %d: /metrics: %v", i, err)
 	}
 	return m
 }
@@ -236,30 +171,14 @@ func formatCounts(m map[string]float64) string {
 	return b.String()
 }
 
-// pid returns the pid of node nd's daemon (`ip netns exec` execs groupd).
-func (nd *node) pid(t *testing.T) int {
-	t.Helper()
-	cmd, done := nd.process()
-	if cmd == nil {
-		t.Fatalf("node %d never ran", nd.id)
+// pid returns the pid of node i's daemon.
+func (l *tlab) pid(i int) int {
+	l.t.Helper()
+	pid, err := l.PID(i)
+	if err != nil {
+		l.t.Fatalf("e2e: %v; log:\n%s", err, l.LogTail(i, 20))
 	}
-	select {
-	case <-done:
-		t.Fatalf("node %d is not running; log:\n%s", nd.id, nd.logTail(20))
-	default:
-	}
-	return cmd.Process.Pid
-}
-
-// alive reports whether node nd's daemon still runs.
-func (nd *node) alive() bool {
-	_, done := nd.process()
-	select {
-	case <-done:
-		return false
-	default:
-		return true
-	}
+	return pid
 }
 
 // rssKB reads VmRSS of pid from /proc, in KiB.
@@ -279,19 +198,19 @@ func rssKB(pid int) (int, error) {
 	return 0, errors.New("no VmRSS")
 }
 
-// logSize is the size of node nd's groupd.log: lines appended after it
-// was taken are counted by logLinesSince.
-func (nd *node) logSize() int64 {
-	fi, err := os.Stat(filepath.Join(nd.dir, "groupd.log"))
+// logSize is the size of a daemon log: lines appended after it was taken
+// are counted by logLinesSince.
+func logSize(path string) int64 {
+	fi, err := os.Stat(path)
 	if err != nil {
 		return 0
 	}
 	return fi.Size()
 }
 
-// logLinesSince returns the lines node nd logged after offset.
-func (nd *node) logLinesSince(off int64) []string {
-	f, err := os.Open(filepath.Join(nd.dir, "groupd.log"))
+// logLinesSince returns the lines logged to path after offset.
+func logLinesSince(path string, off int64) []string {
+	f, err := os.Open(path)
 	if err != nil {
 		return nil
 	}
@@ -311,18 +230,23 @@ func (nd *node) logLinesSince(off int64) []string {
 // view in before over [from, to): its recorded events show no other group
 // and no member but ids, and its view now is the same group, coordinator
 // and members.
-func (l *lab) stableGroups(t *testing.T, what string, ids []int, before map[int]group.Status, from, to time.Time) {
+func (l *tlab) stableGroups(what string, ids []int, before map[int]group.Status, from, to time.Time) {
+	t := l.t
 	t.Helper()
+	h, err := l.History()
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, i := range ids {
 		want := before[i]
-		gs := l.hist.groups(wire.NodeID(i), from, to)
+		gs := h.Groups(wire.NodeID(i), from, to)
 		for _, g := range gs {
 			if g != want.Group {
 				t.Errorf("%s: node %d changed group: %v during the attack (was %s)", what, i, gs, want.Group)
 				break
 			}
 		}
-		now, err := l.nodes[i].status()
+		now, err := l.Status(i)
 		if err != nil {
 			t.Errorf("%s: node %d: %v", what, i, err)
 			continue
@@ -331,13 +255,13 @@ func (l *lab) stableGroups(t *testing.T, what string, ids []int, before map[int]
 			t.Errorf("%s: node %d is now %s, was %s", what, i, now, want)
 		}
 	}
-	for _, r := range l.hist.sorted() {
-		if r.kind != recEvent || r.t.Before(from) || !r.t.Before(to) || !slices.Contains(ids, int(r.node)) {
+	for _, ev := range h.Events(from, to) {
+		if !slices.Contains(ids, int(ev.Node)) {
 			continue
 		}
-		for _, m := range r.ev.New.Members {
+		for _, m := range ev.New.Members {
 			if !slices.Contains(ids, int(m)) {
-				t.Errorf("%s: node %d listed member %d: %s", what, r.node, m, r.ev)
+				t.Errorf("%s: node %d listed member %d: %s", what, ev.Node, m, ev)
 			}
 		}
 	}
@@ -345,19 +269,15 @@ func (l *lab) stableGroups(t *testing.T, what string, ids []int, before map[int]
 
 // noStrangers asserts that nodes ids do not know any of strangers: not in
 // memberlist, not in their address book, not in their group.
-func (l *lab) noStrangers(t *testing.T, ids []int, strangers []wire.NodeID) {
+func (l *tlab) noStrangers(ids []int, strangers []wire.NodeID) {
+	t := l.t
 	t.Helper()
 	for _, i := range ids {
-		resp, err := l.nodes[i].client.Get("http://groupd/v1/members")
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		ms, err := l.Client(i).Members(ctx)
+		cancel()
 		if err != nil {
 			t.Errorf("node %d: /v1/members: %v", i, err)
-			continue
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		var ms []group.Member
-		if err := json.Unmarshal(b, &ms); err != nil {
-			t.Errorf("node %d: /v1/members: %v: %s", i, err, b)
 			continue
 		}
 		for _, m := range ms {
@@ -373,7 +293,7 @@ func (l *lab) noStrangers(t *testing.T, ids []int, strangers []wire.NodeID) {
 func rogueMsg(t *testing.T, from wire.NodeID, prio uint8, g wire.GroupNumber, st wire.State, ctr uint64, body wire.Body) []byte {
 	t.Helper()
 	b, err := wire.Encode(wire.Message{Header: wire.Header{From: from, Priority: prio,
-		Incarnation: uint64(time.Now().Unix()), Counter: ctr, Group: g, State: st}, Body: body})
+		Boot: uint64(time.Now().UnixNano()), Counter: ctr, Group: g, State: st}, Body: body})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -391,43 +311,41 @@ func rogueMsg(t *testing.T, from wire.NodeID, prio uint8, g wire.GroupNumber, st
 // the rogue as a member. The keyed nodes must not change group at all,
 // must not list any rogue anywhere, and must count the packets as "auth"
 // drops.
+//
+// Like the other attacks (TestReplayCaptured, TestFuzzPackets) it runs
+// alone, before the tests that run side by side: it asserts that no group
+// changes at all, and on a machine loaded by a dozen labs a failure
+// detector starved of CPU would change one for reasons of its own.
 func TestRogueNodes(t *testing.T) {
 	l := newLab(t, 6, "lan")
 	_, good := newKey(t)
 	_, wrongPath := newKey(t)
 	wrongKey, _ := base64.StdEncoding.DecodeString(strings.TrimSpace(readFile(t, wrongPath)))
 	keyed := []int{1, 2, 3}
-	t.Setenv("GROUPD_KEY_FILE", good)
-	t.Setenv("GROUPD_PRIORITY", "100")
-	l.start(keyed...)
-	before, _ := l.waitFor("keyed nodes 1-3 converge", keyed, 60*time.Second, l.convergedCond(keyed))
+	l.startWith(lab.Options{Env: []string{"GROUPD_KEY_FILE=" + good, "GROUPD_PRIORITY=100"}}, keyed...)
+	before, _ := l.waitFor("keyed nodes 1-3 converge", keyed, 60*time.Second, lab.Converged(keyed))
 	G := before[1].Group
 	t.Logf("keyed nodes 1-3 in group %s (coordinator %d)", G, before[1].Coordinator)
 
 	// The rogue daemons: highest IDs of the lab, highest priority.
-	t.Setenv("GROUPD_PRIORITY", "255")
-	t.Setenv("GROUPD_KEY_FILE", wrongPath)
-	l.start(4)
-	t.Setenv("GROUPD_KEY_FILE", "")
-	l.start(5)
-	t.Setenv("GROUPD_KEY_FILE", good)
-	t.Setenv("GROUPD_PRIORITY", "100")
+	l.startWith(lab.Options{Env: []string{"GROUPD_KEY_FILE=" + wrongPath, "GROUPD_PRIORITY=255"}}, 4)
+	l.startWith(lab.Options{Env: []string{"GROUPD_KEY_FILE=", "GROUPD_PRIORITY=255"}}, 5)
 
 	dropsBefore := map[int]map[string]float64{}
 	for _, i := range keyed {
-		dropsBefore[i] = l.nodes[i].drops(t)
+		dropsBefore[i] = l.drops(i)
 	}
 	from := time.Now()
 
 	// The crafted packets, from namespace 6.
 	const rogueID = wire.NodeID(1<<53 - 1)
 	rg := wire.GroupNumber{Seq: 1 << 40, ID: rogueID}
-	conn := udpIn(t, l.nodes[6].ns, l.nodes[6].ip)
+	conn := udpIn(t, l, 6, l.Addr(6))
 	wrong, err := wire.NewSealer(wrongKey)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rogueAddr := net.JoinHostPort(l.nodes[6].ip, strconv.Itoa(gossipPort))
+	rogueAddr := net.JoinHostPort(l.Addr(6).String(), strconv.Itoa(gossipPort))
 	var ctr uint64
 	next := func() uint64 { ctr++; return ctr }
 	packets := func(to int) [][]byte {
@@ -474,7 +392,7 @@ func TestRogueNodes(t *testing.T) {
 	sent := 0
 	for time.Since(from) < attack {
 		for _, i := range keyed {
-			dst := &net.UDPAddr{IP: net.ParseIP(l.nodes[i].ip), Port: wirePort}
+			dst := &net.UDPAddr{IP: l.Addr(i).AsSlice(), Port: wirePort}
 			for _, p := range packets(i) {
 				if _, err := conn.WriteToUDP(p, dst); err == nil {
 					sent++
@@ -493,17 +411,17 @@ func TestRogueNodes(t *testing.T) {
 	t.Logf("rogues: %d crafted packets in %v (about %.0f/s), plus rogue daemons 4 (wrong key) and 5 (no key), priority 255",
 		sent, attack, float64(sent)/attack.Seconds())
 
-	l.stableGroups(t, "rogues", keyed, before, from, to)
-	l.noStrangers(t, keyed, []wire.NodeID{4, 5, rogueID})
+	l.stableGroups("rogues", keyed, before, from, to)
+	l.noStrangers(keyed, []wire.NodeID{4, 5, rogueID})
 	for _, i := range keyed {
-		d := diff(l.nodes[i].drops(t), dropsBefore[i])
+		d := diff(l.drops(i), dropsBefore[i])
 		t.Logf("node %d dropped during the attack: %s", i, formatCounts(d))
 		if d["auth"] == 0 {
 			t.Errorf("node %d counted no unauthenticated packet", i)
 		}
 	}
 	for _, i := range []int{4, 5} {
-		if s, err := l.nodes[i].status(); err == nil {
+		if s, err := l.Status(i); err == nil {
 			t.Logf("rogue daemon %d: %s", i, s)
 			if slices.ContainsFunc(s.Members, func(id wire.NodeID) bool { return id <= 3 }) {
 				t.Errorf("rogue daemon %d lists a keyed node: %s", i, s)
@@ -523,29 +441,30 @@ func TestRogueNodes(t *testing.T) {
 // node's memberlist port. No group may change: the replay window drops
 // what a node has seen, or that is older than the window or than the
 // sender's incarnation, and packets sealed for another node do not open.
+//
+// It runs alone, as TestRogueNodes does.
 func TestReplayCaptured(t *testing.T) {
 	l := newLab(t, 4, "lan")
 	goodKey, good := newKey(t)
-	t.Setenv("GROUPD_KEY_FILE", good)
-	t.Setenv("GROUPD_PRIORITY", "100")
 	keyed := []int{1, 2, 3}
-	l.start(keyed...)
-	l.waitFor("keyed nodes converge", keyed, 60*time.Second, l.convergedCond(keyed))
+	l.startWith(lab.Options{Env: []string{"GROUPD_KEY_FILE=" + good, "GROUPD_PRIORITY=100"}}, keyed...)
+	l.waitFor("keyed nodes converge", keyed, 60*time.Second, lab.Converged(keyed))
 
 	var caps []*capture
 	for _, i := range keyed {
-		c, err := startCapture(l.nodes[i].veth)
+		c, err := startCapture(l.Veth(i))
 		if err != nil {
-			t.Skipf("cannot capture on %s (AF_PACKET): %v", l.nodes[i].veth, err)
+			t.Skipf("cannot capture on %s (AF_PACKET): %v", l.Veth(i), err)
 		}
 		caps = append(caps, c)
 	}
 	// Traffic worth recording: a coordinator that leaves and comes back,
-	// a participant killed and restarted.
+	// a participant killed and restarted (each with its key: a node keeps
+	// its options).
 	l.restart(3, false)
-	l.waitFor("converge after restarting 3", keyed, 60*time.Second, l.convergedCond(keyed))
+	l.waitFor("converge after restarting 3", keyed, 60*time.Second, lab.Converged(keyed))
 	l.restart(1, true)
-	l.waitFor("converge after kill -9 and restart of 1", keyed, 60*time.Second, l.convergedCond(keyed))
+	l.waitFor("converge after kill -9 and restart of 1", keyed, 60*time.Second, lab.Converged(keyed))
 	time.Sleep(2 * time.Second) // some steady-state traffic too
 	var rec []captured
 	seen := map[string]bool{}
@@ -573,20 +492,20 @@ func TestReplayCaptured(t *testing.T) {
 		t.Fatalf("recorded only %d wire packets", len(wirePkts))
 	}
 
-	before, _ := l.waitFor("keyed nodes converged before the replay", keyed, 30*time.Second, l.convergedCond(keyed))
+	before, _ := l.waitFor("keyed nodes converged before the replay", keyed, 30*time.Second, lab.Converged(keyed))
 	dropsBefore := map[int]map[string]float64{}
 	recvBefore := map[int]map[string]float64{}
 	for _, i := range keyed {
-		dropsBefore[i] = l.nodes[i].drops(t)
-		recvBefore[i], _ = l.nodes[i].metricFamily("groupd_messages_received_total", "type")
+		dropsBefore[i] = l.drops(i)
+		recvBefore[i], _ = l.metricFamily(i, "groupd_messages_received_total", "type")
 	}
 	// Four source addresses, each under the per-source rate limit (500/s):
 	// the replayed packets must reach the replay window, not be turned
 	// away by the limiter.
-	srcs := l.nodes[4].addAddrs(t, 200, 4)
+	srcs := l.addAddrs(t, 4, 200, 4)
 	var conns []*net.UDPConn
-	for _, ip := range append(srcs, l.nodes[4].ip) {
-		conns = append(conns, udpIn(t, l.nodes[4].ns, ip))
+	for _, ip := range append(srcs, l.Addr(4)) {
+		conns = append(conns, udpIn(t, l, 4, ip))
 	}
 	from := time.Now()
 	sent := 0
@@ -594,7 +513,7 @@ func TestReplayCaptured(t *testing.T) {
 	var mu sync.Mutex
 	dsts := []*net.UDPAddr{mcastAddr}
 	for _, i := range keyed {
-		dsts = append(dsts, &net.UDPAddr{IP: net.ParseIP(l.nodes[i].ip), Port: wirePort})
+		dsts = append(dsts, &net.UDPAddr{IP: l.Addr(i).AsSlice(), Port: wirePort})
 	}
 	for k, dst := range dsts {
 		wg.Add(1)
@@ -617,7 +536,7 @@ func TestReplayCaptured(t *testing.T) {
 	wg.Wait()
 	mlSent := 0
 	for _, i := range keyed {
-		dst := &net.UDPAddr{IP: net.ParseIP(l.nodes[i].ip), Port: gossipPort}
+		dst := &net.UDPAddr{IP: l.Addr(i).AsSlice(), Port: gossipPort}
 		for _, p := range mlPkts {
 			if _, err := conns[4].WriteToUDP(p, dst); err == nil {
 				mlSent++
@@ -629,10 +548,10 @@ func TestReplayCaptured(t *testing.T) {
 	to := time.Now()
 	t.Logf("replayed %d wire packets (%d recorded × %d destinations) and %d memberlist datagrams in %.1fs",
 		sent, len(wirePkts), len(dsts), mlSent, to.Sub(from).Seconds())
-	l.stableGroups(t, "replay", keyed, before, from, to)
+	l.stableGroups("replay", keyed, before, from, to)
 	for _, i := range keyed {
-		d := diff(l.nodes[i].drops(t), dropsBefore[i])
-		r, _ := l.nodes[i].metricFamily("groupd_messages_received_total", "type")
+		d := diff(l.drops(i), dropsBefore[i])
+		r, _ := l.metricFamily(i, "groupd_messages_received_total", "type")
 		t.Logf("node %d during the replay: dropped %s; accepted %s", i, formatCounts(d), formatCounts(diff(r, recvBefore[i])))
 		if d["replay"] == 0 {
 			t.Errorf("node %d dropped nothing as a replay", i)

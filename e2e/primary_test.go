@@ -8,33 +8,34 @@ import (
 	"time"
 
 	"github.com/groupd/groupd/group"
+	"github.com/groupd/groupd/internal/lab"
 )
 
 // Primary-partition mode (--expect): split five nodes 2+3; only the side of
 // three is primary, and `groupd status` exits 3 on the other side; after
 // the heal every node is primary again.
 func TestPrimaryPartition(t *testing.T) {
+	t.Parallel()
 	requireFaults(t)
-	l := newLab(t, 5, "lan")
-	l.extra = []string{"--expect", "5"}
+	l := newLab(t, 5, "lan", "--expect", "5")
 	l.converge()
 	l.expectPrimary(l.all(), true)
 
 	a, b := []int{1, 2}, []int{3, 4, 5}
 	l.partition(a, b)
-	l.waitFor("side 1,2 converges", a, 30*time.Second, l.convergedCond(a))
-	l.waitFor("side 3,4,5 converges", b, 30*time.Second, l.convergedCond(b))
+	l.waitFor("side 1,2 converges", a, 30*time.Second, lab.Converged(a))
+	l.waitFor("side 3,4,5 converges", b, 30*time.Second, lab.Converged(b))
 	l.expectPrimary(a, false)
 	l.expectPrimary(b, true)
 
 	l.heal()
-	l.waitFor("healed nodes converge", l.all(), 30*time.Second, l.convergedCond(l.all()))
+	l.waitFor("healed nodes converge", l.all(), 30*time.Second, lab.Converged(l.all()))
 	l.expectPrimary(l.all(), true)
 }
 
 // expectPrimary checks, for each node, the status's primary flag and the
 // exit code of `groupd status` (0 when primary, 3 when not).
-func (l *lab) expectPrimary(ids []int, want bool) {
+func (l *tlab) expectPrimary(ids []int, want bool) {
 	l.t.Helper()
 	sts, _ := l.waitFor(fmt.Sprintf("nodes %v primary=%v", ids, want), ids, 10*time.Second,
 		func(sts map[int]group.Status) string {
@@ -47,7 +48,7 @@ func (l *lab) expectPrimary(ids []int, want bool) {
 		})
 	for _, i := range ids {
 		code := 0
-		out, err := exec.Command(groupdBin, "status", "--api", "unix:"+l.nodes[i].sock).CombinedOutput()
+		out, err := exec.Command(groupdBin, "status", "--api", "unix:"+l.Sock(i)).CombinedOutput()
 		var ee *exec.ExitError
 		switch {
 		case errors.As(err, &ee):

@@ -1,75 +1,65 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math/rand"
-	"net"
-	"net/http"
 	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/groupd/groupd/client"
+	groupd "github.com/groupd/groupd/group" // the package name group is taken here (report.go)
+	"github.com/groupd/groupd/internal/history"
+	netlab "github.com/groupd/groupd/internal/lab"
+	"github.com/groupd/groupd/invariant"
 )
 
-// lab is a running scripts/netem lab: node I has its API socket at
-// RUN/nodeI/api.sock and its daemon's pid in RUN/nodeI/pid.
+// lab is a running scripts/netem lab (internal/lab), known by its run dir:
+// the benchmarks find each node's API socket and daemon there.
 type lab struct {
 	run string
 }
 
-func (l lab) sock(i int) string { return filepath.Join(l.run, fmt.Sprintf("node%d", i), "api.sock") }
+// open returns the lab of the run dir.
+func (l lab) open() (*netlab.Lab, error) {
+	return netlab.Open(l.run, nil)
+}
 
+// pid is node i's daemon's process ID.
 func (l lab) pid(i int) (int, error) {
-	b, err := os.ReadFile(filepath.Join(l.run, fmt.Sprintf("node%d", i), "pid"))
+	nl, err := l.open()
 	if err != nil {
 		return 0, err
 	}
-	return strconv.Atoi(strings.TrimSpace(string(b)))
+	return nl.PID(i)
 }
 
-// unixClient talks HTTP to a daemon's API over its unix socket.
-func unixClient(sock string, timeout time.Duration) *http.Client {
-	tr := &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, "unix", sock)
-		},
-		DisableKeepAlives: true,
+// sock is node i's API socket.
+func (l lab) sock(i int) string { return netlab.SockPath(l.run, i) }
+
+// client is node i's API client (package client: the one client of the
+// daemons' API).
+func (l lab) client(i int) (*client.Client, error) {
+	nl, err := l.open()
+	if err != nil {
+		return nil, err
 	}
-	return &http.Client{Transport: tr, Timeout: timeout}
-}
-
-// statusJ is the part of the API's Status JSON the benchmarks read.
-type statusJ struct {
-	ID          uint64   `json:"id"`
-	State       string   `json:"state"`
-	Role        string   `json:"role"`
-	Group       string   `json:"group"`
-	Coordinator uint64   `json:"coordinator"`
-	Members     []uint64 `json:"members"`
-	Version     uint64   `json:"version"`
-}
-
-// eventJ is one line of GET /v1/events.
-type eventJ struct {
-	Time   time.Time `json:"time"`
-	Node   uint64    `json:"node"`
-	Reason string    `json:"reason"`
-	New    statusJ   `json:"new"`
+	return nl.Client(i), nil
 }
 
 type nodeEvent struct {
 	node int
-	ev   eventJ
+	ev   groupd.Event
 	err  error // the stream ended
 }
 
@@ -79,34 +69,27 @@ type nodeEvent struct {
 func (l lab) watch(ctx context.Context, nodes []int) (<-chan nodeEvent, error) {
 	ch := make(chan nodeEvent, 4096)
 	for _, i := range nodes {
-		var resp *http.Response
+		c, err := l.client(i)
+		if err != nil {
+			return nil, err
+		}
+		var s *client.Stream
 		deadline := time.Now().Add(10 * time.Second)
 		for {
-			req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://groupd/v1/events", nil)
-			if err != nil {
-				return nil, err
-			}
-			resp, err = unixClient(l.sock(i), 0).Do(req)
-			if err == nil && resp.StatusCode == http.StatusOK {
+			if s, err = c.Watch(ctx); err == nil {
 				break
-			}
-			if err == nil {
-				resp.Body.Close()
-				err = fmt.Errorf("HTTP %s", resp.Status)
 			}
 			if time.Now().After(deadline) {
 				return nil, fmt.Errorf("node %d: events: %w", i, err)
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
-		go func(i int, body io.ReadCloser) {
-			defer body.Close()
-			sc := bufio.NewScanner(body)
-			sc.Buffer(make([]byte, 64<<10), 8<<20)
-			for sc.Scan() {
-				var e eventJ
-				if json.Unmarshal(sc.Bytes(), &e) != nil {
-					continue
+		go func() {
+			defer s.Close()
+			for {
+				e, err := s.Next()
+				if err != nil {
+					break
 				}
 				select {
 				case ch <- nodeEvent{node: i, ev: e}:
@@ -118,7 +101,7 @@ func (l lab) watch(ctx context.Context, nodes []int) (<-chan nodeEvent, error) {
 			case ch <- nodeEvent{node: i, err: io.EOF}:
 			case <-ctx.Done():
 			}
-		}(i, resp.Body)
+		}()
 	}
 	return ch, nil
 }
@@ -126,7 +109,7 @@ func (l lab) watch(ctx context.Context, nodes []int) (<-chan nodeEvent, error) {
 // view is a node's latest status and when its view (state, group,
 // coordinator, members) last changed, by the daemon's own event times.
 type view struct {
-	st    statusJ
+	st    groupd.Status
 	since time.Time
 	seen  bool
 }
@@ -144,7 +127,7 @@ func newTracker() *tracker { return &tracker{views: map[int]*view{}} }
 // setMark makes firstAt the earliest non-snapshot event at or after t.
 func (t *tracker) setMark(at time.Time) { t.mark, t.firstAt, t.nonSnaps = at, time.Time{}, 0 }
 
-func sameView(a, b statusJ) bool {
+func sameView(a, b groupd.Status) bool {
 	return a.State == b.State && a.Group == b.Group && a.Coordinator == b.Coordinator && slices.Equal(a.Members, b.Members)
 }
 
@@ -161,7 +144,7 @@ func (t *tracker) apply(ne nodeEvent) {
 		v.since = ne.ev.Time
 	}
 	v.st, v.seen = ne.ev.New, true
-	if ne.ev.Reason != "snapshot" && !t.mark.IsZero() && !ne.ev.Time.Before(t.mark) {
+	if ne.ev.Reason != groupd.ReasonSnapshot && !t.mark.IsZero() && !ne.ev.Time.Before(t.mark) {
 		t.nonSnaps++
 		if t.firstAt.IsZero() || ne.ev.Time.Before(t.firstAt) {
 			t.firstAt = ne.ev.Time
@@ -181,60 +164,33 @@ func (t *tracker) doneAt(nodes []int) time.Time {
 	return d
 }
 
-// converged is lab.sh wait's condition: every node Normal in one group whose
-// coordinator is the highest of nodes, listing exactly nodes.
-func (t *tracker) converged(nodes []int) bool {
-	want := slices.Max(nodes)
-	members := sortedU64(nodes)
-	var group string
+// statuses returns the views of nodes, false if one has none yet.
+func (t *tracker) statuses(nodes []int) ([]groupd.Status, bool) {
+	out := make([]groupd.Status, 0, len(nodes))
 	for _, i := range nodes {
 		v := t.views[i]
-		if v == nil || !v.seen || v.st.State != "normal" || v.st.Coordinator != uint64(want) || !slices.Equal(v.st.Members, members) {
-			return false
+		if v == nil || !v.seen {
+			return nil, false
 		}
-		if group == "" {
-			group = v.st.Group
-		}
-		if v.st.Group != group {
-			return false
-		}
+		out = append(out, v.st)
 	}
-	return true
+	return out, true
 }
 
-// failedOver is invariant L2's condition, as the simulator checks it
-// (internal/invariant.FailedOver): every survivor Normal in one group whose
-// coordinator is a survivor, and every survivor's member list holds every
-// survivor.
+// converged is lab.sh wait's condition, the L1 predicate
+// (invariant.IsConverged): every node Normal in one group whose
+// coordinator is the highest-ranked of nodes, listing exactly nodes.
+func (t *tracker) converged(nodes []int) bool {
+	sts, ok := t.statuses(nodes)
+	return ok && invariant.IsConverged(history.Views(sts))
+}
+
+// failedOver is invariant L2's condition (invariant.FailedOver): every
+// survivor Normal in one group whose coordinator is a survivor, and every
+// survivor's member list holds every survivor.
 func (t *tracker) failedOver(survivors []int) bool {
-	var group string
-	for _, i := range survivors {
-		v := t.views[i]
-		if v == nil || !v.seen || v.st.State != "normal" || !slices.Contains(survivors, int(v.st.Coordinator)) {
-			return false
-		}
-		if group == "" {
-			group = v.st.Group
-		}
-		if v.st.Group != group {
-			return false
-		}
-		for _, o := range survivors {
-			if !slices.Contains(v.st.Members, uint64(o)) {
-				return false
-			}
-		}
-	}
-	return true
-}
-
-func sortedU64(nodes []int) []uint64 {
-	out := make([]uint64, len(nodes))
-	for i, n := range nodes {
-		out[i] = uint64(n)
-	}
-	slices.Sort(out)
-	return out
+	sts, ok := t.statuses(survivors)
+	return ok && len(invariant.FailedOver(time.Time{}, history.Views(sts))) == 0
 }
 
 // waitFor applies events until cond holds (checked after every event) or
@@ -288,34 +244,44 @@ func (t *tracker) describe() string {
 
 // scrape reads one node's /metrics into series -> value.
 func (l lab) scrape(i int) (map[string]float64, error) {
-	resp, err := unixClient(l.sock(i), 5*time.Second).Get("http://groupd/metrics")
+	c, err := l.client(i)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	fams, err := c.Metrics(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("node %d: metrics: %w", i, err)
 	}
-	defer resp.Body.Close()
-	return parseProm(resp.Body)
+	return series(fams), nil
 }
 
-func parseProm(r io.Reader) (map[string]float64, error) {
+// series flattens metric families into one value per series, keyed as the
+// text format writes them: name{label="value",...}.
+func series(fams map[string]*dto.MetricFamily) map[string]float64 {
 	out := map[string]float64{}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 4<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if line == "" || line[0] == '#' {
-			continue
+	for name, f := range fams {
+		for _, m := range f.GetMetric() {
+			key := name
+			if len(m.GetLabel()) > 0 {
+				var ls []string
+				for _, lp := range m.GetLabel() {
+					ls = append(ls, fmt.Sprintf("%s=%q", lp.GetName(), lp.GetValue()))
+				}
+				key += "{" + strings.Join(ls, ",") + "}"
+			}
+			switch {
+			case m.GetCounter() != nil:
+				out[key] = m.GetCounter().GetValue()
+			case m.GetGauge() != nil:
+				out[key] = m.GetGauge().GetValue()
+			case m.GetUntyped() != nil:
+				out[key] = m.GetUntyped().GetValue()
+			}
 		}
-		k := strings.LastIndexByte(line, ' ')
-		if k < 0 {
-			continue
-		}
-		v, err := strconv.ParseFloat(line[k+1:], 64)
-		if err != nil {
-			continue
-		}
-		out[line[:k]] = v
 	}
-	return out, sc.Err()
+	return out
 }
 
 // scrapeAll scrapes nodes concurrently.

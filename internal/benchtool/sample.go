@@ -4,14 +4,13 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"github.com/groupd/groupd/client"
 	"strconv"
 	"strings"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/procfs"
-
-	"github.com/groupd/groupd/client"
 )
 
 // Sample is a window of steady state.

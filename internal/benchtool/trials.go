@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -15,6 +14,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	netlab "github.com/groupd/groupd/internal/lab"
 )
 
 // Result is one trial, lab or simulator. Times are seconds.
@@ -116,7 +117,7 @@ func cmdFailover(args []string) error {
 		Kind: "failover", Impl: *impl, Source: "lab", N: *n, Trial: *trial,
 		Seconds: secs(done.Sub(tKill)), DetectS: secs(t.firstAt.Sub(tKill)), PhaseS: secs(ph),
 		Victim: *victim, Coordinator: int(st.Coordinator), Highest: int(st.Coordinator) == slices.Max(survivors),
-		Group: st.Group, FaultTime: tKill, Load: load(),
+		Group: st.Group.String(), FaultTime: tKill, Load: load(),
 		Msgs:    byType("groupd_messages_sent_total", before, after),
 		Bytes:   byType("groupd_bytes_sent_total", before, after),
 		WindowS: secs(tAfter.Sub(tBefore)),
@@ -204,7 +205,7 @@ func cmdHeal(args []string) error {
 		Kind: "heal", Impl: *impl, Source: "lab", N: *n, Trial: *trial,
 		Seconds: secs(done.Sub(tHealEnd)), FromCmdS: secs(done.Sub(tHeal)), CmdS: secs(tHealEnd.Sub(tHeal)),
 		SplitS: splitS, PartCmdS: secs(tPartEnd.Sub(tPart)), PhaseS: secs(ph), DetectS: secs(t.firstAt.Sub(tHealEnd)),
-		Coordinator: int(st.Coordinator), Highest: int(st.Coordinator) == *n, Group: st.Group,
+		Coordinator: int(st.Coordinator), Highest: int(st.Coordinator) == *n, Group: st.Group.String(),
 		FaultTime: tHealEnd, Load: load(),
 		Msgs:    byType("groupd_messages_sent_total", before, after),
 		Bytes:   byType("groupd_bytes_sent_total", before, after),
@@ -356,8 +357,8 @@ func cmdVRRP(args []string) error {
 
 // ---- converge ----------------------------------------------------------------------
 
-// cmdConverge reads the events the lab's recorders wrote
-// (RUN/nodeI/events.ndjson), checks that the nodes' last views are one
+// cmdConverge reads the events the lab's recorder wrote
+// (RUN/history.ndjson), checks that the nodes' last views are one
 // group, and reports when the last node reached its final view, from --since.
 func cmdConverge(args []string) error {
 	fs := flag.NewFlagSet("converge", flag.ExitOnError)
@@ -369,21 +370,14 @@ func cmdConverge(args []string) error {
 	fs.Parse(args)
 	all := rangeInts(1, *n)
 	t := newTracker()
-	for _, i := range all {
-		f, err := os.Open(filepath.Join(*run, fmt.Sprintf("node%d", i), "events.ndjson"))
-		if err != nil {
-			return err
-		}
-		sc := bufio.NewScanner(f)
-		sc.Buffer(make([]byte, 64<<10), 8<<20)
-		for sc.Scan() {
-			var e eventJ
-			if json.Unmarshal(sc.Bytes(), &e) != nil {
-				continue
-			}
+	h, err := netlab.ReadHistory(*run)
+	if err != nil {
+		return err
+	}
+	for _, e := range h.Events(time.Time{}, time.Time{}) {
+		if i := int(e.Node); i >= 1 && i <= *n {
 			t.apply(nodeEvent{node: i, ev: e})
 		}
-		f.Close()
 	}
 	if !t.converged(all) {
 		return fmt.Errorf("the recorded views are not one group: %s", t.describe())
@@ -393,7 +387,7 @@ func cmdConverge(args []string) error {
 	done := t.doneAt(all)
 	st := t.views[*n].st
 	r := Result{Kind: "converge", Impl: *impl, Source: "lab", N: *n, Seconds: secs(done.Sub(from)),
-		Coordinator: int(st.Coordinator), Highest: int(st.Coordinator) == *n, Group: st.Group,
+		Coordinator: int(st.Coordinator), Highest: int(st.Coordinator) == *n, Group: st.Group.String(),
 		FaultTime: from, Load: load(), Note: *note}
 	say("converge %-12s N=%-3d %.3fs to one group %s", r.Impl, r.N, r.Seconds, r.Group)
 	return emit(r)

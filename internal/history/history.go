@@ -1,25 +1,41 @@
 // Package history replays a recorded run of real groupd daemons through the
-// invariant checker (internal/invariant): every node's events as `groupd
-// watch --json` printed them (events.ndjson, one group.Event per line) and
-// what the lab did (faults.ndjson, scripts/netem's format). It is the
-// adapter between the JSON the daemons emit and the checker's types, shared
-// by `internal/cmd/checkhistory` (used by `scripts/netem/experiment.sh
-// chaos`) and the Go lab tests.
+// invariant checker (internal/invariant). It is the one place that turns a
+// recorded history into checks, shared by the network lab (internal/lab),
+// the end-to-end tests (e2e), `internal/cmd/checkhistory` and the
+// experiments of scripts/netem.
+//
+// A history is two kinds of record, read from NDJSON where both kinds may
+// share one file (the lab's RUN/history.ndjson) or come from two
+// (scripts/netem's events.ndjson and faults.ndjson):
+//
+//   - events: what `groupd watch --json` (GET /v1/events) printed, one
+//     group.Event per line, each a node's own view;
+//   - marks: what the lab did and where it wants a check, one Mark per line
+//     ({"time","kind","spec"}, the faults.ndjson format that `groupd
+//     timeline --faults` draws).
 //
 // Adapter rules (the checker takes invitation.Status, the JSON is
 // group.Status):
 //
-//   - Member lists carry IDs only; priorities are taken from each node's
-//     own reports (its "priority"), wire.DefaultPriority until seen.
-//   - A "snapshot" event (the first line of every `groupd watch` stream)
-//     restates the view: only the first of an incarnation is used. A later
-//     one (the recorder reconnected) may be older than an event stamped
-//     just before it, so it could only bring a stale view back.
-//   - Restarts are inferred from the "incarnation" of the events: a node's
-//     first event with a new incarnation is a Crash (if the checker still
-//     had it alive) and a Restart just before it. Events of an older
-//     incarnation arriving late are stale and skipped. A "kill" fault is a
-//     Crash at its time (the lab records it after kill -9 returned).
+//   - Member lists carry IDs only; a member's priority is the one that node
+//     last reported about itself (MemberPriority: the one place to change
+//     once group.Status carries its members' priorities), and rank is
+//     (priority, id) as everywhere else.
+//   - A "snapshot" event (the first line of every event stream) restates the
+//     view: only the first of an incarnation is used. A later one (the
+//     recorder reconnected) may be older than an event stamped just before
+//     it, so it could only bring a stale view back.
+//   - Incarnations: a node's first event with a new incarnation is a Crash
+//     (if the checker still had it alive) and a Restart just before it.
+//     Events of an older incarnation, or of a node marked down, are stale
+//     and skipped.
+//   - Marks: "kill", "stop" and "restart" are a Crash at their time (the
+//     process is going away; what it says after that is not checked);
+//     "start" is a Restart at its time and forgets the node's incarnation
+//     (a wiped data dir starts again at 1); "heal" starts a quiet period;
+//     "quiet" (chaos) and "check" are check points; "end" ends the replay.
+//     Other kinds (partition, oneway, loss, delay, wipe) are kept for the
+//     record.
 //   - The checker wants Created records (S1); the JSON has none. A node is
 //     taken to have created a number when its view moves to a number ending
 //     in its own ID that differs from the last one it reported (after a
@@ -27,225 +43,247 @@
 //   - Every event's "counter" (the persisted sequence) is fed to
 //     Checker.Persisted, so S1 also checks that a node never reports a
 //     number of its own above its durable counter.
-//   - A "heal" fault starts a quiet period; a "quiet" fault (written by the
-//     chaos scenario once `lab.sh wait` saw every node converged) is an L1
-//     check point: Checker.CheckConverged at its time. For each check point
-//     the replay also measures how long after the heal the recorded views
-//     first converged.
+//
+// Check points ("check" marks; spec "L1", "L1 1,2" or "L2 1-4"):
+//
+//   - "L1": Checker.CheckConverged, every live node converged (L1) — placed
+//     at heal + T_heal (+ slack). For each, the replay also measures how
+//     long after the last "heal" the views first converged for good.
+//   - "L1 LIST": the listed nodes converged among themselves
+//     (invariant.Converged on their views): one side of a partition.
+//   - "L2 LIST": Checker.CheckFailover for the listed survivors — placed at
+//     crash + T_failover (+ slack).
 package history
 
 import (
-	"bufio"
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"io"
 	"slices"
-	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/groupd/groupd/group"
-	"github.com/groupd/groupd/invariant"
 	"github.com/groupd/groupd/invitation"
 	"github.com/groupd/groupd/wire"
 )
+
+// Mark kinds: the lab's own records, in the order a run meets them.
+const (
+	KindStart     = "start"     // a daemon was launched (spec: nodes)
+	KindPartition = "partition" // spec "1,2|3,4,5"
+	KindOneway    = "oneway"    // spec "1->3"
+	KindLoss      = "loss"      // spec "20%" or "20% from 1,2"
+	KindDelay     = "delay"     // spec "50ms±10ms" (+ " from 1,2")
+	KindHeal      = "heal"      // spec "all" or "partitions"
+	KindKill      = "kill"      // kill -9 (spec: nodes)
+	KindStop      = "stop"      // SIGTERM (spec: nodes)
+	KindRestart   = "restart"   // stop then start (spec: node)
+	KindWipe      = "wipe"      // data dir removed (spec: node)
+	KindQuiet     = "quiet"     // chaos: an L1 check point (spec: a label)
+	KindCheck     = "check"     // a check point (spec "L1", "L1 LIST", "L2 LIST")
+	KindEnd       = "end"       // the run is over; later records are its shutdown
+)
+
+// Mark is one thing the lab did, or a check point: one line of
+// faults.ndjson (or of the lab's history.ndjson).
+type Mark struct {
+	Time time.Time `json:"time"`
+	Kind string    `json:"kind"`
+	Spec string    `json:"spec"`
+	// Label says what a check point checks, for reports.
+	Label string `json:"label,omitempty"`
+}
 
 type kind int
 
 const (
 	kEvent kind = iota
 	kCrash
-	kRestart
+	kStart
 	kHeal
 	kCheck
+	kEnd
+	kNote // a mark with no effect on the replay
 )
 
 type record struct {
 	t     time.Time
-	seq   int // arrival order, breaks ties
+	seq   int // arrival order: breaks ties, and is a check point's ID
 	kind  kind
 	node  wire.NodeID
+	nodes []wire.NodeID // crash, start: the nodes; check: nil for every live node
 	ev    group.Event
-	label string
+	mark  Mark
+	check string // "L1" or "L2"
 }
 
-// History is a recorded run. Add records in any order; Replay sorts them by
-// time. Not safe for concurrent use.
+// History is a recorded run. Records may be added in any order and from
+// several goroutines; every query sorts them by time.
 type History struct {
-	recs []record
-	prio map[wire.NodeID]uint8
-	bad  []string
+	mu      sync.Mutex
+	recs    []record
+	prio    map[wire.NodeID]uint8
+	arrival map[wire.NodeID]time.Time
+	bad     []string
 }
 
 // New returns an empty history.
-func New() *History { return &History{prio: map[wire.NodeID]uint8{}} }
+func New() *History {
+	return &History{prio: map[wire.NodeID]uint8{}, arrival: map[wire.NodeID]time.Time{}}
+}
 
-func (h *History) add(r record) {
-	r.seq = len(h.recs)
+func (h *History) add(r record) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	r.seq = len(h.recs) + 1
 	h.recs = append(h.recs, r)
+	return r.seq
 }
 
-// AddEvent records one event of node ev.Node.
-func (h *History) AddEvent(ev group.Event) {
-	if _, ok := h.prio[ev.New.ID]; !ok || ev.New.ID == ev.Node {
-		h.prio[ev.New.ID] = ev.New.Priority
+// AddEvent records one event: a node's own view. An event without a time,
+// or carrying another node's view, is refused.
+func (h *History) AddEvent(ev group.Event) error {
+	if ev.Time.IsZero() || ev.Node == 0 || ev.New.ID != ev.Node {
+		return fmt.Errorf("history: event without a time, or not the node's own view: %s", ev)
 	}
+	h.mu.Lock()
+	h.prio[ev.Node] = ev.New.Priority
+	h.arrival[ev.Node] = time.Now()
+	h.mu.Unlock()
 	h.add(record{t: ev.Time, kind: kEvent, node: ev.Node, ev: ev})
+	return nil
 }
 
-// AddCrash records that node died at t (kill -9).
-func (h *History) AddCrash(t time.Time, node wire.NodeID) {
-	h.add(record{t: t, kind: kCrash, node: node})
-}
-
-// AddRestart records that node was started again at t. Not needed when the
-// events carry incarnations (they always do); for histories that know
-// better.
-func (h *History) AddRestart(t time.Time, node wire.NodeID) {
-	h.add(record{t: t, kind: kRestart, node: node})
-}
-
-// AddHeal records that the network was healed at t: a quiet period starts.
-func (h *History) AddHeal(t time.Time) { h.add(record{t: t, kind: kHeal}) }
-
-// AddCheck places an L1 check point at t (every live node converged).
-func (h *History) AddCheck(t time.Time, label string) {
-	h.add(record{t: t, kind: kCheck, label: label})
-}
-
-// Bad lists the lines ReadEvents or ReadFaults could not use.
-func (h *History) Bad() []string { return slices.Clone(h.bad) }
-
-// ReadEvents adds every event of r, one JSON group.Event per line (the
-// output of `groupd watch --json`, or scripts/netem's events.ndjson). Blank
-// lines are skipped; unparsable ones are kept in Bad. It returns how many
-// events it added.
-func (h *History) ReadEvents(r io.Reader) (int, error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 16<<20)
-	n, line := 0, 0
-	for sc.Scan() {
-		line++
-		b := sc.Bytes()
-		if len(strings.TrimSpace(string(b))) == 0 {
-			continue
-		}
-		var ev group.Event
-		if err := json.Unmarshal(b, &ev); err != nil {
-			h.bad = append(h.bad, fmt.Sprintf("events line %d: %v", line, err))
-			continue
-		}
-		if ev.Time.IsZero() || ev.Node == 0 || ev.New.ID != ev.Node {
-			h.bad = append(h.bad, fmt.Sprintf("events line %d: no time, or not the node's own view", line))
-			continue
-		}
-		h.AddEvent(ev)
-		n++
+// AddLine records one line of node's event stream (`groupd watch --json`).
+// Blank lines are ignored; a line that is not one of node's events is
+// refused and kept in Bad.
+func (h *History) AddLine(node wire.NodeID, line []byte) error {
+	if blank(line) {
+		return nil
 	}
-	return n, sc.Err()
-}
-
-// Fault is one line of faults.ndjson.
-type Fault struct {
-	Time time.Time `json:"time"`
-	Kind string    `json:"kind"`
-	Spec string    `json:"spec"`
-}
-
-// ReadFaults adds the faults of r (scripts/netem's faults.ndjson) that
-// matter to the checker: "kill" (a crash of node Spec), "heal" (a quiet
-// period starts) and "quiet" (an L1 check point). It returns every fault
-// read, in file order.
-func (h *History) ReadFaults(r io.Reader) ([]Fault, error) {
-	sc := bufio.NewScanner(r)
-	var out []Fault
-	line := 0
-	for sc.Scan() {
-		line++
-		if len(strings.TrimSpace(sc.Text())) == 0 {
-			continue
-		}
-		var f Fault
-		if err := json.Unmarshal(sc.Bytes(), &f); err != nil || f.Time.IsZero() {
-			h.bad = append(h.bad, fmt.Sprintf("faults line %d: unparsable: %q", line, sc.Text()))
-			continue
-		}
-		out = append(out, f)
-		switch f.Kind {
-		case "kill":
-			id, err := strconv.ParseUint(f.Spec, 10, 64)
-			if err != nil || id == 0 {
-				h.bad = append(h.bad, fmt.Sprintf("faults line %d: kill of %q", line, f.Spec))
-				continue
-			}
-			h.AddCrash(f.Time, wire.NodeID(id))
-		case "heal":
-			h.AddHeal(f.Time)
-		case "quiet":
-			h.AddCheck(f.Time, f.Spec)
-		}
+	var ev group.Event
+	err := json.Unmarshal(line, &ev)
+	if err == nil && ev.Node != node {
+		err = fmt.Errorf("the stream of node %d carries an event of node %d", node, ev.Node)
 	}
-	return out, sc.Err()
-}
-
-// Check is the outcome of one L1 check point.
-type Check struct {
-	Label string
-	Time  time.Time
-	// Violations is empty when every live node was converged there.
-	Violations []invariant.Violation
-	// Heal is when the quiet period started (the last "heal" before the
-	// check point; zero if none).
-	Heal time.Time
-	// ConvergedAfter is how long after Heal the recorded views showed
-	// every live node converged for good: the start of the converged
-	// stretch that lasts until the check point (0 if it started before
-	// the heal; -1 if the views are not converged at the check point).
-	ConvergedAfter time.Duration
-}
-
-// Result is what a replay found.
-type Result struct {
-	Events   int // events replayed
-	Stale    int // events of a dead incarnation, skipped
-	Restated int // snapshots of an incarnation already seen, skipped
-	Nodes    int
-	Created  int // group numbers created (as inferred)
-	Restarts int // restarts inferred from incarnations
-	Crashes  int
-	// Safety lists every S1–S4 violation over the whole history.
-	Safety []invariant.Violation
-	Checks []Check
-}
-
-// OK reports whether the history is clean: no safety violation and every
-// check point held.
-func (r Result) OK() bool {
-	if len(r.Safety) > 0 {
-		return false
+	if err == nil {
+		err = h.AddEvent(ev)
 	}
-	for _, c := range r.Checks {
-		if len(c.Violations) > 0 {
-			return false
+	if err != nil {
+		err = fmt.Errorf("history: node %d: %q: %w", node, line, err)
+		h.mu.Lock()
+		h.bad = append(h.bad, err.Error())
+		h.mu.Unlock()
+	}
+	return err
+}
+
+// blank reports whether a line holds nothing but white space.
+func blank(line []byte) bool { return len(bytes.TrimSpace(line)) == 0 }
+
+// AddMark records a mark and returns its ID (a check point's ID in
+// Result.Checks). A mark whose spec does not fit its kind is refused.
+func (h *History) AddMark(m Mark) (int, error) {
+	r, err := markRecord(m)
+	if err != nil {
+		return 0, err
+	}
+	return h.add(r), nil
+}
+
+func markRecord(m Mark) (record, error) {
+	r := record{t: m.Time, mark: m, kind: kNote}
+	if m.Time.IsZero() || m.Kind == "" {
+		return r, fmt.Errorf("history: mark without a time or a kind: %+v", m)
+	}
+	var err error
+	switch m.Kind {
+	case KindKill, KindStop, KindRestart:
+		r.kind = kCrash
+		r.nodes, err = ParseIDs(m.Spec)
+	case KindStart:
+		r.kind = kStart
+		r.nodes, err = ParseIDs(m.Spec)
+	case KindHeal:
+		r.kind = kHeal
+	case KindQuiet:
+		r.kind, r.check = kCheck, "L1"
+	case KindCheck:
+		r.kind = kCheck
+		what, list, _ := strings.Cut(strings.TrimSpace(m.Spec), " ")
+		switch {
+		case what != "L1" && what != "L2":
+			err = errors.New("want L1 or L2")
+		case list != "":
+			r.nodes, err = ParseIDs(list)
+		case what == "L2":
+			err = errors.New("L2 needs the survivors")
 		}
+		r.check = what
+	case KindEnd:
+		r.kind = kEnd
 	}
-	return true
+	if err != nil {
+		return r, fmt.Errorf("history: mark %s %q: %w", m.Kind, m.Spec, err)
+	}
+	return r, nil
 }
 
-// toInv converts a recorded view to the checker's type.
-func (h *History) toInv(s group.Status) invitation.Status { return ToStatus(s, h.prio) }
+// Bad lists the lines Read and AddLine could not use.
+func (h *History) Bad() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.bad)
+}
 
-// ToStatus converts a recorded view (group.Status, member IDs only) to the
-// checker's type, taking each member's priority from prio
-// (wire.DefaultPriority when unknown).
+// LastArrival is when an event of node was last added (zero if never): the
+// lab waits on it to know that its recorder follows a new process.
+func (h *History) LastArrival(node wire.NodeID) time.Time {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.arrival[node]
+}
+
+// sorted returns the records in time order (ties in arrival order) and the
+// priorities known now.
+func (h *History) sorted() ([]record, map[wire.NodeID]uint8) {
+	h.mu.Lock()
+	rs := slices.Clone(h.recs)
+	prio := make(map[wire.NodeID]uint8, len(h.prio))
+	for k, v := range h.prio {
+		prio[k] = v
+	}
+	h.mu.Unlock()
+	slices.SortStableFunc(rs, func(a, b record) int {
+		if c := a.t.Compare(b.t); c != 0 {
+			return c
+		}
+		return a.seq - b.seq
+	})
+	return rs, prio
+}
+
+// MemberPriority is the priority given to member id of a recorded view.
+// group.Status lists its members by ID only, so it is the priority id last
+// reported about itself (wire.DefaultPriority before that). This is the one
+// place to change once group.Status carries its members' priorities.
+func MemberPriority(prio map[wire.NodeID]uint8, id wire.NodeID) uint8 {
+	if p, ok := prio[id]; ok {
+		return p
+	}
+	return wire.DefaultPriority
+}
+
+// ToStatus converts a recorded view (group.Status) to the checker's type,
+// with each member's priority from MemberPriority. invariant ranks nodes
+// by (priority, id) on the result.
 func ToStatus(s group.Status, prio map[wire.NodeID]uint8) invitation.Status {
 	ms := make([]wire.Member, len(s.Members))
 	for i, id := range s.Members {
-		p, ok := prio[id]
-		if !ok {
-			p = wire.DefaultPriority
-		}
-		ms[i] = wire.Member{ID: id, Priority: p}
+		ms[i] = wire.Member{ID: id, Priority: MemberPriority(prio, id)}
 	}
 	return invitation.Status{
 		ID: s.ID, Priority: s.Priority, State: s.State, Group: s.Group, Members: ms,
@@ -253,92 +291,53 @@ func ToStatus(s group.Status, prio map[wire.NodeID]uint8) invitation.Status {
 	}
 }
 
-// sorted returns the records in time order (ties in arrival order).
-func (h *History) sorted() []record {
-	rs := slices.Clone(h.recs)
-	slices.SortStableFunc(rs, func(a, b record) int {
-		if c := a.t.Compare(b.t); c != 0 {
-			return c
-		}
-		return a.seq - b.seq
-	})
-	return rs
+// Views converts polled statuses for invariant's predicates, each member's
+// priority taken from the statuses themselves (see MemberPriority).
+func Views(sts []group.Status) []invitation.Status {
+	prio := make(map[wire.NodeID]uint8, len(sts))
+	for _, s := range sts {
+		prio[s.ID] = s.Priority
+	}
+	out := make([]invitation.Status, len(sts))
+	for i, s := range sts {
+		out[i] = ToStatus(s, prio)
+	}
+	return out
 }
 
-// Replay feeds the whole history, in time order, through a fresh
-// invariant.Checker and evaluates the check points on the way.
-func (h *History) Replay() Result {
-	var res Result
-	c := invariant.New()
-	last := map[wire.NodeID]wire.GroupNumber{}
-	inc := map[wire.NodeID]uint64{}
-	dead := map[wire.NodeID]bool{}
-	nodes := map[wire.NodeID]bool{}
-	var heal time.Time
-	var converged time.Time // start of the current converged stretch; zero if not converged
-	for _, r := range h.sorted() {
-		switch r.kind {
-		case kEvent:
-			n := r.node
-			st := r.ev.New
-			nodes[n] = true
-			switch prev, seen := inc[n]; {
-			case seen && st.Incarnation < prev, seen && st.Incarnation == prev && dead[n]:
-				res.Stale++
-				continue
-			case seen && st.Incarnation == prev && r.ev.Reason == group.ReasonSnapshot:
-				res.Restated++
-				continue
-			case seen && st.Incarnation > prev:
-				if !dead[n] {
-					c.Crash(r.t, n)
-				}
-				c.Restart(r.t, n)
-				res.Restarts++
-				last[n] = wire.GroupNumber{}
-			}
-			inc[n], dead[n] = st.Incarnation, false
-			res.Events++
-			v := h.toInv(st)
-			c.Persisted(r.t, n, v.Counter)
-			if g := v.Group; !g.IsZero() && g.ID == n && g != last[n] {
-				res.Created++
-				res.Safety = append(res.Safety, c.Created(invariant.Creation{Time: r.t, Node: n, Group: g})...)
-			}
-			last[n] = v.Group
-			res.Safety = append(res.Safety, c.Observe(invariant.Observation{Time: r.t, Node: n, Status: v, Alive: true})...)
-		case kCrash:
-			c.Crash(r.t, r.node)
-			dead[r.node] = true
-			res.Crashes++
-		case kRestart:
-			c.Restart(r.t, r.node)
-			dead[r.node] = false
-		case kHeal:
-			heal = r.t
-			continue
-		case kCheck:
-			ck := Check{Label: r.label, Time: r.t, Violations: c.CheckConverged(r.t), Heal: heal, ConvergedAfter: -1}
-			if !converged.IsZero() && len(ck.Violations) == 0 {
-				ck.ConvergedAfter = max(converged.Sub(heal), 0)
-			}
-			res.Checks = append(res.Checks, ck)
-			continue
-		}
-		switch ok := allConverged(c); {
-		case !ok:
-			converged = time.Time{}
-		case converged.IsZero():
-			converged = r.t
+// Events returns the recorded events with time in [from, to), in time
+// order (zero to: no end).
+func (h *History) Events(from, to time.Time) []group.Event {
+	recs, _ := h.sorted()
+	var out []group.Event
+	for _, r := range recs {
+		if r.kind == kEvent && !r.t.Before(from) && (to.IsZero() || r.t.Before(to)) {
+			out = append(out, r.ev)
 		}
 	}
-	res.Nodes = len(nodes)
-	return res
+	return out
 }
 
-// allConverged is CheckConverged without the report: every live node has
-// a view and the views are converged.
-func allConverged(c *invariant.Checker) bool {
-	live := c.Live()
-	return len(live) == len(c.LiveIDs()) && len(live) > 0 && invariant.IsConverged(live)
+// Groups returns the group numbers in node's recorded views with time in
+// [from, to), in order of first appearance.
+func (h *History) Groups(node wire.NodeID, from, to time.Time) []wire.GroupNumber {
+	var out []wire.GroupNumber
+	for _, ev := range h.Events(from, to) {
+		if g := ev.New.Group; ev.Node == node && !g.IsZero() && !slices.Contains(out, g) {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// Marks returns the marks, in time order.
+func (h *History) Marks() []Mark {
+	recs, _ := h.sorted()
+	var out []Mark
+	for _, r := range recs {
+		if r.kind != kEvent {
+			out = append(out, r.mark)
+		}
+	}
+	return out
 }

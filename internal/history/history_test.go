@@ -4,14 +4,20 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/groupd/groupd/group"
+	"github.com/groupd/groupd/invariant"
 	"github.com/groupd/groupd/invitation"
 	"github.com/groupd/groupd/wire"
 )
+
+// The states, and the test's clock: events at t0 + ms.
+const N, E, R = wire.StateNormal, wire.StateElection, wire.StateReorganization
 
 var t0 = time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
 
@@ -32,13 +38,17 @@ func ev(ms int, node, inc uint64, s wire.State, seq, coord uint64, members ...wi
 	return group.Event{Time: at(ms), Node: wire.NodeID(node), Reason: "merge", New: st}
 }
 
-type fault struct {
+type mark struct {
 	ms         int
 	kind, spec string
 }
 
-func load(t *testing.T, events []group.Event, faults []fault) Result {
+// load writes events and marks as NDJSON (events and marks in two
+// streams, as scripts/netem kept them, plus one junk line), reads them back
+// and replays them.
+func load(t *testing.T, events []group.Event, marks []mark) Result {
 	t.Helper()
+	h := New()
 	var eb, fb bytes.Buffer
 	for _, e := range events {
 		b, err := json.Marshal(e)
@@ -48,24 +58,21 @@ func load(t *testing.T, events []group.Event, faults []fault) Result {
 		eb.Write(append(b, '\n'))
 	}
 	eb.WriteString("\nnot json\n")
-	for _, f := range faults {
-		fmt.Fprintf(&fb, `{"time":%q,"kind":%q,"spec":%q}`+"\n", at(f.ms).Format(time.RFC3339Nano), f.kind, f.spec)
+	for _, m := range marks {
+		fmt.Fprintf(&fb, `{"time":%q,"kind":%q,"spec":%q}`+"\n", at(m.ms).Format(time.RFC3339Nano), m.kind, m.spec)
 	}
-	h := New()
-	n, err := h.ReadEvents(&eb)
+	n, err := h.Read(&eb)
 	if err != nil || n != len(events) {
-		t.Fatalf("ReadEvents: %d, %v", n, err)
+		t.Fatalf("Read events: %d, %v", n, err)
 	}
-	if _, err := h.ReadFaults(&fb); err != nil {
-		t.Fatal(err)
+	if n, err := h.Read(&fb); err != nil || n != len(marks) {
+		t.Fatalf("Read marks: %d, %v (%v)", n, err, h.Bad())
 	}
-	if bad := h.Bad(); len(bad) != 1 || !strings.Contains(bad[0], "events line") {
+	if bad := h.Bad(); len(bad) != 1 || !strings.Contains(bad[0], "line") {
 		t.Fatalf("bad lines: %v", bad)
 	}
 	return h.Replay()
 }
-
-const N, E, R = wire.StateNormal, wire.StateElection, wire.StateReorganization
 
 // formed: three singletons merge into 2.3.
 func formed() []group.Event {
@@ -78,11 +85,11 @@ func formed() []group.Event {
 }
 
 func TestCleanHistory(t *testing.T) {
-	res := load(t, formed(), []fault{{50, "heal", "all"}, {500, "quiet", "round 1"}})
+	res := load(t, formed(), []mark{{50, "heal", "all"}, {500, "quiet", "round 1"}})
 	if !res.OK() || res.Events != 9 || res.Nodes != 3 || res.Created != 4 {
 		t.Fatalf("%+v", res)
 	}
-	if c := res.Checks[0]; c.Label != "round 1" || len(c.Violations) != 0 || c.ConvergedAfter != 170*time.Millisecond {
+	if c := res.Checks[0]; c.Label != "round 1" || c.Kind != "L1" || len(c.Violations) != 0 || c.ConvergedAfter != 170*time.Millisecond {
 		t.Fatalf("check %+v, want converged 170ms after the heal", c)
 	}
 }
@@ -104,7 +111,7 @@ func TestKillAndRestart(t *testing.T) {
 	snap := ev(1111, 1, 1, N, 2, 3, 1, 2, 3)
 	snap.Reason = group.ReasonSnapshot
 	evs = append(evs, snap)
-	res := load(t, evs, []fault{{900, "kill", "3"}, {950, "heal", "all"}, {1500, "quiet", "after kill"}})
+	res := load(t, evs, []mark{{900, "kill", "3"}, {950, "heal", "all"}, {1500, "quiet", "after kill"}})
 	if !res.OK() {
 		t.Fatalf("violations: %v %+v", res.Safety, res.Checks)
 	}
@@ -113,14 +120,14 @@ func TestKillAndRestart(t *testing.T) {
 	}
 }
 
-// TestViolations: a number created twice across a restart (S1), two
-// Normal coordinators of one number... and a failed check point.
+// TestViolations: a number created twice across a restart (S1), a failed
+// check point, and a number above the durable counter.
 func TestViolations(t *testing.T) {
 	evs := append(formed(),
 		ev(1000, 3, 2, N, 2, 3, 3), // restarted into a number it used before
 		ev(1100, 1, 1, N, 7, 1, 1), // node 1 alone
 	)
-	res := load(t, evs, []fault{{1200, "quiet", "end"}})
+	res := load(t, evs, []mark{{1200, "quiet", "end"}})
 	if res.OK() {
 		t.Fatal("a bad history passed")
 	}
@@ -143,5 +150,153 @@ func TestViolations(t *testing.T) {
 	res = load(t, []group.Event{bad}, nil)
 	if len(res.Safety) == 0 || res.Safety[0].Invariant != "S1" {
 		t.Errorf("own number above the counter: %v", res.Safety)
+	}
+}
+
+// TestCheckPoints: a partition's side checks, a failover check, and the
+// same checks failing; marks added in-process (as the lab does), with
+// their IDs.
+func TestCheckPoints(t *testing.T) {
+	h := New()
+	for _, e := range formed() {
+		if err := h.AddEvent(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// 3 is killed; 1 and 2 fail over into 3.2.
+	for _, e := range []group.Event{ev(1000, 2, 1, E, 3, 2, 2), ev(1010, 1, 1, R, 3, 2), ev(1100, 2, 1, N, 3, 2, 1, 2), ev(1110, 1, 1, N, 3, 2, 1, 2)} {
+		h.AddEvent(e)
+	}
+	add := func(ms int, kind, spec string) int {
+		t.Helper()
+		id, err := h.AddMark(Mark{Time: at(ms), Kind: kind, Spec: spec, Label: kind + " " + spec})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	add(900, KindKill, "3")
+	early := add(1050, KindCheck, "L2 1,2")
+	l2 := add(1200, KindCheck, "L2 1,2")
+	side := add(1200, KindCheck, "L1 1-2")
+	all := add(1200, KindCheck, "L1")
+	withDead := add(1200, KindCheck, "L1 1,3")
+	res := h.Replay()
+	want := map[int]bool{early: false, l2: true, side: true, all: true, withDead: false}
+	for id, ok := range want {
+		c, found := res.Check(id)
+		if !found || (len(c.Violations) == 0) != ok {
+			t.Errorf("check %d (%s): found %v, violations %v; want held=%v", id, c.Label, found, c.Violations, ok)
+		}
+	}
+	if c, _ := res.Check(l2); c.Kind != "L2" || !slices.Equal(c.Nodes, []wire.NodeID{1, 2}) {
+		t.Errorf("L2 check: %+v", c)
+	}
+	if _, err := h.AddMark(Mark{Time: at(1), Kind: KindCheck, Spec: "L2"}); err == nil {
+		t.Error("an L2 check without survivors was accepted")
+	}
+	if _, err := h.AddMark(Mark{Time: at(1), Kind: KindKill, Spec: "x"}); err == nil {
+		t.Error("a kill of no node was accepted")
+	}
+
+	// FirstTime: when 1 and 2 had failed over, and when the start-up
+	// group formed.
+	failedOver := func(sts []invitation.Status) bool { return invariant.FailedOver(time.Time{}, sts) == nil }
+	if got, ok := h.FirstTime(at(900), []wire.NodeID{1, 2}, failedOver); !ok || !got.Equal(at(1110)) {
+		t.Errorf("failover first seen at %v, %v; want %v", got, ok, at(1110))
+	}
+	if got, ok := h.FirstTime(at(0), []wire.NodeID{1, 2, 3}, invariant.IsConverged); !ok || !got.Equal(at(220)) {
+		t.Errorf("converged first seen at %v, %v; want %v", got, ok, at(220))
+	}
+	if g := h.Groups(1, at(0), at(2000)); !slices.Equal(g, []wire.GroupNumber{{Seq: 1, ID: 1}, {Seq: 2, ID: 3}, {Seq: 3, ID: 2}}) {
+		t.Errorf("groups of node 1: %v", g)
+	}
+}
+
+// TestWipedNodeStartsAgain: a node whose data dir was wiped comes back at
+// incarnation 1; the "start" mark makes its events count again, and the
+// "stop" mark before it hides what it said while shutting down.
+func TestWipedNodeStartsAgain(t *testing.T) {
+	h := New()
+	for _, e := range formed() {
+		h.AddEvent(e)
+	}
+	h.AddMark(Mark{Time: at(300), Kind: KindStop, Spec: "3"})
+	h.AddEvent(ev(310, 3, 1, N, 9, 3, 3)) // shutting down: not checked (it would be S1)
+	h.AddMark(Mark{Time: at(400), Kind: KindWipe, Spec: "3"})
+	h.AddMark(Mark{Time: at(500), Kind: KindStart, Spec: "3"})
+	h.AddEvent(ev(600, 3, 1, N, 5, 3, 3))
+	res := h.Replay()
+	if !res.OK() || res.Stale != 1 || res.Restarts != 1 || res.Crashes != 1 {
+		t.Fatalf("%+v", res)
+	}
+	if v := h.Events(at(550), time.Time{}); len(v) != 1 || v[0].New.Group.Seq != 5 {
+		t.Errorf("events after the start: %v", v)
+	}
+	// An end mark ends the replay: the shutdown after it is not checked.
+	h.AddMark(Mark{Time: at(700), Kind: KindEnd, Spec: "teardown"})
+	h.AddEvent(ev(800, 3, 1, N, 2, 3, 3)) // would be S1 (2.3 again)
+	if res := h.Replay(); !res.OK() {
+		t.Errorf("an event after the end was checked: %v", res.Safety)
+	}
+}
+
+// TestMemberPriority: a member's priority is its own report, and the
+// highest-ranked node is found by (priority, id), not by ID.
+func TestMemberPriority(t *testing.T) {
+	a := ev(0, 1, 1, N, 4, 1, 1, 2)
+	b := ev(0, 2, 1, N, 4, 1, 1, 2)
+	a.New.Priority = 200
+	sts := Views([]group.Status{a.New, b.New})
+	if sts[0].Members[0].Priority != 200 || sts[1].Members[0].Priority != 200 || sts[0].Members[1].Priority != 100 {
+		t.Fatalf("member priorities: %v %v", sts[0].Members, sts[1].Members)
+	}
+	if !invariant.IsConverged(sts) || invariant.Highest(sts) != 1 {
+		t.Errorf("node 1 (priority 200) coordinating 1 and 2 is converged: %v", invariant.Converged(time.Time{}, sts))
+	}
+}
+
+func TestParseFormatIDs(t *testing.T) {
+	for spec, want := range map[string][]wire.NodeID{"3": {3}, "1,2,5": {1, 2, 5}, "3-5": {3, 4, 5}, "1, 4-6": {1, 4, 5, 6}} {
+		got, err := ParseIDs(spec)
+		if err != nil || !slices.Equal(got, want) {
+			t.Errorf("ParseIDs(%q) = %v, %v", spec, got, err)
+		}
+	}
+	for _, bad := range []string{"", "0", "a", "5-3", "1,1", "1-2,2", "-3"} {
+		if _, err := ParseIDs(bad); err == nil {
+			t.Errorf("ParseIDs(%q) accepted", bad)
+		}
+	}
+	if s := FormatIDs([]wire.NodeID{1, 2, 3, 5, 7, 8}); s != "1-3,5,7,8" {
+		t.Errorf("FormatIDs = %q", s)
+	}
+}
+
+// TestConcurrentUse: recorders add while the lab replays (run with -race).
+func TestConcurrentUse(t *testing.T) {
+	h := New()
+	var wg sync.WaitGroup
+	for n := uint64(1); n <= 4; n++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 50 {
+				b, _ := json.Marshal(ev(i, n, 1, N, 1, n, wire.NodeID(n)))
+				if err := h.AddLine(wire.NodeID(n), b); err != nil {
+					t.Error(err)
+				}
+			}
+		}()
+	}
+	for range 10 {
+		h.Replay()
+	}
+	wg.Wait()
+	if err := h.AddLine(2, []byte(`{"time":"2026-11-21T10:00:00Z","node":3,"new":{"id":3,"state":"normal"}}`)); err == nil {
+		t.Error("node 2's stream carried node 3's event and it was accepted")
+	}
+	if res := h.Replay(); res.Events != 200 || res.Created != 4 || len(h.Bad()) != 1 {
+		t.Errorf("%+v, bad %v", res, h.Bad())
 	}
 }

@@ -10,8 +10,8 @@
 #   --trials K    failover trials per N and implementation (default 20; quick 3)
 #   --force       take down a gd-* lab that is already up instead of refusing
 #
-# It drives the namespace lab of scripts/netem (prefix gd-, bridge gd-br0,
-# 10.77.0.0/24, run dir $GROUPD_LAB_DIR or /tmp/groupd-lab) and keepalived
+# It drives the namespace lab of scripts/netem (internal/lab; prefix gd-,
+# bridge gd-br0, 10.77.0.0/24, run dir $GROUPD_LAB_DIR or /tmp/groupd-lab) and keepalived
 # (installed with apt-get when missing) in the same namespaces, writes raw
 # results as NDJSON into DIR, then `benchtool report` writes DIR/summary.md
 # and DIR/plots/*.svg. Figures are printed as they come. Everything it
@@ -222,21 +222,18 @@ lab_reset() { # N
 	ka_stop_all
 	"$LAB" stop >/dev/null 2>&1 || true
 	"$LAB" down >/dev/null 2>&1 || true
-	rm -rf "$RUN"/node* "$RUN/run-args" "$RUN/faults.ndjson" "$KA"
+	rm -rf "$RUN"/node* "$RUN/history.ndjson" "$KA"
 	"$LAB" up "$1" >/dev/null
 }
 
-# lab_start PROFILE [GROUPD-RUN-ARGS...]: (re)start every daemon.
+# lab_start PROFILE [GROUPD-RUN-ARGS...]: (re)start every daemon, with
+# exactly these run arguments (`start --` with none clears the last ones,
+# which the lab keeps for restarts).
 lab_start() {
 	local profile=$1
 	shift
 	"$LAB" stop >/dev/null 2>&1 || true
-	rm -f "$RUN/run-args"
-	if (($# > 0)); then
-		GROUPD_PROFILE=$profile "$LAB" start -- "$@" >/dev/null
-	else
-		GROUPD_PROFILE=$profile "$LAB" start >/dev/null
-	fi
+	GROUPD_PROFILE=$profile "$LAB" start -- "$@" >/dev/null
 }
 
 bt_wait() { # N [TIMEOUT]

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/groupd/groupd/internal/history"
 )
 
 func TestCheckHistory(t *testing.T) {
@@ -32,16 +34,21 @@ func TestCheckHistory(t *testing.T) {
 	}
 	e, f := write("events.ndjson", good), write("faults.ndjson", faults)
 	var out, errOut bytes.Buffer
-	if code := run([]string{"-events", e, "-faults", f}, &out, &errOut); code != 0 || !strings.Contains(out.String(), "1 of 1 converged") {
+	if code := run([]string{"-events", e, "-faults", f}, &out, &errOut); code != 0 || !strings.Contains(out.String(), "1 of 1 held") {
 		t.Fatalf("clean history: exit %d\n%s%s", code, out.String(), errOut.String())
 	}
 	out.Reset()
 	if code := run([]string{"-json", "-events", e, "-faults", f}, &out, &errOut); code != 0 {
 		t.Fatalf("-json: exit %d", code)
 	}
-	var rep Report
+	var rep history.Report
 	if err := json.Unmarshal(out.Bytes(), &rep); err != nil || !rep.OK || rep.Checks != 1 || rep.GroupsCreated != 3 {
 		t.Fatalf("-json: %+v, %v\n%s", rep, err, out.String())
+	}
+	// One file holding both kinds of line, as the lab's history.ndjson.
+	out.Reset()
+	if code := run([]string{"-history", write("history.ndjson", good+"\n"+faults)}, &out, &errOut); code != 0 || !strings.Contains(out.String(), "1 of 1 held") {
+		t.Fatalf("-history: exit %d\n%s%s", code, out.String(), errOut.String())
 	}
 	// Node 2 creates 2.2 twice (a restart that reuses it).
 	bad := good + "\n" + strings.Replace(ev(400, 2, 2, 2, "2"), `"incarnation":7`, `"incarnation":8`, 1)

@@ -1,0 +1,208 @@
+// Command lab is the network lab's command line: scripts/netem's lab.sh,
+// partition.sh, heal.sh, degrade.sh and experiment.sh are thin wrappers
+// that build it once into the run dir and call it, so that the lab exists
+// once, as package internal/lab, for the scripts and the tests alike.
+//
+//	lab lab up N | down | status | start [-- RUN-ARGS] | stop | kill I | restart I
+//	        | exec I CMD... | wait [--timeout S] [LIST] | export DIR
+//	lab partition 'A|B' | --oneway FROM TO
+//	lab heal [--partitions]
+//	lab degrade --loss P% [--delay D [--jitter J]] [--nodes LIST]
+//	lab experiment SCENARIO [options] [-- RUN-ARGS]
+//
+// The first word is the script it serves, and the name its messages
+// start with. The environment is scripts/netem's (README.md there):
+// GROUPD_LAB_DIR, GROUPD_LAB_PREFIX, GROUPD_LAB_SUBNET, GROUPD_BIN,
+// GROUPD_PROFILE, GROUPD_FAULTS; GROUPD_LAB_REPO is the repository to build
+// groupd from (the scripts set it). Exit status: 0 done, 1 failed, 2 bad
+// usage, 3 (degrade) nothing could be applied.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/groupd/groupd/internal/lab"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: lab {lab|partition|heal|degrade|experiment} ARGS (see scripts/netem/README.md)")
+		os.Exit(2)
+	}
+	c := &cli{prog: os.Args[1]}
+	cmds := map[string]func([]string) error{
+		"lab": c.lab, "partition": c.partition, "heal": c.heal, "degrade": c.degrade, "experiment": c.experiment,
+	}
+	f, ok := cmds[c.prog]
+	if !ok {
+		fmt.Fprintf(os.Stderr, "lab: unknown command %q (lab, partition, heal, degrade, experiment)\n", c.prog)
+		os.Exit(2)
+	}
+	if err := f(os.Args[2:]); err != nil {
+		var ex exitError
+		if errors.As(err, &ex) {
+			if ex.msg != "" {
+				fmt.Fprintf(os.Stderr, "%s: %s\n", c.prog, ex.msg)
+			}
+			os.Exit(ex.code)
+		}
+		// The lab's errors start with "lab: "; the script's name is enough.
+		fmt.Fprintf(os.Stderr, "%s: %s\n", c.prog, strings.TrimPrefix(err.Error(), "lab: "))
+		os.Exit(1)
+	}
+}
+
+// exitError ends the command with a status other than 1.
+type exitError struct {
+	code int
+	msg  string
+}
+
+func (e exitError) Error() string { return e.msg }
+
+func usageError(format string, args ...any) error {
+	return exitError{code: 2, msg: fmt.Sprintf(format, args...)}
+}
+
+// cli holds what every subcommand needs.
+type cli struct {
+	prog string
+}
+
+func (c *cli) say(format string, args ...any) {
+	fmt.Printf("%s: %s\n", c.prog, fmt.Sprintf(format, args...))
+}
+
+func (c *cli) warn(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "%s: warning: %s\n", c.prog, fmt.Sprintf(format, args...))
+}
+
+// env is the lab's environment (scripts/netem/README.md).
+type env struct {
+	prefix, dir, bin, profile, faults, repo string
+	subnet                                  string
+}
+
+func readEnv() (env, error) {
+	e := env{
+		prefix: os.Getenv("GROUPD_LAB_PREFIX"), subnet: os.Getenv("GROUPD_LAB_SUBNET"), dir: os.Getenv("GROUPD_LAB_DIR"),
+		bin: os.Getenv("GROUPD_BIN"), profile: os.Getenv("GROUPD_PROFILE"), faults: os.Getenv("GROUPD_FAULTS"), repo: os.Getenv("GROUPD_LAB_REPO"),
+	}
+	if e.prefix == "" {
+		e.prefix = "gd"
+	}
+	if e.subnet == "" {
+		e.subnet = "10.77.0"
+	}
+	if e.dir == "" {
+		e.dir = "/tmp/groupd-lab"
+		if e.prefix != "gd" {
+			e.dir += "-" + e.prefix
+		}
+	}
+	if e.profile == "" {
+		e.profile = "lan"
+	}
+	if e.faults != lab.FaultsAuto && e.faults != lab.FaultsNetem && e.faults != lab.FaultsIptables {
+		return e, fmt.Errorf("GROUPD_FAULTS must be netem or iptables, not %q", e.faults)
+	}
+	if !filepath.IsAbs(e.dir) || filepath.Clean(e.dir) == "/" {
+		return e, fmt.Errorf("GROUPD_LAB_DIR must be an absolute path other than /, not %q", e.dir)
+	}
+	return e, nil
+}
+
+func needRoot() error {
+	if os.Geteuid() != 0 {
+		return errors.New("must run as root (network namespaces need CAP_NET_ADMIN); try: sudo " + strings.Join(os.Args, " "))
+	}
+	return nil
+}
+
+// open returns the lab that is up in the run dir.
+func (c *cli) open(e env) (*lab.Lab, error) {
+	if err := needRoot(); err != nil {
+		return nil, err
+	}
+	return lab.Open(e.dir, c.labLog)
+}
+
+// labLog passes on the lab's warnings; what it did, the commands say
+// themselves.
+func (c *cli) labLog(format string, args ...any) {
+	if s := fmt.Sprintf(format, args...); strings.HasPrefix(s, "warning: ") {
+		fmt.Fprintf(os.Stderr, "%s: %s\n", c.prog, s)
+	}
+}
+
+// openFaults returns the lab that is up, for a fault command: iptables
+// must be there.
+func (c *cli) openFaults() (*lab.Lab, error) {
+	e, err := readEnv()
+	if err != nil {
+		return nil, err
+	}
+	if err := lab.HaveIptables(); err != nil {
+		return nil, err
+	}
+	return c.open(e)
+}
+
+// config is the lab configuration for `up` from the environment.
+func (c *cli) config(e env, n int) (lab.Config, error) {
+	subnet, err := lab.ParseSubnet(e.subnet)
+	if err != nil {
+		return lab.Config{}, err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return lab.Config{}, fmt.Errorf("finding this command for the recorder: %w", err)
+	}
+	return lab.Config{Nodes: n, Prefix: e.prefix, Subnet: subnet, Dir: e.dir, Profile: e.profile, Faults: e.faults,
+		InheritEnv: true, Detach: true, Recorder: []string{self, "lab", "record"}}, nil
+}
+
+// groupdBin returns the binary to run: GROUPD_BIN, or ./cmd/groupd of the
+// repository built into the run dir.
+func (c *cli) groupdBin(e env) (string, error) {
+	if e.bin != "" {
+		if fi, err := os.Stat(e.bin); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
+			return "", fmt.Errorf("GROUPD_BIN=%s is not an executable", e.bin)
+		}
+		return e.bin, nil
+	}
+	if e.repo == "" {
+		return "", errors.New("no groupd binary: set GROUPD_BIN, or GROUPD_LAB_REPO to the repository to build it from")
+	}
+	out := filepath.Join(e.dir, "groupd")
+	c.say("building %s from %s", out, e.repo)
+	cmd := exec.Command("go", "build", "-o", out, "./cmd/groupd")
+	cmd.Dir = e.repo
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build ./cmd/groupd failed (set GROUPD_BIN to use another binary): %v\n%s", err, b)
+	}
+	return out, nil
+}
+
+// nodeArg reads a node number of a lab of n nodes.
+func nodeArg(s string, n int) (int, error) {
+	i, err := strconv.Atoi(s)
+	if err != nil || i < 1 || i > n {
+		return 0, fmt.Errorf("need a node number 1..%d, got '%s'", n, s)
+	}
+	return i, nil
+}
+
+// signalContext is cancelled by SIGINT or SIGTERM.
+func signalContext() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+}

@@ -1,0 +1,171 @@
+package lab
+
+import (
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/groupd/groupd/invitation"
+)
+
+// MaxNodes is the largest lab: 256 namespaces on one bridge (a bridge takes
+// up to 1,024 ports; the subnet must hold the addresses, so a lab of more
+// than 254 nodes needs a /23 or larger).
+const MaxNodes = 256
+
+// Fault mechanisms for loss and delay (Config.Faults, Lab.Mechanism).
+// Partitions and one-way cuts are always iptables rules.
+const (
+	FaultsAuto     = ""         // netem where the kernel has sch_netem, else iptables
+	FaultsNetem    = "netem"    // tc netem; an error where the kernel has no sch_netem
+	FaultsIptables = "iptables" // iptables -m statistic for loss; no delay
+)
+
+// Config describes a lab.
+type Config struct {
+	// Nodes is the number of namespaces, 1..MaxNodes.
+	Nodes int
+	// Prefix names everything the lab creates (see the package doc): a
+	// lower-case letter, then up to 9 lower-case letters or digits, so
+	// that "PREFIX-v256" fits the kernel's 15-character interface names.
+	Prefix string
+	// Subnet holds the nodes' addresses: node I has the I-th address of
+	// the prefix (10.77.0.0/24: 10.77.0.1 .. 10.77.0.N).
+	Subnet netip.Prefix
+	// Dir is the run dir: state, history, node dirs, logs.
+	Dir string
+	// Bin is the groupd binary.
+	Bin string
+	// Profile is groupd's interval profile, "lan" (default) or "fast".
+	Profile string
+	// Args are more `groupd run` arguments for every node.
+	Args []string
+	// Env is more environment for every daemon (KEY=VALUE).
+	Env []string
+	// InheritEnv passes this process's environment to the daemons, GROUPD_*
+	// variables included (the scripts: an operator's GROUPD_LOG_LEVEL
+	// reaches them). Without it the daemons get this environment minus
+	// every GROUPD_* variable, plus Env: tests running side by side must
+	// not leak settings into each other's daemons.
+	InheritEnv bool
+	// Faults chooses the loss/delay mechanism: FaultsAuto, FaultsNetem or
+	// FaultsIptables.
+	Faults string
+	// Detach makes the daemons outlive this process (their own session,
+	// no parent-death signal), for a command-line tool that sets a lab up
+	// and exits. Otherwise they are killed when this process dies, however
+	// it dies.
+	Detach bool
+	// Recorder, with Detach, is the command that records the history in
+	// the background (argv; the lab appends the run dir). Empty: the
+	// history is recorded by goroutines of this process.
+	Recorder []string
+	// Logf, if set, receives one line per thing the lab did.
+	Logf func(format string, args ...any)
+}
+
+var prefixRE = regexp.MustCompile(`^[a-z][a-z0-9]{0,9}$`)
+
+// check validates c and fills in defaults.
+func (c *Config) check() error {
+	if !prefixRE.MatchString(c.Prefix) {
+		return fmt.Errorf("lab: prefix %q: want a lower-case letter, then up to 9 lower-case letters or digits", c.Prefix)
+	}
+	if c.Nodes < 1 || c.Nodes > MaxNodes {
+		return fmt.Errorf("lab: %d nodes: want 1..%d", c.Nodes, MaxNodes)
+	}
+	if err := checkSubnet(c.Subnet, c.Nodes); err != nil {
+		return err
+	}
+	if c.Dir == "" || !filepath.IsAbs(c.Dir) || filepath.Clean(c.Dir) == "/" {
+		return fmt.Errorf("lab: run dir %q: want an absolute path other than /", c.Dir)
+	}
+	if c.Profile == "" {
+		c.Profile = "lan"
+	}
+	if c.Profile != "lan" && c.Profile != "fast" {
+		return fmt.Errorf("lab: profile %q: want lan or fast", c.Profile)
+	}
+	switch c.Faults {
+	case FaultsAuto, FaultsNetem, FaultsIptables:
+	default:
+		return fmt.Errorf("lab: fault mechanism %q: want netem or iptables", c.Faults)
+	}
+	return nil
+}
+
+// checkSubnet says whether subnet holds n node addresses.
+func checkSubnet(subnet netip.Prefix, n int) error {
+	if !subnet.IsValid() || !subnet.Addr().Is4() || subnet.Bits() < 8 || subnet.Bits() > 30 {
+		return fmt.Errorf("lab: subnet %v: want an IPv4 prefix between /8 and /30, e.g. 10.77.0.0/24", subnet)
+	}
+	if hosts := 1<<(32-subnet.Bits()) - 2; n > hosts {
+		return fmt.Errorf("lab: subnet %v holds %d node addresses, not %d: use a /23 or larger", subnet.Masked(), hosts, n)
+	}
+	return nil
+}
+
+// ParseSubnet reads a lab subnet: a CIDR prefix ("10.77.0.0/24",
+// "10.81.0.0/23") or, as scripts/netem always took it, the first three
+// octets of a /24 ("10.77.0").
+func ParseSubnet(s string) (netip.Prefix, error) {
+	if strings.Contains(s, "/") {
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			return netip.Prefix{}, fmt.Errorf("lab: subnet %q: %w", s, err)
+		}
+		return p.Masked(), nil
+	}
+	a, err := netip.ParseAddr(s + ".0")
+	if err != nil || !a.Is4() {
+		return netip.Prefix{}, fmt.Errorf("lab: subnet %q: want the first three octets of a /24 (10.77.0) or a prefix (10.77.0.0/24)", s)
+	}
+	return netip.PrefixFrom(a, 24), nil
+}
+
+// hostAddr returns the k-th address of subnet.
+func hostAddr(subnet netip.Prefix, k int) netip.Addr {
+	b := subnet.Masked().Addr().As4()
+	v := uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
+	v += uint32(k)
+	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)})
+}
+
+// Names. Everything carries the prefix, so that a lab can be found (and
+// removed) by name after a crash, and two labs never share a name.
+func nsName(prefix string, i int) string   { return prefix + "-" + strconv.Itoa(i) }
+func vethName(prefix string, i int) string { return prefix + "-v" + strconv.Itoa(i) }
+func bridgeName(prefix string) string      { return prefix + "-br0" }
+
+// chain names the fault chain of a kind ("PART", "CUT", "LOSS") on INPUT
+// inside each namespace: GD-PART for prefix gd.
+func chain(prefix, kind string) string { return strings.ToUpper(prefix) + "-" + kind }
+
+// mac is node i's eth0 address, fixed so that every namespace can hold
+// permanent neighbour entries for the others.
+func mac(i int) string { return fmt.Sprintf("02:4e:00:00:%02x:%02x", i>>8, i&0xff) }
+
+func timing(profile string) invitation.Timing {
+	if profile == "fast" {
+		return invitation.FastTiming()
+	}
+	return invitation.DefaultTiming()
+}
+
+// daemonEnv is the environment of a daemon: see Config.InheritEnv.
+func daemonEnv(inherit bool, extra ...[]string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if inherit || !strings.HasPrefix(kv, "GROUPD_") {
+			env = append(env, kv)
+		}
+	}
+	for _, e := range extra {
+		env = append(env, e...)
+	}
+	return env
+}

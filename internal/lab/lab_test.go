@@ -1,0 +1,230 @@
+package lab
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/groupd/groupd/internal/history"
+	"github.com/groupd/groupd/wire"
+)
+
+func TestConfig(t *testing.T) {
+	good := Config{Nodes: 5, Prefix: "hl", Subnet: netip.MustParsePrefix("10.81.0.0/24"), Dir: "/tmp/hl"}
+	for _, c := range []struct {
+		name string
+		mod  func(*Config)
+		ok   bool
+	}{
+		{"good", func(*Config) {}, true},
+		{"longest prefix", func(c *Config) { c.Prefix = "gde0abcd01" }, true},
+		{"prefix too long for PREFIX-v256", func(c *Config) { c.Prefix = "gde0abcd012" }, false},
+		{"prefix with a capital", func(c *Config) { c.Prefix = "Hl" }, false},
+		{"no nodes", func(c *Config) { c.Nodes = 0 }, false},
+		{"254 nodes in a /24", func(c *Config) { c.Nodes = 254 }, true},
+		{"256 nodes in a /24", func(c *Config) { c.Nodes = 256 }, false},
+		{"256 nodes in a /23", func(c *Config) { c.Nodes, c.Subnet = 256, netip.MustParsePrefix("10.81.0.0/23") }, true},
+		{"257 nodes", func(c *Config) { c.Nodes, c.Subnet = 257, netip.MustParsePrefix("10.81.0.0/16") }, false},
+		{"IPv6", func(c *Config) { c.Subnet = netip.MustParsePrefix("fd00::/64") }, false},
+		{"relative dir", func(c *Config) { c.Dir = "hl" }, false},
+		{"root dir", func(c *Config) { c.Dir = "/" }, false},
+		{"profile", func(c *Config) { c.Profile = "wan" }, false},
+		{"faults", func(c *Config) { c.Faults = "tbf" }, false},
+	} {
+		cfg := good
+		c.mod(&cfg)
+		if err := cfg.check(); (err == nil) != c.ok {
+			t.Errorf("%s: check() = %v", c.name, err)
+		}
+	}
+	for in, want := range map[string]string{"10.77.0": "10.77.0.0/24", "10.81.0.7/23": "10.81.0.0/23"} {
+		if p, err := ParseSubnet(in); err != nil || p.String() != want {
+			t.Errorf("ParseSubnet(%q) = %v, %v", in, p, err)
+		}
+	}
+	for _, bad := range []string{"10.77", "10.77.0.0/33", "x"} {
+		if _, err := ParseSubnet(bad); err == nil {
+			t.Errorf("ParseSubnet(%q) accepted", bad)
+		}
+	}
+	p := netip.MustParsePrefix("10.81.0.0/23")
+	if a := hostAddr(p, 256); a.String() != "10.81.1.0" {
+		t.Errorf("node 256 of %v: %v", p, a)
+	}
+	if mac(258) != "02:4e:00:00:01:02" || nsName("gd", 3) != "gd-3" || vethName("gd", 3) != "gd-v3" || bridgeName("gd") != "gd-br0" || chain("gd", "PART") != "GD-PART" {
+		t.Error("names changed: scripts/netem/README.md documents them")
+	}
+}
+
+// testLab is a lab that exists only on paper: enough to compute rules.
+func testLab(t *testing.T, n int) *Lab {
+	return newLab(Config{Nodes: n, Prefix: "hlt", Subnet: netip.MustParsePrefix("10.81.9.0/24"), Dir: t.TempDir(), Profile: "lan"})
+}
+
+// TestRules: the chains each fault gives each node.
+func TestRules(t *testing.T) {
+	l := testLab(t, 4)
+	f := faultState{Sides: [][]int{{1, 2}, {3}}, Cuts: [][2]int{{4, 1}}, Degrade: &Degradation{LossPct: 20, Nodes: []int{2, 3}}}
+	drop := func(i int) string { return "-s 10.81.9." + strconv.Itoa(i) + "/32 -j DROP" }
+	r1 := l.rules(f, 1, false)
+	if !slices.Equal(r1["HLT-PART"], []string{drop(3)}) || !slices.Equal(r1["HLT-CUT"], []string{drop(4)}) || len(r1["HLT-LOSS"]) != 2 {
+		t.Errorf("node 1: %v", r1)
+	}
+	if r4 := l.rules(f, 4, false); len(r4["HLT-PART"]) != 0 || len(r4["HLT-CUT"]) != 0 {
+		t.Errorf("node 4 is on no side and cut from no one: %v", r4)
+	}
+	if r2 := l.rules(f, 2, false); len(r2["HLT-LOSS"]) != 1 || !strings.Contains(r2["HLT-LOSS"][0], "-s 10.81.9.3/32 -m statistic --mode random --probability 0.2000 -j DROP") {
+		t.Errorf("node 2 loses 20%% of what 3 sends (its own sending is not its input): %v", r2["HLT-LOSS"])
+	}
+	if r := l.rules(f, 1, true); len(r["HLT-LOSS"]) != 0 {
+		t.Errorf("with netem, loss is not an iptables rule: %v", r)
+	}
+	f.Degrade.Nodes = nil
+	if r := l.rules(f, 3, false); !slices.Equal(r["HLT-LOSS"], []string{"-i eth0 -m statistic --mode random --probability 0.2000 -j DROP"}) {
+		t.Errorf("loss on every sender: %v", r["HLT-LOSS"])
+	}
+	if got := (faultState{Sides: [][]int{{1, 5}, {6}}, Cuts: [][2]int{{2, 6}}, NetemOn: []int{1, 6}}).trim(5); len(got.Sides) != 0 || len(got.Cuts) != 0 || !slices.Equal(got.NetemOn, []int{1}) {
+		t.Errorf("trim to 5 nodes: %+v", got)
+	}
+}
+
+func TestIDs(t *testing.T) {
+	if ids, err := ParseIDs("1,3-5", 5); err != nil || !slices.Equal(ids, []int{1, 3, 4, 5}) {
+		t.Errorf("ParseIDs: %v, %v", ids, err)
+	}
+	if _, err := ParseIDs("4-6", 5); err == nil {
+		t.Error("node 6 of a 5-node lab was accepted")
+	}
+	if s := FormatIDs([]int{1, 2, 3, 7}); s != "1-3,7" {
+		t.Errorf("FormatIDs: %q", s)
+	}
+}
+
+// TestLab builds a real three-node lab (root only) and does everything an
+// operator or a test does with one: start, converge, partition, one-way
+// cut, loss, heal, kill, restart, stop, wipe; the recorded history must
+// hold the events and the marks, replay clean, and Close must leave
+// nothing behind.
+func TestLab(t *testing.T) {
+	if os.Geteuid() != 0 || runtime.GOOS != "linux" {
+		t.Skip("needs root: network namespaces (the lab is tested as root by e2e as well)")
+	}
+	if testing.Short() {
+		t.Skip("-short")
+	}
+	if err := HaveIptables(); err != nil {
+		t.Skip(err)
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "groupd")
+	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/groupd").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	prefix := fmt.Sprintf("hlt%x", os.Getpid()%0xfffff)
+	l, err := Up(context.Background(), Config{Nodes: 3, Prefix: prefix, Subnet: netip.MustParsePrefix("10.81.250.0/24"),
+		Dir: filepath.Join(dir, "run"), Bin: bin, Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	all := Span(1, 3)
+	must := func(w Window, err error) Window {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+	wait := func(what string, ids []int, c Cond) {
+		t.Helper()
+		if _, _, err := l.WaitFor(what, ids, 30*time.Second, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := l.Start(all...); err != nil {
+		t.Fatal(err)
+	}
+	wait("converge", all, Converged(all))
+	if m, err := l.Mechanism(); err != nil || !strings.Contains(m, "netem") && !strings.Contains(m, "iptables") {
+		t.Errorf("mechanism %q, %v", m, err)
+	}
+	must(l.Partition([]int{1}, []int{2, 3}))
+	wait("side 2,3", []int{2, 3}, Converged([]int{2, 3}))
+	if n, err := l.FaultRules(1); err != nil || n != 2 {
+		t.Errorf("node 1 has %d fault rules (%v), want 2", n, err)
+	}
+	must(l.Cut(3, 2))
+	w, notes, err := l.Degrade(Degradation{LossPct: 10, Delay: 5 * time.Millisecond})
+	must(w, err)
+	t.Logf("degrade: %v", notes)
+	must(l.Heal(false))
+	wait("heal", all, Converged(all))
+	for i := 1; i <= 3; i++ {
+		if n, err := l.FaultRules(i); err != nil || n != 0 {
+			t.Errorf("node %d keeps %d fault rules after the heal (%v)", i, n, err)
+		}
+	}
+	must(l.Kill(3))
+	wait("failover", []int{1, 2}, FailedOver([]int{1, 2}))
+	if _, err := l.Restart(3, false); err != nil {
+		t.Fatal(err)
+	}
+	wait("back", all, Converged(all))
+	if err := l.Stop(2); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Wipe(2); err != nil {
+		t.Fatal(err)
+	}
+	// As README's "Disk faults" says: a node that lost its state starts
+	// once with --min-counter above every number it used (S1 would fail
+	// otherwise, and the replay would say so).
+	if _, err := l.StartWith(Options{Args: []string{"--min-counter", "1000"}}, 2); err != nil {
+		t.Fatal(err)
+	}
+	wait("wiped node back", all, Converged(all))
+	if s, err := l.Status(2); err != nil || s.Counter < 1000 {
+		t.Errorf("wiped node 2: %v, %v; want a counter from 1000 on", s, err)
+	}
+
+	h, _ := l.History()
+	var kinds []string
+	for _, m := range h.Marks() {
+		kinds = append(kinds, m.Kind)
+	}
+	for _, k := range []string{history.KindStart, history.KindPartition, history.KindOneway, history.KindLoss, history.KindHeal,
+		history.KindKill, history.KindRestart, history.KindStop, history.KindWipe} {
+		if !slices.Contains(kinds, k) {
+			t.Errorf("no %s mark in the history: %v", k, kinds)
+		}
+	}
+	// The file holds what the recorders and the lab wrote, and reads back
+	// the same.
+	fromFile, err := ReadHistory(l.Dir())
+	if err != nil || len(fromFile.Events(time.Time{}, time.Time{})) != len(h.Events(time.Time{}, time.Time{})) || len(fromFile.Bad()) > 0 {
+		t.Errorf("history.ndjson: %v, bad %v", err, fromFile.Bad())
+	}
+	if len(h.Groups(wire.NodeID(3), time.Time{}, time.Time{})) < 2 {
+		t.Error("node 3 was in one group only")
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if res := h.Replay(); !res.OK() || res.Restarts < 2 {
+		t.Errorf("replay: %+v", res)
+	}
+	out, _ := exec.Command("ip", "netns", "list").Output()
+	links, _ := exec.Command("ip", "-o", "link", "show").Output()
+	if strings.Contains(string(out), prefix+"-") || strings.Contains(string(links), prefix+"-") {
+		t.Errorf("left behind:\n%s%s", out, links)
+	}
+}
