@@ -328,16 +328,12 @@ func (a *Agent) openGossip() error {
 		mc.AdvertiseAddr, mc.AdvertisePort = ip.String(), port
 		mc.BindAddr, mc.BindPort = ip.String(), port
 	} else {
-		nt, err := memberlist.NewNetTransport(&memberlist.NetTransportConfig{
-			BindAddrs: []string{a.cfg.Bind},
-			BindPort:  a.cfg.gossipPort(),
-			Logger:    mlLogger,
-		})
+		nt, err := newGossipNet(a.cfg.Bind, a.cfg.gossipPort(), a.glog)
 		if err != nil {
 			return configErrorf("group: --gossip-port %d: %w", a.cfg.gossipPort(), err)
 		}
 		a.gossipTr = nt
-		port := nt.GetAutoBindPort()
+		port := nt.Port()
 		mc.BindAddr, mc.BindPort = a.cfg.Bind, port
 		mc.AdvertiseAddr, mc.AdvertisePort = a.advertise.String(), port
 		mc.Transport = nt

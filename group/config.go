@@ -443,11 +443,14 @@ func parseAPI(s string) (network, addr string, err error) {
 // probe interval and timeout have floors (100 ms and 50 ms) so that the
 // fast profile stays robust on a loaded machine (tests under -race).
 //
-// GossipInterval = AliveInterval, at least 200 ms (lan 250 ms; memberlist:
-// 200 ms): gossip costs nothing while there is nothing to spread, and a
-// death or a meta change still spreads in about a second. PushPullInterval
-// is 60 s (memberlist: 30 s): beacons, not anti-entropy, heal partitions
-// here, and each push/pull is a TCP exchange. TCPTimeout (10 s) is cut to
+// GossipInterval = BeaconInterval, at least 200 ms (lan 1 s; memberlist:
+// 200 ms): gossip costs nothing but a wakeup while there is nothing to
+// spread, and a death or a meta change still spreads in a few seconds,
+// well within MemberTimeout. PushPullInterval is 120 s (memberlist: 30 s):
+// beacons, not anti-entropy, heal partitions here, and each push/pull is
+// a TCP exchange of about ten packets. Compression is off (memberlist: on):
+// the messages are a few hundred bytes, and each compressed one allocated
+// about 10 KiB of compressor state. TCPTimeout (10 s) is cut to
 // 2×BeaconInterval, at least 1 s: it bounds a push/pull and each Join
 // attempt, and a LAN answers in milliseconds. DeadNodeReclaimTime =
 // PeerTimeout lets a node that crashed and came back on another address
@@ -460,8 +463,9 @@ func memberlistConfig(t invitation.Timing) *memberlist.Config {
 	mc.ProbeTimeout = max(2*t.AnswerTimeout, 50*time.Millisecond)
 	mc.SuspicionMult = 2
 	mc.SuspicionMaxTimeoutMult = 1
-	mc.GossipInterval = max(t.AliveInterval, 200*time.Millisecond)
-	mc.PushPullInterval = 60 * time.Second
+	mc.GossipInterval = max(t.BeaconInterval, 200*time.Millisecond)
+	mc.PushPullInterval = 120 * time.Second
+	mc.EnableCompression = false
 	mc.TCPTimeout = max(2*t.BeaconInterval, time.Second)
 	mc.DeadNodeReclaimTime = t.PeerTimeout
 	return mc

@@ -16,6 +16,9 @@ import (
 // The receive path: what happens to a datagram between the transport and
 // the loop.
 
+// openBufs holds buffers for unsealing received packets.
+var openBufs = sync.Pool{New: func() any { return new([wire.MaxDatagramSize]byte) }}
+
 // receive checks one datagram and, if it is an acceptable message from
 // another node, records its source and queues it for the loop. Every check
 // that fails drops the packet and counts it by reason; nothing here panics
@@ -42,10 +45,14 @@ func (a *Agent) receive(pkt []byte, src *net.UDPAddr, viaMulticast bool) {
 		return
 	}
 	plain := pkt
-	var openBuf [wire.MaxDatagramSize]byte
 	if a.sealer != nil {
+		// A pooled buffer: a local array would escape to the heap and
+		// cost 4 KiB per packet, sealed or not. Decoded messages keep
+		// no reference into it.
+		buf := openBufs.Get().(*[wire.MaxDatagramSize]byte)
+		defer openBufs.Put(buf)
 		var err error
-		if plain, err = a.sealer.OpenFor(openBuf[:0], pkt, a.id); err != nil {
+		if plain, err = a.sealer.OpenFor(buf[:0], pkt, a.id); err != nil {
 			a.drop(err, src)
 			return
 		}
