@@ -483,13 +483,9 @@ func TestReplay(t *testing.T) {
 	}
 }
 
-// TestReplayNamesTheLine: Replay's errors should name the line of the log
+// TestReplayNamesTheLine: Replay's errors name the line of the log
 // file they are about, so that an operator finds it.
 func TestReplayNamesTheLine(t *testing.T) {
-	if os.Getenv("GROUPD_BUGS") == "" {
-		t.Skip("BUG: Replay numbers the machine's start line 1 and the first input line 2, " +
-			"one less than their lines in the file (the header is line 1)")
-	}
 	for _, tc := range replayCases(t) {
 		if tc.line == 0 {
 			continue

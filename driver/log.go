@@ -276,11 +276,13 @@ func Replay(r io.Reader) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("driver: replay: %w", err)
 	}
-	if err := sameOutput(1, got, line.Out); err != nil {
+	// Lines are numbered as in the file: the header is line 1, the
+	// machine's start line 2, the first input line 3.
+	if err := sameOutput(2, got, line.Out); err != nil {
 		return 0, err
 	}
 	n := 0
-	for lineNo := 2; ; lineNo++ {
+	for lineNo := 3; ; lineNo++ {
 		line = logLine{}
 		if err := dec.Decode(&line); err == io.EOF {
 			return n, nil
