@@ -160,7 +160,7 @@ func TestSaveHandshake(t *testing.T) {
 		d.Tick(at(200)) // the boot window ends: a number, saved, then the invitation
 		want := []string{
 			"save counter=201 last=0.0", "send Beacon",
-			"save counter=201 last=201.7", "report members, created 201.7", "send Invitation",
+			"save counter=201 last=201.7", "report recovery, created 201.7", "send Invitation",
 		}
 		if got := strings.Join(e.calls, "; "); got != strings.Join(want, "; ") {
 			t.Fatalf("calls:\n got  %s\n want %s", got, strings.Join(want, "; "))

@@ -150,14 +150,12 @@ func skipBug(t *testing.T, why string) {
 }
 
 // TestReasonOfCreatedGroup: the Event for the view in which a node adopts
-// a number it created names why it created it. Only a singleton says so
-// (recovery); a number created to invite others is reported with reason
-// "members", which README defines as "member list changed in place", and
-// group/metrics.go expects a bully winner to report "election" when it
-// creates its group.
+// a number it created names why it created it, whether it forms the group
+// alone or invites others: a node without a group "recovery", a merging
+// coordinator or a participant taking over "merge", the winner of a
+// failover "election" (group/metrics.go counts an election once, at its
+// start). "members" would say the member list changed in place.
 func TestReasonOfCreatedGroup(t *testing.T) {
-	skipBug(t, "BUG: adopting a saved number that invites others (Node.saved → createGroup returns false) "+
-		"reports ReasonMembers instead of the purpose's reason (recovery, merge, election)")
 	g := func(seq uint64, id wire.NodeID) wire.GroupNumber { return wire.GroupNumber{Seq: seq, ID: id} }
 	tests := []struct {
 		name string
@@ -183,6 +181,24 @@ func TestReasonOfCreatedGroup(t *testing.T) {
 			m.step(invitation.PeerDown{ID: 9})
 			return m
 		}, invitation.ReasonElection},
+		{"the winner of a failover, alone", func(t *testing.T) *machine {
+			m := joined(t, 7, g(90, 9), 7, 9)
+			m.step(invitation.PeerDown{ID: 9})
+			return m
+		}, invitation.ReasonElection},
+		{"a participant taking over", func(t *testing.T) *machine {
+			// 7, its coordinator, says it cannot save: 3 outranks it,
+			// and after a CheckInterval of that it takes over.
+			m := joined(t, 3, g(90, 7), 3, 7)
+			beat := wire.Message{Header: wire.Header{Version: wire.Version, Type: wire.TypeBeacon, From: 7,
+				Priority: wire.DefaultPriority, Flags: wire.FlagSettled | wire.FlagDegraded, Boot: 0xb007,
+				Group: g(90, 7), State: wire.StateNormal}, Body: wire.Beacon{Version: 1, Size: 2}}
+			for range 6 {
+				m.step(invitation.Receive{Msg: beat})
+				m.tick(250 * time.Millisecond)
+			}
+			return m
+		}, invitation.ReasonMerge},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -17,6 +17,19 @@ const (
 	forTakeover                    // a participant that outranks its coordinator
 )
 
+// reason is how the view change in which a node adopts a number created
+// for p is reported: why the number was made. A takeover is reported as a
+// merge: the participant's new group absorbs its coordinator's.
+func (p purpose) reason() Reason {
+	switch p {
+	case forMerge, forTakeover:
+		return ReasonMerge
+	case forFailover:
+		return ReasonElection
+	}
+	return ReasonRecovery
+}
+
 // pendingGroup is a group number waiting for its save.
 type pendingGroup struct {
 	seq     uint64
@@ -471,10 +484,11 @@ func (n *Node) saved(now time.Time, d Durable) Reason {
 		why = ReasonSaved
 	}
 	if p := n.pending; p != nil && n.durable.Counter >= p.seq {
+		// The group changes: that is the news, even when this save
+		// also ended a failure (the new view shows no error).
 		n.pending = nil
-		if n.createGroup(now, p) {
-			why = ReasonRecovery
-		}
+		n.createGroup(now, p)
+		why = p.purpose.reason()
 	}
 	n.requestSave(now)
 	return why
@@ -498,9 +512,9 @@ func (n *Node) saveFailed(now time.Time, d Durable, err string) Reason {
 	return ReasonPersistFailed
 }
 
-// createGroup adopts the saved number of p and invites whom p names. It
-// reports whether the node formed a group on its own.
-func (n *Node) createGroup(now time.Time, p *pendingGroup) bool {
+// createGroup adopts the saved number of p and invites whom p names; with
+// no one to invite, the group is the node alone, Normal at once.
+func (n *Node) createGroup(now time.Time, p *pendingGroup) {
 	prev := n.group
 	prevMembers := n.members
 	n.resetRoles()
@@ -555,7 +569,7 @@ func (n *Node) createGroup(now time.Time, p *pendingGroup) bool {
 		n.setMembers([]wire.Member{n.self()})
 		n.version = 1
 		n.state = wire.StateNormal
-		return true
+		return
 	}
 	n.state = wire.StateElection
 	n.setMembers(nil)
@@ -569,7 +583,6 @@ func (n *Node) createGroup(now time.Time, p *pendingGroup) bool {
 		expect:   max(expect, 0),
 	}
 	n.sendInvitations(n.merge)
-	return false
 }
 
 // sendInvitations sends the current group's invitation to everyone in m

@@ -174,9 +174,9 @@ func (s Status) String() string {
 type Reason string
 
 const (
-	ReasonRecovery      Reason = "recovery"       // formed a singleton group, or lost its group
-	ReasonElection      Reason = "election"       // coordinator failed; bully started
-	ReasonMerge         Reason = "merge"          // started merging other groups
+	ReasonRecovery      Reason = "recovery"       // lost its group, or formed one while it had none
+	ReasonElection      Reason = "election"       // coordinator failed: election started; its winner formed a group
+	ReasonMerge         Reason = "merge"          // started merging other groups, formed the new one; or took over (§3.5)
 	ReasonInvited       Reason = "invited"        // accepted an invitation
 	ReasonReady         Reason = "ready"          // the group formed (Ready done)
 	ReasonMembers       Reason = "members"        // member list changed in place
