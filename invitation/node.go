@@ -657,8 +657,7 @@ func (n *Node) peerDown(now time.Time, id wire.NodeID) Reason {
 			n.dropMembers(now, []wire.NodeID{id})
 		}
 	case !n.isCoordinator() && n.state == wire.StateNormal && id == n.group.ID:
-		n.startElection(now)
-		return ReasonElection
+		return n.startElection(now)
 	}
 	return ""
 }
@@ -681,7 +680,7 @@ func (n *Node) receive(now time.Time, m wire.Message) Reason {
 	case wire.AreYouCoordinator:
 		n.onAreYouCoordinator(now, m)
 	case wire.Yes:
-		n.onYes(now, m, b)
+		return n.onYes(now, m, b)
 	case wire.No:
 		return n.onNo(now, m, b)
 	case wire.AreYouThere:

@@ -180,7 +180,7 @@ const (
 	ReasonInvited       Reason = "invited"        // accepted an invitation
 	ReasonReady         Reason = "ready"          // the group formed (Ready done)
 	ReasonMembers       Reason = "members"        // member list changed in place
-	ReasonConfirmed     Reason = "confirmed"      // coordinator again after a merge
+	ReasonConfirmed     Reason = "confirmed"      // Normal again in the same group: after a merge, or a false suspicion
 	ReasonPersistFailed Reason = "persist-failed" // could not save
 	ReasonSaved         Reason = "saved"          // a save succeeded after failures
 	ReasonYielded       Reason = "yielded"        // another process holds this node's ID
