@@ -55,6 +55,7 @@ type peer struct {
 	prio     uint8
 	state    wire.State
 	degraded bool
+	wait     time.Duration // inviteWait by the timing it announced (0: none heard)
 }
 
 func (p *peer) isCoordinator(id wire.NodeID) bool { return p.group.ID == id }
@@ -68,7 +69,8 @@ type freshPeer struct {
 	boot    uint64
 	rank    wire.Rank
 	heard   time.Time
-	invited time.Time // when this node last invited it
+	invited time.Time     // when this node last invited it
+	wait    time.Duration // inviteWait by the timing it announced (0: none heard)
 }
 
 // member is a coordinator's record of one member of its group.
@@ -717,8 +719,10 @@ func (n *Node) observe(now time.Time, m wire.Message) {
 		n.maxSeen = max(n.maxSeen, b.HighWater)
 		ann = b.Timing
 	}
+	wait := time.Duration(0)
 	if !ann.IsZero() {
 		n.checkTiming(now, m.From, ann)
+		wait = n.t.adopt(ann).inviteWait()
 	}
 	if mb := n.up[m.From]; mb != nil && m.Group == n.group {
 		mb.lastHeard = now
@@ -737,9 +741,12 @@ func (n *Node) observe(now time.Time, m wire.Message) {
 			n.fresh[m.From] = f
 		}
 		if f.boot != m.Boot {
-			f.invited = time.Time{}
+			f.invited, f.wait = time.Time{}, 0
 		}
 		f.boot, f.rank, f.heard = m.Boot, m.Rank(), now
+		if wait > 0 {
+			f.wait = wait
+		}
 		return
 	}
 	delete(n.fresh, m.From)
@@ -768,6 +775,9 @@ func (n *Node) observe(now time.Time, m wire.Message) {
 	p.heard = now.Sub(n.born)
 	if b, ok := m.Body.(wire.Beacon); ok {
 		p.size = b.Size
+	}
+	if wait > 0 {
+		p.wait = wait
 	}
 }
 
