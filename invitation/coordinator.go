@@ -408,8 +408,12 @@ func (n *Node) onAreYouThere(now time.Time, m wire.Message, b wire.AreYouThere) 
 		n.send(m.From, wire.No{Query: wire.TypeAreYouThere})
 		return
 	}
-	if b.Group == n.prevGroup && n.prevMembers[m.From] {
-		// A member of my previous group that missed the invitation.
+	if b.Group.ID == n.id && b.Group.Less(n.group) {
+		// A member of an older group of mine: my previous one, whose
+		// invitation it missed, or one I ran before I restarted. Its
+		// coordinator is here: invite it into my current group (no new
+		// number) rather than tell it No, on which it would elect and
+		// spend one.
 		n.reinvite(now, m.From)
 		return
 	}

@@ -155,15 +155,26 @@ func (n *Node) onNo(now time.Time, m wire.Message, b wire.No) Reason {
 	if b.Query != wire.TypeAreYouThere || m.From != n.group.ID || n.isCoordinator() || n.state != wire.StateNormal {
 		return ""
 	}
-	if m.Group == n.group {
+	switch {
+	case m.Group == n.group:
 		// My coordinator still runs my group but dropped me (a Ready I
 		// never acknowledged): go without a group; it invites me back
 		// into it, without a new number.
 		n.detach(now)
 		return ReasonRecovery
+	case m.Group.IsZero():
+		// My coordinator has no group: it restarted and is in its boot
+		// window (or lost its group). It forms or joins a group soon;
+		// an election would spend a number that its group then merges
+		// away. Go without a group too: at the end of its window it
+		// invites the nodes it heard without one, or the highest of us
+		// does if it cannot (design §3.2).
+		n.detach(now)
+		return ReasonRecovery
 	}
-	// My coordinator has left my group (it restarted, or moved on): carry
-	// on with the other survivors.
+	// My coordinator has moved on to another group: carry on with the
+	// other survivors. (One that formed a group of its own invites me
+	// instead of answering No: onAreYouThere.)
 	return n.startElection(now)
 }
 
