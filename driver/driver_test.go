@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -161,7 +160,7 @@ func TestSaveHandshake(t *testing.T) {
 		d.Tick(at(200)) // the boot window ends: a number, saved, then the invitation
 		want := []string{
 			"save counter=201 last=0.0", "send Beacon",
-			"save counter=201 last=201.7", "report members, created 201.7", "send Invitation",
+			"save counter=201 last=201.7", "report recovery, created 201.7", "send Invitation",
 		}
 		if got := strings.Join(e.calls, "; "); got != strings.Join(want, "; ") {
 			t.Fatalf("calls:\n got  %s\n want %s", got, strings.Join(want, "; "))
@@ -483,13 +482,9 @@ func TestReplay(t *testing.T) {
 	}
 }
 
-// TestReplayNamesTheLine: Replay's errors should name the line of the log
+// TestReplayNamesTheLine: Replay's errors name the line of the log
 // file they are about, so that an operator finds it.
 func TestReplayNamesTheLine(t *testing.T) {
-	if os.Getenv("GROUPD_BUGS") == "" {
-		t.Skip("BUG: Replay numbers the machine's start line 1 and the first input line 2, " +
-			"one less than their lines in the file (the header is line 1)")
-	}
 	for _, tc := range replayCases(t) {
 		if tc.line == 0 {
 			continue
@@ -507,11 +502,6 @@ func TestReplayNamesTheLine(t *testing.T) {
 // a counter it shares with packets of its own (Challenge and Response,
 // with a key), so the counters in its input log have gaps.
 func TestReplayWithNextCounter(t *testing.T) {
-	if os.Getenv("GROUPD_BUGS") == "" {
-		t.Skip("BUG: Replay restamps messages from 1 (Options.NextCounter nil), so the log of a daemon " +
-			"whose runtime sent packets of its own between the machine's (a keyed daemon's Challenge " +
-			"and Response) diverges at the first gap in the counters")
-	}
 	c := uint64(0)
 	log := record(t, func() uint64 {
 		c++

@@ -249,8 +249,10 @@ func (replayEnv) Report(time.Time, invitation.Output)   {}
 // Replay reads an input log and feeds its inputs, at their times, to a
 // new machine built from its header, through a Driver (as the daemon and
 // the simulator drive theirs), comparing every output with the recorded
-// one. It returns how many inputs it replayed, and the first difference as
-// an error naming the line.
+// one. Messages are stamped with the packet counters the log recorded
+// (the runtime's choice, see Options.NextCounter), so a log with gaps in
+// them replays too. It returns how many inputs it replayed, and the first
+// difference as an error naming the line of the file.
 func Replay(r io.Reader) (int, error) {
 	dec := json.NewDecoder(bufio.NewReader(r))
 	var hdr logHeader
@@ -265,22 +267,42 @@ func Replay(r io.Reader) (int, error) {
 		return 0, fmt.Errorf("driver: input log header: %w", err)
 	}
 	var got []logOutput
-	opts := Options{Observer: func(now time.Time, in invitation.Input, out invitation.Output) {
-		got = append(got, encodeOutput(out))
-	}}
+	// The packet counters are the runtime's, not the machine's: a daemon
+	// draws them from a counter it shares with packets of its own (a
+	// keyed daemon's Challenge and Response), so the logged ones have
+	// gaps. The replay stamps each message with the counter logged for
+	// the message in its place, and compares the rest.
+	var counters []uint64
+	last := uint64(0)
+	opts := Options{
+		Observer: func(now time.Time, in invitation.Input, out invitation.Output) {
+			got = append(got, encodeOutput(out))
+		},
+		NextCounter: func() uint64 {
+			if len(counters) > 0 {
+				last, counters = counters[0], counters[1:]
+			} else {
+				last++ // a message the log lacks: the comparison fails anyway
+			}
+			return last
+		},
+	}
 	var line logLine
 	if err := dec.Decode(&line); err != nil || line.In != nil {
 		return 0, fmt.Errorf("driver: input log: the first line must be the machine's start (%v)", err)
 	}
+	counters = loggedCounters(line.Out)
 	d, err := New(cfg, time.Unix(0, line.T), replayEnv{}, opts)
 	if err != nil {
 		return 0, fmt.Errorf("driver: replay: %w", err)
 	}
-	if err := sameOutput(1, got, line.Out); err != nil {
+	// Lines are numbered as in the file: the header is line 1, the
+	// machine's start line 2, the first input line 3.
+	if err := sameOutput(2, got, line.Out); err != nil {
 		return 0, err
 	}
 	n := 0
-	for lineNo := 2; ; lineNo++ {
+	for lineNo := 3; ; lineNo++ {
 		line = logLine{}
 		if err := dec.Decode(&line); err == io.EOF {
 			return n, nil
@@ -295,6 +317,7 @@ func Replay(r io.Reader) (int, error) {
 			return n, fmt.Errorf("driver: input log line %d: %w", lineNo, err)
 		}
 		got = got[:0]
+		counters = loggedCounters(line.Out)
 		// Feed the machine directly through the driver's carry, one
 		// recorded input at a time: ticks included, as they were
 		// logged, rather than the driver's own Tick loop.
@@ -305,6 +328,21 @@ func Replay(r io.Reader) (int, error) {
 			return n, err
 		}
 	}
+}
+
+// loggedCounters returns the packet counters of an output's messages, in
+// order; a message that does not decode counts as 0 (the comparison then
+// fails on it).
+func loggedCounters(o logOutput) []uint64 {
+	cs := make([]uint64, len(o.Messages))
+	for i, lm := range o.Messages {
+		if b, err := hex.DecodeString(lm.Msg); err == nil {
+			if m, err := wire.Decode(b); err == nil {
+				cs[i] = m.Counter
+			}
+		}
+	}
+	return cs
 }
 
 func sameOutput(lineNo int, got []logOutput, want logOutput) error {

@@ -3,6 +3,8 @@ package group
 import (
 	"bytes"
 	"context"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -495,31 +497,79 @@ func TestReconnectLoop(t *testing.T) {
 
 // TestInputLogReplays: the input log of a real agent, through a
 // convergence and a failover, replays through a new machine (the
-// simulator's driver) with identical outputs.
+// simulator's driver) with identical outputs. With a key, the agent's
+// Challenges and Responses share the packet counter with the machine's
+// messages, so the logged counters have gaps; the log replays all the same.
 func TestInputLogReplays(t *testing.T) {
 	t.Parallel()
-	c := newCluster(t, memMulticast)
-	var buf syncBuffer
-	c.tweak = func(cfg *Config) {
-		if cfg.ID == 2 {
-			cfg.InputLog = &buf
+	for _, keyed := range []bool{false, true} {
+		t.Run(fmt.Sprintf("keyed=%v", keyed), func(t *testing.T) {
+			t.Parallel()
+			c := newCluster(t, memMulticast)
+			if keyed {
+				c.key = bytes.Repeat([]byte{7}, wire.KeySize)
+			}
+			var buf syncBuffer
+			c.tweak = func(cfg *Config) {
+				if cfg.ID == 2 {
+					cfg.InputLog = &buf
+				}
+			}
+			for id := wire.NodeID(1); id <= 4; id++ {
+				c.start(id, "")
+			}
+			c.waitConverged(convergeBound(c))
+			c.stop(4)
+			c.waitConverged(convergeBound(c))
+			c.stop(2)
+			log := buf.Bytes()
+			if gaps := counterGaps(t, log); keyed && gaps == 0 {
+				t.Errorf("a keyed agent's log has no gap in its packet counters: it challenged no one?")
+			} else if !keyed && gaps > 0 {
+				t.Errorf("an agent without a key left %d gaps in its packet counters", gaps)
+			}
+			n, err := driver.Replay(bytes.NewReader(log))
+			if err != nil {
+				t.Fatalf("after %d inputs: %v", n, err)
+			}
+			if n < 50 {
+				t.Errorf("only %d inputs replayed", n)
+			}
+			t.Logf("%d inputs replayed with identical outputs (%d bytes of log)", n, len(log))
+		})
+	}
+}
+
+// counterGaps counts the gaps in the packet counters of the messages an
+// input log recorded: packets the runtime sent between the machine's.
+func counterGaps(t *testing.T, log []byte) int {
+	t.Helper()
+	gaps, last := 0, uint64(0)
+	for _, l := range bytes.Split(bytes.TrimSpace(log), []byte("\n"))[1:] {
+		var line struct {
+			Out struct {
+				Msgs []struct{ Msg string } `json:"msgs"`
+			} `json:"out"`
+		}
+		if err := json.Unmarshal(l, &line); err != nil {
+			t.Fatalf("log line %s: %v", l, err)
+		}
+		for _, lm := range line.Out.Msgs {
+			b, err := hex.DecodeString(lm.Msg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, err := wire.Decode(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m.Counter != last+1 {
+				gaps++
+			}
+			last = m.Counter
 		}
 	}
-	for id := wire.NodeID(1); id <= 4; id++ {
-		c.start(id, "")
-	}
-	c.waitConverged(convergeBound(c))
-	c.stop(4)
-	c.waitConverged(convergeBound(c))
-	c.stop(2)
-	n, err := driver.Replay(bytes.NewReader(buf.Bytes()))
-	if err != nil {
-		t.Fatalf("after %d inputs: %v", n, err)
-	}
-	if n < 50 {
-		t.Errorf("only %d inputs replayed", n)
-	}
-	t.Logf("%d inputs replayed with identical outputs (%d bytes of log)", n, buf.Len())
+	return gaps
 }
 
 func (s *syncBuffer) Bytes() []byte {

@@ -74,9 +74,9 @@ func newMetrics(sinceLastChange func() float64, gossipAlive func() float64) *met
 	m := &metrics{
 		reg:          reg,
 		events:       fv("events_total", "Changes of the node's view, by reason.", "reason"),
-		elections:    f("elections_total", "Bully elections started after a coordinator failed."),
-		merges:       f("merges_total", "Merges this node started as coordinator."),
-		recoveries:   f("recoveries_total", "Singleton groups formed (Recovery)."),
+		elections:    f("elections_total", "Elections started after a coordinator failed."),
+		merges:       f("merges_total", "Merges this node started: as coordinator, or taking over as a participant that outranks its coordinator."),
+		recoveries:   f("recoveries_total", "Groups this node formed while it had none (Recovery): alone, or inviting the nodes it heard."),
 		roleChanges:  fv("role_changes_total", "Role changes, by new role.", "role"),
 		msgsSent:     fv("messages_sent_total", "Wire messages sent, by type.", "type"),
 		bytesSent:    fv("bytes_sent_total", "Wire bytes sent (as on the wire, sealed if keyed), by message type.", "type"),
@@ -138,17 +138,25 @@ func newMetrics(sinceLastChange func() float64, gossipAlive func() float64) *met
 func (m *metrics) observe(e Event) {
 	m.events.WithLabelValues(e.Reason).Inc()
 	n := e.New
+	// A number a node creates is reported twice with the reason it was
+	// created for: when the node starts on it (it goes to Election) and
+	// when it adopts the saved number. Count each once.
 	switch e.Reason {
 	case "election":
-		// A bully winner reports "election" again when it creates
-		// its group; count only the start.
+		// The start; the winner reports "election" again when it
+		// creates its group.
 		if e.Old == nil || e.Old.State != wire.StateElection {
 			m.elections.Inc()
 		}
 	case "merge":
-		m.merges.Inc()
+		// The start; a takeover stays Normal until its number is
+		// saved, so it is counted then.
+		if e.Old == nil || e.Old.State != wire.StateElection {
+			m.merges.Inc()
+		}
 	case "recovery":
-		if e.Old == nil || e.Old.Group != n.Group {
+		// Losing a group is a recovery too; count the groups formed.
+		if e.Old != nil && e.Old.Group.IsZero() && !n.Group.IsZero() && n.Role == invitation.Coordinator {
 			m.recoveries.Inc()
 		}
 	}

@@ -62,11 +62,23 @@ func (n *Node) tickDetached(now time.Time) Reason {
 	}
 	me := n.rank()
 	higher := false
+	// How long to wait for a higher-ranked node's invitation is a timeout
+	// on that node's phases (its boot window, save and accept window), so
+	// it follows the timing it announced (design §3.8); the longest of
+	// those heard, and this node's own for one that announced none.
+	var wait time.Duration
+	waitFor := func(w time.Duration) {
+		if w == 0 {
+			w = n.t.inviteWait()
+		}
+		wait = max(wait, w)
+	}
 	var fresh []freshTarget
 	for _, id := range sortedIDs(n.fresh) {
 		f := n.fresh[id]
 		if me.Less(f.rank) {
 			higher = true
+			waitFor(f.wait)
 		} else {
 			fresh = append(fresh, freshTarget{id: id, boot: f.boot})
 		}
@@ -79,13 +91,14 @@ func (n *Node) tickDetached(now time.Time) Reason {
 		}
 		if me.Less(p.rank(id)) {
 			higher = true
+			waitFor(p.wait)
 		} else {
 			targets = append(targets, id)
 		}
 	}
 	if higher {
-		if n.waitUntil.IsZero() {
-			n.waitUntil = n.attachAt.Add(n.t.inviteWait())
+		if until := n.attachAt.Add(wait); until.After(n.waitUntil) {
+			n.waitUntil = until
 		}
 		if now.Before(n.waitUntil) {
 			return "" // a higher-ranked node will invite me

@@ -168,7 +168,8 @@ func (t Timing) bootWindow() time.Duration { return 2 * t.AnswerTimeout }
 // inviteWait is how long a node without a group that heard a higher-ranked
 // node waits for that node's invitation after its own boot window: the
 // other node's boot window (it may have started later), its save, and a
-// round trip.
+// round trip. These are the other node's phases, so the waiting node
+// takes them from the timing that node announced (t.adopt).
 func (t Timing) inviteWait() time.Duration { return t.bootWindow() + t.AcceptWindow }
 
 // reorgTimeout is how long an invitee of an inviter with timing t waits for

@@ -28,8 +28,11 @@ func (n *Node) tickCoordinator(now time.Time, sweep bool) Reason {
 	why := Reason("")
 	if r := n.ready; r != nil {
 		if !now.Before(r.deadline) {
+			// Members that never acknowledged are dropped: a new
+			// member list (finishReady reports the group's
+			// confirmation itself, if this round formed it).
 			n.finishReady(now)
-			why = ReasonReady
+			why = ReasonMembers
 		} else if !now.Before(r.resendAt) {
 			for _, id := range sortedIDs(r.pending) {
 				n.sendReady(id)
@@ -195,17 +198,17 @@ func (n *Node) onAreYouCoordinator(now time.Time, m wire.Message) {
 	}
 }
 
-func (n *Node) onYes(now time.Time, m wire.Message, b wire.Yes) {
+func (n *Node) onYes(now time.Time, m wire.Message, b wire.Yes) Reason {
 	switch b.Query {
 	case wire.TypeAreYouCoordinator:
 		c := n.check
 		if c == nil || !m.IsCoordinator() || m.State != wire.StateNormal || m.Group == n.group {
-			return
+			return ""
 		}
 		if m.Rank().Less(n.rank()) {
 			for _, id := range c.lower {
 				if id == m.From {
-					return
+					return ""
 				}
 			}
 			c.lower = append(c.lower, m.From)
@@ -213,8 +216,9 @@ func (n *Node) onYes(now time.Time, m wire.Message, b wire.Yes) {
 			c.higher[m.From] = true
 		}
 	case wire.TypeAreYouThere:
-		n.onAliveYes(now, m, b)
+		return n.onAliveYes(now, m, b)
 	}
+	return ""
 }
 
 // startMerge is the paper's Merge: a new group number, then invitations to
@@ -404,8 +408,12 @@ func (n *Node) onAreYouThere(now time.Time, m wire.Message, b wire.AreYouThere) 
 		n.send(m.From, wire.No{Query: wire.TypeAreYouThere})
 		return
 	}
-	if b.Group == n.prevGroup && n.prevMembers[m.From] {
-		// A member of my previous group that missed the invitation.
+	if b.Group.ID == n.id && b.Group.Less(n.group) {
+		// A member of an older group of mine: my previous one, whose
+		// invitation it missed, or one I ran before I restarted. Its
+		// coordinator is here: invite it into my current group (no new
+		// number) rather than tell it No, on which it would elect and
+		// spend one.
 		n.reinvite(now, m.From)
 		return
 	}

@@ -54,11 +54,15 @@
 //	Yes / No           replies                               Yes(AYC): lower → merge now,
 //	                                                         or after MergeDelay per higher
 //	                                                         coordinator seen; No(AYT): my
-//	                                                         coordinator dropped me (wait to
-//	                                                         be invited back) or left my
-//	                                                         group (elect)
+//	                                                         coordinator dropped me, or has
+//	                                                         no group (it restarted): go
+//	                                                         without one and wait to be
+//	                                                         invited; it moved on into
+//	                                                         another group: elect
 //	AreYouThere(g)     participant → its coordinator, when   Yes iff g is mine, I coordinate
-//	                   a heartbeat is late                   it and you are a member
+//	                   a heartbeat is late                   it and you are a member; g an
+//	                                                         older group of mine: invite you
+//	                                                         into my current one; else No
 //	Invitation(g, t)   merging coordinator → lower           accept if Normal and the inviter
 //	                   coordinators, its own members and     outranks me (coordinator), is my
 //	                   nodes without a group; an invited     coordinator or outranks it

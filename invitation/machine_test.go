@@ -2,7 +2,6 @@ package invitation_test
 
 import (
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -140,24 +139,13 @@ func joined(t *testing.T, id wire.NodeID, g wire.GroupNumber, members ...wire.No
 	return m
 }
 
-// skipBug skips a test that shows a known bug, unless GROUPD_BUGS is set
-// (to see it fail).
-func skipBug(t *testing.T, why string) {
-	t.Helper()
-	if os.Getenv("GROUPD_BUGS") == "" {
-		t.Skip(why)
-	}
-}
-
 // TestReasonOfCreatedGroup: the Event for the view in which a node adopts
-// a number it created names why it created it. Only a singleton says so
-// (recovery); a number created to invite others is reported with reason
-// "members", which README defines as "member list changed in place", and
-// group/metrics.go expects a bully winner to report "election" when it
-// creates its group.
+// a number it created names why it created it, whether it forms the group
+// alone or invites others: a node without a group "recovery", a merging
+// coordinator or a participant taking over "merge", the winner of a
+// failover "election" (group/metrics.go counts an election once, at its
+// start). "members" would say the member list changed in place.
 func TestReasonOfCreatedGroup(t *testing.T) {
-	skipBug(t, "BUG: adopting a saved number that invites others (Node.saved → createGroup returns false) "+
-		"reports ReasonMembers instead of the purpose's reason (recovery, merge, election)")
 	g := func(seq uint64, id wire.NodeID) wire.GroupNumber { return wire.GroupNumber{Seq: seq, ID: id} }
 	tests := []struct {
 		name string
@@ -183,6 +171,24 @@ func TestReasonOfCreatedGroup(t *testing.T) {
 			m.step(invitation.PeerDown{ID: 9})
 			return m
 		}, invitation.ReasonElection},
+		{"the winner of a failover, alone", func(t *testing.T) *machine {
+			m := joined(t, 7, g(90, 9), 7, 9)
+			m.step(invitation.PeerDown{ID: 9})
+			return m
+		}, invitation.ReasonElection},
+		{"a participant taking over", func(t *testing.T) *machine {
+			// 7, its coordinator, says it cannot save: 3 outranks it,
+			// and after a CheckInterval of that it takes over.
+			m := joined(t, 3, g(90, 7), 3, 7)
+			beat := wire.Message{Header: wire.Header{Version: wire.Version, Type: wire.TypeBeacon, From: 7,
+				Priority: wire.DefaultPriority, Flags: wire.FlagSettled | wire.FlagDegraded, Boot: 0xb007,
+				Group: g(90, 7), State: wire.StateNormal}, Body: wire.Beacon{Version: 1, Size: 2}}
+			for range 6 {
+				m.step(invitation.Receive{Msg: beat})
+				m.tick(250 * time.Millisecond)
+			}
+			return m
+		}, invitation.ReasonMerge},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -263,36 +269,55 @@ func Example() {
 // TestInviteWaitFollowsAnnouncedTiming: a node without a group that heard
 // a higher-ranked node waits for that node's invitation: its boot window,
 // its save and a round trip (Timing.inviteWait). That is a timeout applied
-// to the other node's phase, which DESIGN §7 says follows what that node
+// to the other node's phases, which design §3.8 says follow what that node
 // announced. A fast node (boot window 40ms) that hears a lan node boot
-// (boot window 200ms) waits by its own timing, 120ms in all, and creates a
-// number of its own before the lan node can invite it (the simulator's
-// "fast node among lan ones" in sim/testdata/operator.txt: node 3 creates
-// e+121.3, merged away 80ms later, a number spent for nothing).
+// (boot window 200ms) must not give up on it, and create a number of its
+// own, before the lan node can invite it (in sim/testdata/operator.txt's
+// "fast node among lan ones" it did, at 121ms: a number spent for nothing).
 func TestInviteWaitFollowsAnnouncedTiming(t *testing.T) {
-	skipBug(t, "BUG: tickDetached waits for a higher-ranked node's invitation by the waiting node's own "+
-		"Timing.inviteWait, not by the timing that node announced (its boot window and accept window)")
-	n, err := invitation.New(invitation.Config{ID: 3, Priority: wire.DefaultPriority, Boot: 3,
-		Timing: invitation.FastTiming()}, epoch)
-	if err != nil {
-		t.Fatal(err)
+	fast := invitation.FastTiming()
+	boot := 2 * fast.AnswerTimeout // the fast node's boot window
+	announce := func(tm invitation.Timing) wire.Timing {
+		return wire.Timing{AliveInterval: tm.AliveInterval, AliveTimeout: tm.AliveTimeout,
+			AnswerTimeout: tm.AnswerTimeout, AcceptWindow: tm.AcceptWindow, ReadyTimeout: tm.ReadyTimeout,
+			ElectionTimeout: tm.ElectionTimeout, MemberTimeout: tm.MemberTimeout, Election: wire.AlgBully}
 	}
 	lan := invitation.DefaultTiming()
-	n.Step(epoch, invitation.Receive{Msg: wire.Message{
-		Header: wire.Header{Version: wire.Version, Type: wire.TypeBeacon, From: 7, Priority: wire.DefaultPriority,
-			Boot: 7, State: wire.StateElection},
-		Body: wire.Beacon{Timing: wire.Timing{AliveInterval: lan.AliveInterval, AliveTimeout: lan.AliveTimeout,
-			AnswerTimeout: lan.AnswerTimeout, AcceptWindow: lan.AcceptWindow, ReadyTimeout: lan.ReadyTimeout,
-			ElectionTimeout: lan.ElectionTimeout, MemberTimeout: lan.MemberTimeout, Election: wire.AlgBully}},
-	}})
-	// 7's boot window ends at 200ms at the earliest (it may have started
-	// just now); its invitation cannot come before.
-	end := epoch.Add(2 * lan.AnswerTimeout)
-	for now := epoch; now.Before(end); now = now.Add(time.Millisecond) {
-		n.Step(now, invitation.Tick{})
-		if o := n.Output(); o.Save != nil {
-			t.Fatalf("at %v the fast node asks to save %s: it gave up on the lan node's invitation "+
-				"before that node's boot window could end", now.Sub(epoch), o.Save)
-		}
+	// inviteWait of a timing: a boot window and an accept window.
+	wait := func(tm invitation.Timing) time.Duration { return 2*tm.AnswerTimeout + tm.AcceptWindow }
+	tests := []struct {
+		name   string
+		group  wire.GroupNumber // the higher node's: zero while it boots
+		timing wire.Timing
+		want   time.Duration // when the fast node gives up and asks to save a number
+	}{
+		{"a booting lan node", wire.GroupNumber{}, announce(lan), boot + wait(lan)},
+		{"a booting fast node", wire.GroupNumber{}, announce(fast), boot + wait(fast)},
+		{"a lan coordinator", wire.GroupNumber{Seq: 150, ID: 7}, announce(lan), boot + wait(lan)},
+		{"a node that announced no timing", wire.GroupNumber{Seq: 150, ID: 7}, wire.Timing{}, boot + wait(fast)},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			n, err := invitation.New(invitation.Config{ID: 3, Priority: wire.DefaultPriority, Boot: 3, Timing: fast}, epoch)
+			if err != nil {
+				t.Fatal(err)
+			}
+			h := wire.Header{Version: wire.Version, Type: wire.TypeBeacon, From: 7, Priority: wire.DefaultPriority,
+				Boot: 7, Group: tc.group, State: wire.StateElection}
+			if !tc.group.IsZero() {
+				h.State, h.Flags = wire.StateNormal, wire.FlagSettled
+			}
+			n.Step(epoch, invitation.Receive{Msg: wire.Message{Header: h, Body: wire.Beacon{Version: 1, Size: 1, Timing: tc.timing}}})
+			for now := epoch; now.Before(epoch.Add(time.Second)); now = now.Add(time.Millisecond) {
+				n.Step(now, invitation.Tick{})
+				if o := n.Output(); o.Save != nil {
+					if got := now.Sub(epoch); got != tc.want {
+						t.Fatalf("the fast node gave up on 7's invitation at %v, want %v", got, tc.want)
+					}
+					return
+				}
+			}
+			t.Fatalf("the fast node never gave up on 7's invitation (want at %v)", tc.want)
+		})
 	}
 }

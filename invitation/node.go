@@ -17,6 +17,19 @@ const (
 	forTakeover                    // a participant that outranks its coordinator
 )
 
+// reason is how the view change in which a node adopts a number created
+// for p is reported: why the number was made. A takeover is reported as a
+// merge: the participant's new group absorbs its coordinator's.
+func (p purpose) reason() Reason {
+	switch p {
+	case forMerge, forTakeover:
+		return ReasonMerge
+	case forFailover:
+		return ReasonElection
+	}
+	return ReasonRecovery
+}
+
 // pendingGroup is a group number waiting for its save.
 type pendingGroup struct {
 	seq     uint64
@@ -42,6 +55,7 @@ type peer struct {
 	prio     uint8
 	state    wire.State
 	degraded bool
+	wait     time.Duration // inviteWait by the timing it announced (0: none heard)
 }
 
 func (p *peer) isCoordinator(id wire.NodeID) bool { return p.group.ID == id }
@@ -55,7 +69,8 @@ type freshPeer struct {
 	boot    uint64
 	rank    wire.Rank
 	heard   time.Time
-	invited time.Time // when this node last invited it
+	invited time.Time     // when this node last invited it
+	wait    time.Duration // inviteWait by the timing it announced (0: none heard)
 }
 
 // member is a coordinator's record of one member of its group.
@@ -471,10 +486,11 @@ func (n *Node) saved(now time.Time, d Durable) Reason {
 		why = ReasonSaved
 	}
 	if p := n.pending; p != nil && n.durable.Counter >= p.seq {
+		// The group changes: that is the news, even when this save
+		// also ended a failure (the new view shows no error).
 		n.pending = nil
-		if n.createGroup(now, p) {
-			why = ReasonRecovery
-		}
+		n.createGroup(now, p)
+		why = p.purpose.reason()
 	}
 	n.requestSave(now)
 	return why
@@ -498,9 +514,9 @@ func (n *Node) saveFailed(now time.Time, d Durable, err string) Reason {
 	return ReasonPersistFailed
 }
 
-// createGroup adopts the saved number of p and invites whom p names. It
-// reports whether the node formed a group on its own.
-func (n *Node) createGroup(now time.Time, p *pendingGroup) bool {
+// createGroup adopts the saved number of p and invites whom p names; with
+// no one to invite, the group is the node alone, Normal at once.
+func (n *Node) createGroup(now time.Time, p *pendingGroup) {
 	prev := n.group
 	prevMembers := n.members
 	n.resetRoles()
@@ -555,7 +571,7 @@ func (n *Node) createGroup(now time.Time, p *pendingGroup) bool {
 		n.setMembers([]wire.Member{n.self()})
 		n.version = 1
 		n.state = wire.StateNormal
-		return true
+		return
 	}
 	n.state = wire.StateElection
 	n.setMembers(nil)
@@ -569,7 +585,6 @@ func (n *Node) createGroup(now time.Time, p *pendingGroup) bool {
 		expect:   max(expect, 0),
 	}
 	n.sendInvitations(n.merge)
-	return false
 }
 
 // sendInvitations sends the current group's invitation to everyone in m
@@ -644,8 +659,7 @@ func (n *Node) peerDown(now time.Time, id wire.NodeID) Reason {
 			n.dropMembers(now, []wire.NodeID{id})
 		}
 	case !n.isCoordinator() && n.state == wire.StateNormal && id == n.group.ID:
-		n.startElection(now)
-		return ReasonElection
+		return n.startElection(now)
 	}
 	return ""
 }
@@ -668,7 +682,7 @@ func (n *Node) receive(now time.Time, m wire.Message) Reason {
 	case wire.AreYouCoordinator:
 		n.onAreYouCoordinator(now, m)
 	case wire.Yes:
-		n.onYes(now, m, b)
+		return n.onYes(now, m, b)
 	case wire.No:
 		return n.onNo(now, m, b)
 	case wire.AreYouThere:
@@ -705,8 +719,10 @@ func (n *Node) observe(now time.Time, m wire.Message) {
 		n.maxSeen = max(n.maxSeen, b.HighWater)
 		ann = b.Timing
 	}
+	wait := time.Duration(0)
 	if !ann.IsZero() {
 		n.checkTiming(now, m.From, ann)
+		wait = n.t.adopt(ann).inviteWait()
 	}
 	if mb := n.up[m.From]; mb != nil && m.Group == n.group {
 		mb.lastHeard = now
@@ -725,9 +741,12 @@ func (n *Node) observe(now time.Time, m wire.Message) {
 			n.fresh[m.From] = f
 		}
 		if f.boot != m.Boot {
-			f.invited = time.Time{}
+			f.invited, f.wait = time.Time{}, 0
 		}
 		f.boot, f.rank, f.heard = m.Boot, m.Rank(), now
+		if wait > 0 {
+			f.wait = wait
+		}
 		return
 	}
 	delete(n.fresh, m.From)
@@ -756,6 +775,9 @@ func (n *Node) observe(now time.Time, m wire.Message) {
 	p.heard = now.Sub(n.born)
 	if b, ok := m.Body.(wire.Beacon); ok {
 		p.size = b.Size
+	}
+	if wait > 0 {
+		p.wait = wait
 	}
 }
 

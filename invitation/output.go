@@ -174,13 +174,13 @@ func (s Status) String() string {
 type Reason string
 
 const (
-	ReasonRecovery      Reason = "recovery"       // formed a singleton group, or lost its group
-	ReasonElection      Reason = "election"       // coordinator failed; bully started
-	ReasonMerge         Reason = "merge"          // started merging other groups
+	ReasonRecovery      Reason = "recovery"       // lost its group, or formed one while it had none
+	ReasonElection      Reason = "election"       // coordinator failed: election started; its winner formed a group
+	ReasonMerge         Reason = "merge"          // started merging other groups, formed the new one; or took over (§3.5)
 	ReasonInvited       Reason = "invited"        // accepted an invitation
 	ReasonReady         Reason = "ready"          // the group formed (Ready done)
 	ReasonMembers       Reason = "members"        // member list changed in place
-	ReasonConfirmed     Reason = "confirmed"      // coordinator again after a merge
+	ReasonConfirmed     Reason = "confirmed"      // Normal again in the same group: after a merge, or a false suspicion
 	ReasonPersistFailed Reason = "persist-failed" // could not save
 	ReasonSaved         Reason = "saved"          // a save succeeded after failures
 	ReasonYielded       Reason = "yielded"        // another process holds this node's ID

@@ -21,14 +21,12 @@ func (n *Node) tickParticipant(now time.Time) Reason {
 	c := n.group.ID
 	gt := n.gt
 	if now.Sub(n.lastYes) > gt.AliveTimeout {
-		n.startElection(now)
-		return ReasonElection
+		return n.startElection(now)
 	}
 	if !n.probeUntil.IsZero() && !now.Before(n.probeUntil) {
 		n.probeUntil = time.Time{}
 		if !n.lastYes.After(n.probeSince) {
-			n.startElection(now)
-			return ReasonElection
+			return n.startElection(now)
 		}
 	}
 	late := !now.Before(n.lastYes.Add(gt.AliveInterval + gt.AnswerTimeout))
@@ -118,55 +116,77 @@ func (n *Node) onHeartbeat(now time.Time, m wire.Message, b wire.Beacon) {
 	}
 }
 
-func (n *Node) onAliveYes(now time.Time, m wire.Message, b wire.Yes) {
+// onAliveYes handles my coordinator's Yes to AreYouThere (or to an
+// Election): it is alive and counts me as a member. An election started
+// on a false suspicion ends, and that is reported as "confirmed".
+func (n *Node) onAliveYes(now time.Time, m wire.Message, b wire.Yes) Reason {
 	if m.From != n.group.ID || m.Group != n.group || n.isCoordinator() {
-		return
+		return ""
 	}
-	n.alive(now)
+	why := Reason("")
+	if n.alive(now) {
+		why = ReasonConfirmed
+	}
 	if b.Version <= n.version {
 		n.behindSince = time.Time{}
 	}
+	return why
 }
 
-// alive records a sign of life of my coordinator in my current group.
-func (n *Node) alive(now time.Time) {
+// alive records a sign of life of my coordinator in my current group. It
+// reports whether that ended an election started on a false suspicion.
+func (n *Node) alive(now time.Time) bool {
+	ended := false
 	if e := n.election; e != nil && n.state == wire.StateElection && e.Group() == n.group {
 		// The election started on a false suspicion and the coordinator
 		// still counts me as a member: return to Normal.
 		n.election, n.electAt = nil, time.Time{}
 		n.state = wire.StateNormal
 		n.nextAYT = time.Time{}
+		ended = true
 	}
 	if n.state == wire.StateNormal {
 		n.lastYes = now
 	}
+	return ended
 }
 
 func (n *Node) onNo(now time.Time, m wire.Message, b wire.No) Reason {
 	if b.Query != wire.TypeAreYouThere || m.From != n.group.ID || n.isCoordinator() || n.state != wire.StateNormal {
 		return ""
 	}
-	if m.Group == n.group {
+	switch {
+	case m.Group == n.group:
 		// My coordinator still runs my group but dropped me (a Ready I
 		// never acknowledged): go without a group; it invites me back
 		// into it, without a new number.
 		n.detach(now)
 		return ReasonRecovery
+	case m.Group.IsZero():
+		// My coordinator has no group: it restarted and is in its boot
+		// window (or lost its group). It forms or joins a group soon;
+		// an election would spend a number that its group then merges
+		// away. Go without a group too: at the end of its window it
+		// invites the nodes it heard without one, or the highest of us
+		// does if it cannot (design §3.2).
+		n.detach(now)
+		return ReasonRecovery
 	}
-	// My coordinator has left my group (it restarted, or moved on): carry
-	// on with the other survivors.
-	n.startElection(now)
-	return ReasonElection
+	// My coordinator has moved on to another group: carry on with the
+	// other survivors. (One that formed a group of its own invites me
+	// instead of answering No: onAreYouThere.)
+	return n.startElection(now)
 }
 
 // startElection runs the group's election (its coordinator's choice,
 // bully by default) among the survivors of my group, without the
-// coordinator I lost. A degraded node does not: it could not create the
-// winner's number, so it goes without a group and waits to be invited.
-func (n *Node) startElection(now time.Time) {
+// coordinator I lost, and returns the reason to report: election. A
+// degraded node does not: it could not create the winner's number, so it
+// goes without a group and waits to be invited (recovery).
+func (n *Node) startElection(now time.Time) Reason {
 	if n.degraded() {
 		n.detach(now)
-		return
+		return ReasonRecovery
 	}
 	old := n.group.ID
 	var cands []wire.Member
@@ -180,7 +200,7 @@ func (n *Node) startElection(now time.Time) {
 		// Only invalid timing makes an election refuse, and Config was
 		// validated; fall back to the paper's Recovery regardless.
 		n.detach(now)
-		return
+		return ReasonRecovery
 	}
 	n.resetRoles()
 	n.state = wire.StateElection
@@ -198,10 +218,13 @@ func (n *Node) startElection(now time.Time) {
 		// own timeout.
 		n.electAt = now.Add(n.gt.AnswerTimeout)
 		n.send(top, wire.Election{Group: n.group})
-		return
+		return ReasonElection
 	}
 	e.Start(now)
-	n.afterElection(now)
+	if why := n.afterElection(now); why != "" {
+		return why
+	}
+	return ReasonElection
 }
 
 // highest returns the highest-ranked candidate, and whether it outranks me.

@@ -63,7 +63,8 @@ var bigNumber = regexp.MustCompile(`\b\d{10,}\b`)
 //     durable N [covers=MARK] (print a state file, check it covers MARK).
 //   - status (every node's view), notices (raised since the last
 //     notices), counts (datagrams by type since the last counts),
-//     leader N [same] (node N's leadership; same: unchanged).
+//     created (how many group numbers were created since the last
+//     created), leader N [same] (node N's leadership; same: unchanged).
 //
 // IDS are comma-separated node IDs.
 func TestScripts(t *testing.T) {
@@ -108,8 +109,11 @@ type script struct {
 }
 
 // traceLog keeps the trace lines worth printing: starts, crashes, yields,
-// numbers created and notices.
-type traceLog struct{ lines []string }
+// numbers created and notices; and counts the numbers created.
+type traceLog struct {
+	lines   []string
+	created int
+}
 
 var traceTime = regexp.MustCompile(`^\d\d:\d\d:\d\d\.\d{6}`)
 
@@ -131,6 +135,7 @@ func (l *traceLog) Write(p []byte) (int, error) {
 		switch {
 		case strings.HasPrefix(c, "created "):
 			l.lines = append(l.lines, fmt.Sprintf("%s %s %s", at, node, c))
+			l.created++
 		case strings.HasPrefix(c, "NOTICE "):
 			l.lines = append(l.lines, fmt.Sprintf("%s %s notice: %s", at, node, c[len("NOTICE "):]))
 		}
@@ -291,6 +296,9 @@ func (h *script) run(t *testing.T, d *datadriven.TestData) string {
 			}
 		}
 		b.WriteString("\n")
+	case "created":
+		fmt.Fprintf(&b, "numbers created: %d\n", h.log.created)
+		h.log.created = 0
 	case "leader":
 		h.leaderCmd(t, d, &b)
 	default:

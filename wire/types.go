@@ -213,9 +213,11 @@ const (
 	// read-only disk). It cannot create group numbers, so it ranks below
 	// every other node until a save succeeds again.
 	FlagDegraded Flags = 1 << 0
-	// FlagSettled: the sender's process has been in a group since it
-	// started. Of two processes that find they share an ID, one that has
-	// not settled gives way to one that has (see invitation.Notice).
+	// FlagSettled: the sender's process has run for a whole boot window
+	// (design §3.2): set when the window ends, whether or not the
+	// process is in a group by then, and kept until it stops. Of two
+	// processes that find they share an ID, one still in its boot window
+	// gives way to one that has settled (see invitation.Notice).
 	FlagSettled Flags = 1 << 1
 )
 
