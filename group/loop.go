@@ -153,8 +153,8 @@ func (a *Agent) send(env wire.Envelope, now time.Time) {
 		a.writeTo(pkt, addr, t)
 		return
 	}
-	fresh := time.Duration(0)
-	if a.tr.MulticastGroup() != "" {
+	multicast := a.tr.MulticastGroup() != ""
+	if multicast {
 		sent, err := a.tr.Multicast(pkt)
 		if err != nil {
 			a.metrics.sendErrors.WithLabelValues("multicast").Inc()
@@ -162,12 +162,8 @@ func (a *Agent) send(env wire.Envelope, now time.Time) {
 		}
 		a.metrics.msgsSent.WithLabelValues(t).Add(float64(sent))
 		a.metrics.bytesSent.WithLabelValues(t).Add(float64(sent * len(pkt)))
-		// A node heard over multicast within three of its beacon
-		// periods gets this one the same way: idle members beacon
-		// every MemberTimeout/3.
-		fresh = a.cfg.Timing.MemberTimeout
 	}
-	for _, addr := range a.peers.unicastBroadcastTargets(now, fresh) {
+	for _, addr := range a.peers.unicastBroadcastTargets(multicast) {
 		a.writeTo(pkt, addr, t)
 	}
 }

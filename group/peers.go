@@ -36,7 +36,7 @@ type peerInfo struct {
 	boot       uint64       // the process udpAddr belongs to
 	booting    [2]bootAddr  // where processes without a group spoke from, newest first
 	lastUDP    time.Time
-	lastMcast  time.Time // last beacon received over multicast
+	mcastBoot  uint64    // the last process of id heard over multicast
 	lastJoin   time.Time // last memberlist Join attempt prompted by a beacon
 	announced  string    // gossip address in its last beacon
 	announceAt time.Time // when that beacon arrived
@@ -97,7 +97,7 @@ func (b *peerBook) noteUDP(id wire.NodeID, prio uint8, boot uint64, inGroup bool
 	p.priority, p.hasPriority = prio, true
 	p.lastUDP = now
 	if viaMulticast {
-		p.lastMcast = now
+		p.mcastBoot = boot
 	}
 	if src == nil {
 		return
@@ -171,12 +171,15 @@ func (b *peerBook) route(id wire.NodeID, boot uint64) *net.UDPAddr {
 	return p.metaAddr
 }
 
-// unicastBroadcastTargets returns where a Broadcast goes by unicast: every
-// node memberlist lists as alive that has not been heard over multicast
-// within fresh (every one of them when fresh is 0, i.e. without
-// multicast). That covers nodes reached only through --join seeds, in
-// another subnet, or behind a switch that drops multicast.
-func (b *peerBook) unicastBroadcastTargets(now time.Time, fresh time.Duration) []*net.UDPAddr {
+// unicastBroadcastTargets returns where a broadcast goes by unicast: every
+// memberlist member, less (with multicast) those whose current process
+// was heard over multicast. Every process multicasts while it boots, so
+// on a LAN that is everyone, and idle participants, which send nothing,
+// still get heartbeats by multicast alone; a member reached only through
+// --join seeds (across a router) gets its copy. A member whose multicast
+// stops working after its boot is not noticed: it misses heartbeats,
+// elects, and is heard again only if its multicast works.
+func (b *peerBook) unicastBroadcastTargets(multicast bool) []*net.UDPAddr {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	var out []*net.UDPAddr
@@ -184,7 +187,7 @@ func (b *peerBook) unicastBroadcastTargets(now time.Time, fresh time.Duration) [
 		if p.gossip != GossipAlive {
 			continue
 		}
-		if fresh > 0 && !p.lastMcast.IsZero() && now.Sub(p.lastMcast) <= fresh {
+		if multicast && p.mcastBoot != 0 && p.mcastBoot == p.boot {
 			continue
 		}
 		addr := p.udpAddr

@@ -46,11 +46,9 @@ type Timing struct {
 	// forgotten (coordinators beacon every AliveInterval).
 	PeerTimeout time.Duration
 	// MemberTimeout bounds how long a failed member stays in its group's
-	// member list: the failure detector (memberlist) reports it within
-	// this time, and a coordinator drops a member it has not heard from
-	// for this long. Idle participants send nothing but a beacon every
-	// MemberTimeout/3, so this is the slow, cheap detector; the fast one
-	// is the coordinator's heartbeat.
+	// member list: the failure detector (memberlist, the slow, cheap one)
+	// reports it within this time. Idle participants send nothing; the
+	// fast detector is the coordinator's heartbeat.
 	MemberTimeout time.Duration
 }
 
@@ -85,7 +83,7 @@ func TimingFields() []TimingField {
 			func(t *Timing) *time.Duration { return &t.MergeDelay }},
 		{"peer-timeout", "a coordinator not heard from for this `DURATION` is forgotten",
 			func(t *Timing) *time.Duration { return &t.PeerTimeout }},
-		{"member-timeout", "a failed member leaves the member list within `DURATION` (idle members beacon every third of it)",
+		{"member-timeout", "a failed member leaves the member list within `DURATION` (memberlist's pace; the coordinator's roll call)",
 			func(t *Timing) *time.Duration { return &t.MemberTimeout }},
 	}
 }
@@ -152,13 +150,11 @@ func (t Timing) Validate() error {
 	return nil
 }
 
-// sweepInterval is how often silent peers and members are looked for.
-func (t Timing) sweepInterval() time.Duration { return t.AliveInterval }
-
-// memberBeacon is how often an idle (Normal) participant beacons: often
-// enough that its coordinator, which drops a member silent for
-// MemberTimeout, never drops a live one for lack of two beacons.
-func (t Timing) memberBeacon() time.Duration { return t.MemberTimeout / 3 }
+// sweepInterval is how often coordinators and nodes without a group not
+// heard from for PeerTimeout are looked for: a quarter of it, so that one
+// is forgotten at most 25% late, and an idle node does not wake for it
+// every heartbeat.
+func (t Timing) sweepInterval() time.Duration { return max(t.AliveInterval, t.PeerTimeout/4) }
 
 // bootWindow is how long a node without a group listens for others (and
 // for an invitation) before it creates a number of its own: two round trips,
@@ -224,12 +220,13 @@ func (t Timing) HealBoundFor(alg Election, n int) time.Duration {
 // heartbeats within an AliveInterval; the highest coordinator's next Check
 // and merge absorb every coordinator that was Normal; one more Check
 // catches any that was busy in a merge of its own. A member that failed
-// meanwhile is reported within MemberTimeout, and its coordinator then
-// publishes a list without it.
+// meanwhile is reported within MemberTimeout by the failure detector, or
+// found silent by the coordinator's roll call (every MemberTimeout, then
+// ReadyTimeout), and its coordinator then publishes a list without it.
 func (t Timing) HealBound() time.Duration {
 	settle := t.FailoverBound() + 2*(t.AnswerTimeout+t.ElectionTimeout) + t.bootWindow() + t.inviteWait()
 	round := t.CheckInterval + t.AnswerTimeout + t.mergeTime()
-	return max(settle+t.AliveInterval+2*round, t.MemberTimeout+t.sweepInterval()+t.mergeTime())
+	return max(settle+t.AliveInterval+2*round, t.MemberTimeout+t.ReadyTimeout+t.mergeTime())
 }
 
 // announce is what a node tells others of its timing (wire.Timing).

@@ -11,7 +11,7 @@ import (
 // coordinators), Merge (inviting them), the accept window, Ready rounds and
 // member liveness.
 
-func (n *Node) tickCoordinator(now time.Time, sweep bool) Reason {
+func (n *Node) tickCoordinator(now time.Time) Reason {
 	if m := n.merge; m != nil {
 		if !now.Before(m.deadline) {
 			n.closeAcceptWindow(now)
@@ -43,20 +43,8 @@ func (n *Node) tickCoordinator(now time.Time, sweep bool) Reason {
 	if n.state != wire.StateNormal {
 		return why
 	}
-	if sweep {
-		// Idle members beacon every MemberTimeout/3: one silent for
-		// MemberTimeout is gone even if the failure detector missed it.
-		var lost []wire.NodeID
-		for id, mb := range n.up {
-			if id != n.id && now.Sub(mb.lastHeard) > n.t.MemberTimeout {
-				lost = append(lost, id)
-			}
-		}
-		if len(lost) > 0 {
-			sort.Slice(lost, func(i, j int) bool { return lost[i] < lost[j] })
-			n.dropMembers(now, lost)
-			why = ReasonMembers
-		}
+	if n.ready == nil && !n.nextRollCall.IsZero() && !now.Before(n.nextRollCall) {
+		n.rollCall(now)
 	}
 	if c := n.check; c != nil && !now.Before(c.deadline) {
 		if n.finishCheck(now) {
@@ -241,7 +229,7 @@ func (n *Node) onAccept(now time.Time, m wire.Message, b wire.Accept) {
 	}
 	if mg := n.merge; mg != nil {
 		if _, ok := n.up[m.From]; !ok && len(n.up) < MaxGroupSize {
-			n.up[m.From] = &member{m: wire.Member{ID: m.From, Priority: m.Priority}, lastHeard: now}
+			n.up[m.From] = &member{m: wire.Member{ID: m.From, Priority: m.Priority}}
 		}
 		if _, ok := mg.invited[m.From]; ok {
 			mg.invited[m.From] = true
@@ -252,9 +240,8 @@ func (n *Node) onAccept(now time.Time, m wire.Message, b wire.Accept) {
 		}
 		return
 	}
-	if mb := n.up[m.From]; mb != nil {
+	if _, ok := n.up[m.From]; ok {
 		// A repeated Accept: the member has not seen Ready yet.
-		mb.lastHeard = now
 		if n.ready == nil || !n.ready.pending[m.From] {
 			n.sendReady(m.From)
 		}
@@ -266,7 +253,7 @@ func (n *Node) onAccept(now time.Time, m wire.Message, b wire.Accept) {
 	if len(n.up) >= MaxGroupSize {
 		return
 	}
-	n.up[m.From] = &member{m: wire.Member{ID: m.From, Priority: m.Priority}, lastHeard: now}
+	n.up[m.From] = &member{m: wire.Member{ID: m.From, Priority: m.Priority}}
 	n.newVersion(now)
 }
 
@@ -347,9 +334,6 @@ func (n *Node) onReadyAck(now time.Time, m wire.Message, b wire.ReadyAck) {
 	if b.Group != n.group || !n.isCoordinator() || r == nil || b.Version != r.version {
 		return
 	}
-	if mb := n.up[m.From]; mb != nil {
-		mb.lastHeard = now
-	}
 	delete(r.pending, m.From)
 	if len(r.pending) == 0 {
 		n.finishReady(now)
@@ -368,8 +352,40 @@ func (n *Node) finishReady(now time.Time) {
 		n.nextBeacon = now
 		n.report(now, ReasonConfirmed)
 	}
+	n.nextRollCall = now.Add(n.jitter(n.t.MemberTimeout))
 	if r != nil && len(r.pending) > 0 {
 		n.dropMembers(now, sortedIDs(r.pending))
+	}
+}
+
+// rollCall asks every member, in one multicast, to acknowledge the
+// current member list: a Ready round of the current version. It is the
+// backstop of the slow failure detector: idle participants send nothing,
+// so a member memberlist failed to report as dead would otherwise stay
+// listed forever. The silent are asked again, one by one, and dropped
+// after ReadyTimeout, as in any Ready round. Once per MemberTimeout, it
+// costs the group one packet per member.
+func (n *Node) rollCall(now time.Time) {
+	r := &readyRound{
+		version:  n.version,
+		pending:  make(map[wire.NodeID]bool),
+		deadline: now.Add(n.t.ReadyTimeout),
+		resendAt: now.Add(n.t.AnswerTimeout),
+	}
+	for _, m := range n.members {
+		if m.ID != n.id {
+			r.pending[m.ID] = true
+		}
+	}
+	if len(r.pending) == 0 {
+		n.nextRollCall = now.Add(n.jitter(n.t.MemberTimeout))
+		return
+	}
+	n.ready = r
+	full := wire.Ready{Group: n.group, Version: n.version, Timing: n.gt.announce(n.galg),
+		Total: uint32(len(n.members)), Members: n.members}
+	for _, part := range wire.SplitReady(full) {
+		n.send(wire.Broadcast, part)
 	}
 }
 
@@ -400,8 +416,7 @@ func (n *Node) onAreYouThere(now time.Time, m wire.Message, b wire.AreYouThere) 
 		return
 	}
 	if b.Group == n.group {
-		if mb := n.up[m.From]; mb != nil {
-			mb.lastHeard = now
+		if _, ok := n.up[m.From]; ok {
 			n.send(m.From, wire.Yes{Query: wire.TypeAreYouThere, Version: n.version})
 			return
 		}

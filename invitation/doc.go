@@ -34,10 +34,11 @@
 //	                                                        for a boot window
 //	Reorganization  accept window closed; Ready being       accepted an Invitation;
 //	                delivered and acknowledged              waiting for Ready
-//	Normal          heartbeat (a beacon) every              silent but for a beacon
-//	                AliveInterval; Check every              every MemberTimeout/3;
-//	                CheckInterval; drops members the        AreYouThere only when a
-//	                failure detector reports                heartbeat is late
+//	Normal          heartbeat (a beacon) every              silent: AreYouThere only
+//	                AliveInterval; Check every              when a heartbeat is late;
+//	                CheckInterval; drops members the        acknowledges the roll
+//	                failure detector reports; a roll        call
+//	                call every MemberTimeout
 //
 // # Messages
 //
@@ -45,7 +46,7 @@
 //	Beacon             coordinator: every AliveInterval      a coordinator's is its group's
 //	                   (its heartbeat); a node without a     heartbeat; remember coordinators;
 //	                   group: every AnswerTimeout; idle      a coordinator hearing a lower one
-//	                   participant: every MemberTimeout/3    Checks now; a node without a
+//	                   participant: never                    Checks now; a node without a
 //	                                                         group is answered with a beacon,
 //	                                                         and invited by a coordinator
 //	                                                         that outranks it
@@ -71,7 +72,8 @@
 //	                                                         degraded; otherwise ignore
 //	Accept(g)          invitee → g's coordinator             add to Up (late ones too)
 //	Ready(g, v, t, l)  coordinator → members, retransmitted  Reorganization → Normal; adopt
-//	                                                         the coordinator's timing; ack
+//	                   until acked; and, multicast, every    the coordinator's timing; ack
+//	                   MemberTimeout (roll call)
 //	ReadyAck(g, v)     member → coordinator                  stop retransmitting to it
 //	Election / Answer  bully among a failed coordinator's    see package bully
 //	                   survivors

@@ -75,8 +75,7 @@ type freshPeer struct {
 
 // member is a coordinator's record of one member of its group.
 type member struct {
-	m         wire.Member
-	lastHeard time.Time
+	m wire.Member
 }
 
 // checkRound is one AreYouCoordinator round.
@@ -171,17 +170,20 @@ type Node struct {
 	replied    time.Time // last beacon sent early, in reply to a node without a group
 
 	// Coordinator.
-	up          map[wire.NodeID]*member
-	nextCheck   time.Time
-	lastCheck   time.Time
-	check       *checkRound
-	mergeAt     time.Time // pending merge delay; zero if none
-	mergeWith   []wire.NodeID
-	merge       *mergeRound
-	ready       *readyRound
-	prevGroup   wire.GroupNumber // my previous group, to re-invite its laggards
-	prevMembers map[wire.NodeID]bool
-	backoffs    map[wire.NodeID]*backoff
+	up        map[wire.NodeID]*member
+	nextCheck time.Time
+	// nextRollCall is when a Normal coordinator next asks every member
+	// to acknowledge the current member list (rollCall).
+	nextRollCall time.Time
+	lastCheck    time.Time
+	check        *checkRound
+	mergeAt      time.Time // pending merge delay; zero if none
+	mergeWith    []wire.NodeID
+	merge        *mergeRound
+	ready        *readyRound
+	prevGroup    wire.GroupNumber // my previous group, to re-invite its laggards
+	prevMembers  map[wire.NodeID]bool
+	backoffs     map[wire.NodeID]*backoff
 
 	// Participant.
 	lastYes       time.Time
@@ -208,8 +210,8 @@ type Node struct {
 	last    Status // last reported view, to emit change events
 	lastGen uint64 // gen at the last report
 
-	// Peers and members expire by a periodic sweep rather than by
-	// per-element deadlines, so NextDeadline is O(1) in the group size.
+	// Peers expire by a periodic sweep rather than by per-element
+	// deadlines, so NextDeadline is O(1) in the group size.
 	nextSweep time.Time
 }
 
@@ -390,6 +392,7 @@ func (n *Node) resetRoles() {
 	n.mergeWith = nil
 	n.merge = nil
 	n.ready = nil
+	n.nextRollCall = time.Time{}
 	n.probeUntil = time.Time{}
 	n.asm = nil
 	n.election = nil
@@ -524,7 +527,7 @@ func (n *Node) createGroup(now time.Time, p *pendingGroup) {
 	n.setGroup(now, g)
 	n.out.Created = append(n.out.Created, g)
 	n.gt, n.galg = n.t, n.alg
-	n.up[n.id] = &member{m: n.self(), lastHeard: now}
+	n.up[n.id] = &member{m: n.self()}
 	n.nextCheck = now.Add(n.jitter(n.t.CheckInterval))
 	n.nextBeacon = now // announce the new group (and beat) at once
 
@@ -645,6 +648,7 @@ func (n *Node) Step(now time.Time, in Input) {
 	if why == "" {
 		why = ReasonMembers
 	}
+	n.armBeacon(now)
 	n.report(now, why)
 }
 
@@ -724,11 +728,11 @@ func (n *Node) observe(now time.Time, m wire.Message) {
 		n.checkTiming(now, m.From, ann)
 		wait = n.t.adopt(ann).inviteWait()
 	}
-	if mb := n.up[m.From]; mb != nil && m.Group == n.group {
-		mb.lastHeard = now
-	}
 	if m.From == n.group.ID && m.Group.ID == m.From {
 		n.coordDegraded = m.Flags&wire.FlagDegraded != 0
+		if !n.isCoordinator() && n.state == wire.StateNormal && n.pending == nil {
+			n.noteOutrank(now)
+		}
 	}
 	if m.Booting() {
 		n.forgetCoord(m.From)
@@ -840,7 +844,13 @@ func (n *Node) forgetCoord(id wire.NodeID) {
 // beaconPeriod is how often the node beacons in its current state: a
 // coordinator every AliveInterval (its beacon is its group's heartbeat), a
 // node without a group every AnswerTimeout while it listens, an idle
-// participant rarely, anyone else every BeaconInterval.
+// participant never (0), anyone else every BeaconInterval.
+//
+// An idle participant's beacons would tell nobody anything it needs: its
+// coordinator learns of its failure from memberlist, and of its leaving
+// from its beacons once it is no longer an idle participant. Silent, it
+// costs its peers nothing, where N participants beaconing every few
+// seconds woke every node of the LAN N times as often.
 func (n *Node) beaconPeriod() time.Duration {
 	switch {
 	case n.group.IsZero():
@@ -848,9 +858,22 @@ func (n *Node) beaconPeriod() time.Duration {
 	case n.isCoordinator():
 		return n.t.AliveInterval
 	case n.state == wire.StateNormal:
-		return n.gt.memberBeacon() // often enough for my coordinator
+		return 0
 	}
 	return n.t.BeaconInterval
+}
+
+// armBeacon keeps the beacon schedule in step with the state after each
+// input: none for an idle participant; for a node that just left that
+// state (an election, an invitation), a first beacon within its period.
+func (n *Node) armBeacon(now time.Time) {
+	p := n.beaconPeriod()
+	switch {
+	case p == 0:
+		n.nextBeacon = time.Time{}
+	case n.nextBeacon.IsZero():
+		n.nextBeacon = now.Add(n.jitter(p))
+	}
 }
 
 // beacon sends the node's beacon now.
@@ -861,12 +884,15 @@ func (n *Node) beacon(now time.Time) {
 		b.Timing = n.gt.announce(n.galg)
 	}
 	n.send(wire.Broadcast, b)
-	n.nextBeacon = now.Add(n.beaconPeriod())
+	n.nextBeacon = time.Time{}
+	if p := n.beaconPeriod(); p > 0 {
+		n.nextBeacon = now.Add(p)
+	}
 }
 
 // tick advances the node's timers to now.
 func (n *Node) tick(now time.Time) Reason {
-	if !n.nextBeacon.After(now) {
+	if !n.nextBeacon.IsZero() && !n.nextBeacon.After(now) {
 		n.beacon(now)
 	}
 	sweep := !now.Before(n.nextSweep)
@@ -885,7 +911,7 @@ func (n *Node) tick(now time.Time) Reason {
 	case n.election != nil:
 		return n.tickElection(now)
 	case n.isCoordinator():
-		return n.tickCoordinator(now, sweep)
+		return n.tickCoordinator(now)
 	case n.state == wire.StateReorganization:
 		return n.tickReorganization(now)
 	case n.state == wire.StateNormal:
@@ -929,12 +955,13 @@ func (n *Node) NextDeadline() time.Time {
 	if n.stopped {
 		return time.Time{}
 	}
-	d := n.nextBeacon
+	var d time.Time
 	add := func(t time.Time) {
-		if !t.IsZero() && t.Before(d) {
+		if !t.IsZero() && (d.IsZero() || t.Before(d)) {
 			d = t
 		}
 	}
+	add(n.nextBeacon)
 	add(n.nextSweep)
 	if n.degraded() && n.saving == nil {
 		add(n.retryAt)
@@ -972,6 +999,9 @@ func (n *Node) NextDeadline() time.Time {
 		}
 		if n.state == wire.StateNormal {
 			add(n.nextCheck)
+			if n.ready == nil && n.merge == nil {
+				add(n.nextRollCall)
+			}
 			if n.check != nil {
 				add(n.check.deadline)
 			}

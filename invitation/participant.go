@@ -10,8 +10,7 @@ import (
 // invitations, Ready, and the bully election among a failed coordinator's
 // survivors.
 //
-// An idle participant sends nothing but a beacon every MemberTimeout/3:
-// its coordinator's heartbeat (a beacon every AliveInterval, to the whole
+// An idle participant sends nothing at all: its coordinator's heartbeat (a beacon every AliveInterval, to the whole
 // group at once) tells it the coordinator is alive. Only when a heartbeat
 // is late (AliveInterval + AnswerTimeout) does it ask AreYouThere, again
 // every AnswerTimeout, and it gives up AliveTimeout after the last sign of
@@ -53,6 +52,21 @@ func (n *Node) coordRank() wire.Rank {
 	return r
 }
 
+// noteOutrank records since when this participant outranks its (degraded)
+// coordinator, and reports whether it does. It runs on every heartbeat as
+// well as on ticks: an idle participant has no periodic tick to notice it
+// on.
+func (n *Node) noteOutrank(now time.Time) bool {
+	if n.degraded() || !n.coordRank().Less(n.rank()) {
+		n.outrankSince = time.Time{}
+		return false
+	}
+	if n.outrankSince.IsZero() {
+		n.outrankSince = now
+	}
+	return true
+}
+
 // maybeTakeOver starts a takeover when this participant has outranked its
 // coordinator for a CheckInterval: the coordinator cannot save (its disk
 // is full) while this node can, or this node came back from such a state.
@@ -60,15 +74,7 @@ func (n *Node) coordRank() wire.Rank {
 // merge rule would never move it, as only coordinators merge. The
 // participant stays Normal in its group until its new number is saved.
 func (n *Node) maybeTakeOver(now time.Time) Reason {
-	if n.degraded() || !n.coordRank().Less(n.rank()) {
-		n.outrankSince = time.Time{}
-		return ""
-	}
-	if n.outrankSince.IsZero() {
-		n.outrankSince = now
-		return ""
-	}
-	if now.Sub(n.outrankSince) < n.t.CheckInterval || n.pending != nil {
+	if !n.noteOutrank(now) || now.Sub(n.outrankSince) < n.t.CheckInterval || n.pending != nil {
 		return ""
 	}
 	var members []wire.NodeID
@@ -482,7 +488,6 @@ func (n *Node) onReady(now time.Time, m wire.Message, b wire.Ready) Reason {
 		n.election, n.pending = nil, nil
 		n.reorgUntil, n.resendAcc = time.Time{}, time.Time{}
 		n.nextAYT = time.Time{}
-		n.nextBeacon = now.Add(n.jitter(n.gt.memberBeacon()))
 	}
 	n.lastYes = now
 	n.behindSince = time.Time{}

@@ -169,8 +169,8 @@ func (s *Sim) send(n *node, env *wire.Envelope) {
 // routeTo returns the slot a unicast from n to id (at boot, if set) goes
 // to. With one process per ID that is the ID's slot. When two processes
 // share an ID, a message to a given boot goes to that boot's process, and
-// any other to the process n last heard from with that ID, as the daemon's
-// address book sends to the source of the last packet.
+// any other to the process n last heard from with that ID in a group (or
+// without one, if none was), as the daemon's address book does.
 func (s *Sim) routeTo(n *node, id wire.NodeID, boot uint64) (int32, bool) {
 	if id < 1 || int(id) > s.cfg.N {
 		return 0, false
@@ -231,10 +231,16 @@ func (s *Sim) arrive(n *node, e *event) {
 
 func (s *Sim) receive(n *node, from int32, m wire.Message) {
 	if len(s.byID[m.From]) > 0 {
+		// The daemon's address book (group.peerBook): a process in a
+		// group owns its ID's route; one without a group (booting, or a
+		// duplicate that will give way) takes it only if nobody holds
+		// it, so that it cannot divert a silent member's traffic.
 		if n.route == nil {
 			n.route = make(map[wire.NodeID]int32)
 		}
-		n.route[m.From] = from
+		if _, held := n.route[m.From]; !held || !m.Group.IsZero() {
+			n.route[m.From] = from
+		}
 	}
 	s.counts.Delivered[m.Body.Type()]++
 	s.input(n, invitation.Receive{Msg: m})
