@@ -87,6 +87,7 @@ type Agent struct {
 
 	tr        Transport
 	gossipTr  memberlist.Transport
+	gnet      *gossipNet // gossipTr, when it is ours (not Config.GossipTransport)
 	mlConf    *memberlist.Config
 	advertise net.IP
 	// gossipAddr is memberlist's advertised host:port, sent in beacons.
@@ -332,7 +333,7 @@ func (a *Agent) openGossip() error {
 		if err != nil {
 			return configErrorf("group: --gossip-port %d: %w", a.cfg.gossipPort(), err)
 		}
-		a.gossipTr = nt
+		a.gossipTr, a.gnet = nt, nt
 		port := nt.Port()
 		mc.BindAddr, mc.BindPort = a.cfg.Bind, port
 		mc.AdvertiseAddr, mc.AdvertisePort = a.advertise.String(), port

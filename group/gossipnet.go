@@ -46,10 +46,11 @@ type gossipNet struct {
 }
 
 // peerTraffic is when a peer address was last heard from and sent to, and
-// whether a confirmation of it is scheduled.
+// when a confirmation of it is due (zero: none).
 type peerTraffic struct {
 	heard, sent time.Time
-	pending     bool
+	confirmAt   time.Time
+	addr        netip.AddrPort
 }
 
 var _ memberlist.NodeAwareTransport = (*gossipNet)(nil)
@@ -226,38 +227,46 @@ func (t *gossipNet) traffic(ap netip.AddrPort, now time.Time, heard bool) {
 			}
 		}
 	}
-	confirm := now.Sub(other) < confirmWindow && !p.pending
-	if confirm {
-		p.pending = true
-	}
-	t.mu.Unlock()
-	if confirm {
+	if now.Sub(other) < confirmWindow && p.confirmAt.IsZero() {
 		// Not now: the kernel checks confirmations when the entry's
 		// probe delay (5 s) ends, on a timer that may fire a few
 		// hundred milliseconds late, and a confirmation made in the
 		// same instant as the send that started the delay is then
 		// already too old. A second later it is not.
-		time.AfterFunc(confirmDelay, func() { t.confirm(ap) })
+		p.confirmAt, p.addr = now.Add(confirmDelay), ap
 	}
+	t.mu.Unlock()
+	t.confirmDue(now)
 }
 
 // confirmDelay is how long after the exchange a confirmation is made.
 const confirmDelay = time.Second
 
-func (t *gossipNet) confirm(ap netip.AddrPort) {
-	t.mu.Lock()
-	if p := t.peers[ap.Addr()]; p != nil {
-		p.pending = false
-	}
-	t.mu.Unlock()
+// confirmDue makes the confirmations that are due. It has no timer of its
+// own, so that an idle node does not wake for it: the agent's event loop
+// calls it on every wake (at least one heartbeat each AliveInterval), and
+// so does every datagram. Late by up to an AliveInterval is well within
+// the kernel's 5 s.
+func (t *gossipNet) confirmDue(now time.Time) {
 	if t.closed.Load() {
 		return
 	}
-	if err := confirmNeighbour(t.udp, ap); err != nil {
-		t.log.Debug().Err(err).Str("peer", ap.String()).Msg("gossip: neighbour confirmation")
-		return
+	var due []netip.AddrPort
+	t.mu.Lock()
+	for _, p := range t.peers {
+		if !p.confirmAt.IsZero() && !now.Before(p.confirmAt) {
+			due = append(due, p.addr)
+			p.confirmAt = time.Time{}
+		}
 	}
-	t.confirmed.Add(1)
+	t.mu.Unlock()
+	for _, ap := range due {
+		if err := confirmNeighbour(t.udp, ap); err != nil {
+			t.log.Debug().Err(err).Str("peer", ap.String()).Msg("gossip: neighbour confirmation")
+			continue
+		}
+		t.confirmed.Add(1)
+	}
 }
 
 // acceptStreams hands each TCP connection to memberlist, backing off on

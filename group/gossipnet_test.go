@@ -66,6 +66,8 @@ func TestGossipNet(t *testing.T) {
 		deadline := time.Now().Add(confirmDelay + 3*time.Second)
 		for (a.confirmed.Load() < 1 || b.confirmed.Load() < 1) && time.Now().Before(deadline) {
 			time.Sleep(10 * time.Millisecond)
+			a.confirmDue(time.Now()) // the agent's loop does this
+			b.confirmDue(time.Now())
 		}
 		if a.confirmed.Load() != 1 || b.confirmed.Load() != 1 {
 			t.Errorf("neighbour confirmations: a %d, b %d; want 1 each", a.confirmed.Load(), b.confirmed.Load())

@@ -43,6 +43,9 @@ func (a *Agent) loop(ctx context.Context, d *driver.Driver) loopEnd {
 		if d.Node().Stopped() {
 			return endYielded
 		}
+		if a.gnet != nil {
+			a.gnet.confirmDue(time.Now())
+		}
 		wait := time.Until(d.Deadline())
 		timer.Reset(min(max(wait, a.cfg.TickInterval), maxLoopSleep))
 	}
