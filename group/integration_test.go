@@ -532,7 +532,9 @@ func TestInputLogReplays(t *testing.T) {
 			if err != nil {
 				t.Fatalf("after %d inputs: %v", n, err)
 			}
-			if n < 50 {
+			// A convergence and a failover take some 45 inputs since idle
+			// participants went quiet; fewer means the log missed a phase.
+			if n < 30 {
 				t.Errorf("only %d inputs replayed", n)
 			}
 			t.Logf("%d inputs replayed with identical outputs (%d bytes of log)", n, len(log))

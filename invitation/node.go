@@ -632,6 +632,13 @@ func (n *Node) Step(now time.Time, in Input) {
 	if !n.settled && !now.Before(n.bootEnd) {
 		n.settled = true
 	}
+	if _, tick := in.(Tick); !tick && !n.nextSweep.IsZero() && !now.Before(n.nextSweep.Add(-n.t.sweepInterval()/2)) {
+		// Early, on whatever input comes (a heartbeat, mostly), rather
+		// than on a timer of its own: an idle node then wakes only for
+		// its heartbeats. An early sweep still forgets only the peers
+		// already silent for PeerTimeout.
+		n.sweep(now)
+	}
 	why := Reason("")
 	switch in := in.(type) {
 	case Receive:
