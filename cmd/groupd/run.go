@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -174,6 +175,14 @@ func runAction(c *cli.Context) error {
 		return err
 	}
 	cfg.Logger = log
+	if os.Getenv("GOMAXPROCS") == "" {
+		// One P. The daemon handles a few small packets a second, each in
+		// microseconds; with more Ps, every wakeup also woke an idle
+		// thread to look for work, a futex round trip per packet. On 16
+		// idle lab nodes this cut CPU by a quarter (0.40% to 0.30% per
+		// node). Set GOMAXPROCS to override.
+		runtime.GOMAXPROCS(1)
+	}
 
 	agent, err := group.New(cfg)
 	if err != nil {
