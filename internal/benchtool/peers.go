@@ -47,7 +47,7 @@ func (c *peersCfg) ns(i int) string { return fmt.Sprintf("%s-%d", c.prefix, i) }
 type peerSource struct {
 	name   string
 	file   func(c *peersCfg, i int) string
-	parser func() viewParser
+	parser func(i int) viewParser // for node i
 }
 
 // peerSpec says how a peer is measured.
@@ -78,10 +78,9 @@ var peerSpecs = map[string]*peerSpec{
 		name: "groupd", leaderDef: "coordinator", leaderCol: "coordinator", hasLeader: true, hasID: true, state: "normal",
 		sources: []peerSource{{
 			name: "events",
-			file: func(c *peersCfg, i int) string {
-				return filepath.Join(c.lab, fmt.Sprintf("node%d", i), "events.ndjson")
-			},
-			parser: func() viewParser { return groupdParser{} },
+			// The lab's one recorded history: every node's events.
+			file:   func(c *peersCfg, i int) string { return filepath.Join(c.lab, "history.ndjson") },
+			parser: func(i int) viewParser { return groupdParser{node: i} },
 		}},
 		pidFiles: func(c *peersCfg, i int) []string {
 			return []string{filepath.Join(c.lab, fmt.Sprintf("node%d", i), "pid")}
@@ -94,7 +93,7 @@ var peerSpecs = map[string]*peerSpec{
 		sources: []peerSource{{
 			name:   "log",
 			file:   inPeer("corosync", "corosync.log"),
-			parser: func() viewParser { return newCorosyncLogParser(time.Now) },
+			parser: func(int) viewParser { return newCorosyncLogParser(time.Now) },
 		}},
 		pidFiles: func(c *peersCfg, i int) []string { return []string{c.peerFile("corosync", i, "pid")} },
 		check:    checkQuorumtool,
@@ -102,8 +101,8 @@ var peerSpecs = map[string]*peerSpec{
 	"serf": {
 		name: "serf", leaderDef: "none (serf has no leader: membership convergence)", leaderCol: "none",
 		sources: []peerSource{
-			{name: "agent-log", file: inPeer("serf", "agent.log"), parser: func() viewParser { return &serfLogParser{} }},
-			{name: "event-handler", file: inPeer("serf", "events.log"), parser: func() viewParser { return &serfHandlerParser{} }},
+			{name: "agent-log", file: inPeer("serf", "agent.log"), parser: func(int) viewParser { return &serfLogParser{} }},
+			{name: "event-handler", file: inPeer("serf", "events.log"), parser: func(int) viewParser { return &serfHandlerParser{} }},
 		},
 		pidFiles: func(c *peersCfg, i int) []string { return []string{c.peerFile("serf", i, "pid")} },
 		check:    checkSerfMembers,
@@ -113,7 +112,7 @@ var peerSpecs = map[string]*peerSpec{
 		hasLeader: true, hasID: true,
 		sources: []peerSource{{
 			name: "view-printer", file: inPeer("jgroups", "view.log"),
-			parser: func() viewParser { return jgroupsParser{} },
+			parser: func(int) viewParser { return jgroupsParser{} },
 		}},
 		pidFiles: func(c *peersCfg, i int) []string { return []string{c.peerFile("jgroups", i, "pid")} },
 	},
@@ -124,7 +123,7 @@ var peerSpecs = map[string]*peerSpec{
 		// wrong order (seen at N = 16).
 		sources: []peerSource{{
 			name: "log", file: inPeer("keepalived", "keepalived.log"),
-			parser: func() viewParser { return keepalivedLogParser{} },
+			parser: func(int) viewParser { return keepalivedLogParser{} },
 		}},
 		// The VRRP child first, then its parent, microseconds apart:
 		// neither can send a priority-0 advert or respawn the other.

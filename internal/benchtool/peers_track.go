@@ -96,7 +96,7 @@ type peerTracker struct {
 func newPeerTracker(spec *peerSpec, src peerSource, cfg *peersCfg, n int) *peerTracker {
 	t := &peerTracker{spec: spec, src: src.name, nodes: map[int]*nodeFeed{}}
 	for i := 1; i <= n; i++ {
-		t.nodes[i] = &nodeFeed{path: src.file(cfg, i), p: src.parser()}
+		t.nodes[i] = &nodeFeed{path: src.file(cfg, i), p: src.parser(i)}
 	}
 	return t
 }

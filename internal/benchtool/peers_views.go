@@ -5,7 +5,7 @@ package main
 // reads one node's output, line by line, and says after each line what the
 // node's view is, with the time the node itself gave it:
 //
-//	groupd      RUN/nodeI/events.ndjson, the lab's `groupd watch --json` recorder
+//	groupd      RUN/history.ndjson, the lab's recorder of every node's events (lines of node I)
 //	corosync    its log file, `timestamp: hires` (milliseconds, local time)
 //	serf        its agent log, each line stamped on arrival by peers.sh;
 //	            and the event handler's log (scripts/bench/peers/serf-event.sh)
@@ -124,6 +124,7 @@ func sortedInts(xs []int) []int {
 // /v1/events) that makes a view.
 type groupdEventLine struct {
 	Time time.Time `json:"time"`
+	Node int       `json:"node"`
 	New  struct {
 		State       string `json:"state"`
 		Group       string `json:"group"`
@@ -132,11 +133,11 @@ type groupdEventLine struct {
 	} `json:"new"`
 }
 
-type groupdParser struct{}
+type groupdParser struct{ node int }
 
-func (groupdParser) parse(line string) (pview, bool) {
+func (p groupdParser) parse(line string) (pview, bool) {
 	var e groupdEventLine
-	if json.Unmarshal([]byte(line), &e) != nil || e.Time.IsZero() || e.New.Group == "" {
+	if json.Unmarshal([]byte(line), &e) != nil || e.Time.IsZero() || e.New.Group == "" || e.Node != p.node {
 		return pview{}, false
 	}
 	return pview{At: e.Time, Members: sortedInts(e.New.Members), Leader: e.New.Coordinator,

@@ -262,9 +262,14 @@ func TestJGroupsParser(t *testing.T) {
 }
 
 func TestGroupdParser(t *testing.T) {
-	got := feed(t, "groupd-n1.events.ndjson", groupdParser{})
+	got := feed(t, "groupd-n1.events.ndjson", groupdParser{node: 1})
 	if len(got) != 6 {
 		t.Fatalf("got %d views, want 6", len(got))
+	}
+	// The lab's history holds every node's events: node 2's are not
+	// node 1's views.
+	if other := feed(t, "groupd-n1.events.ndjson", groupdParser{node: 2}); len(other) != 0 {
+		t.Errorf("node 2's parser took %d of node 1's views", len(other))
 	}
 	if v := got[2]; v.State != "normal" || v.ID != "3.3" || v.Leader != 3 || !slices.Equal(v.Members, []int{1, 2, 3}) {
 		t.Errorf("converged view %v", v)
