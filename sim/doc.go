@@ -70,15 +70,16 @@
 // SetLoss, Crash, Restart, SetDurable, and the checks CheckConverged,
 // CheckConvergedAmong, CheckFailover, Failover. Random: RandomSchedule(seed)
 // builds a Schedule (N in [2, 20], partitions, cuts, loss, crashes, quiet
-// check points); Schedule.Run plays it. Measurements: MeasureHeal,
-// MeasureFailover and Report (heal and failover time distributions);
-// BullyRun and BullyFormula (the standalone bully election's message
-// counts). Counts gives messages and bytes by type (bytes as wire.Encode
-// sizes; Config.Codec also sends every message through the codec).
+// check points); Schedule.Run plays it. Counts gives messages and bytes by
+// type (bytes as wire.Encode sizes; Config.Codec also sends every message
+// through the codec).
+//
+// The package is the engine and its checks. The experiments run with it
+// (the failover and heal trials, their distributions, the bully/ring
+// comparison, the standalone bully counts) are defined once, in
+// internal/simbench, beside the benchmarks that use them.
 //
 //	go test ./sim                                          300 random schedules and the scenarios
 //	GROUPD_SIM_SEEDS=10000 go test ./sim -run Random -timeout 30m
 //	go test ./sim -run TestRandomSchedules -seed=12345 -v  one schedule, traced
-//	GROUPD_SIM_REPORT=1 go test ./sim -run 'Report|Bully' -v
-//	go test ./sim -run XXX -bench SplitHeal1000 -benchtime 1x
 package sim

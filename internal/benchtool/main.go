@@ -19,7 +19,7 @@
 //
 //	sim-msgs       failover and heal in sim/, with message counts by type
 //	sim-scale      convergence and heal for large N, with wall time
-//	bully          standalone bully elections (sim.BullyRun) against the seed's formulas
+//	bully          standalone bully elections (simbench.BullyRun) against the seed's formulas
 //
 // And:
 //

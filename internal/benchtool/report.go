@@ -20,7 +20,7 @@ import (
 	"github.com/groupd/groupd/wire"
 )
 
-// quantile is the nearest-rank q-quantile, as sim.Dist.Quantile.
+// quantile is the nearest-rank q-quantile, as simbench.Dist.Quantile.
 func quantile(xs []float64, q float64) float64 {
 	if len(xs) == 0 {
 		return math.NaN()
@@ -467,7 +467,7 @@ func cmdReport(args []string) error {
 		w("\n")
 	}
 	if len(bully) > 0 {
-		w("### Standalone bully (sim.BullyRun) against the seed's formulas\n\n`001_bb998ca24edd6aed.txt`: n(n−1) messages when the lowest process starts, n−1 when the highest does. BullyRun runs bully.Machine alone (textbook mode: Announce, AutoStart) on a reliable network. Raw: `bully.ndjson`.\n\n")
+		w("### Standalone bully (simbench.BullyRun) against the seed's formulas\n\n`001_bb998ca24edd6aed.txt`: n(n−1) messages when the lowest process starts, n−1 when the highest does. BullyRun runs bully.Machine alone (textbook mode: Announce, AutoStart) on a reliable network. Raw: `bully.ndjson`.\n\n")
 		w("| n | case | Election | Answer | Coordinator | total | Election+Answer | seed formula |\n|---|---|---|---|---|---|---|---|\n")
 		for _, r := range bully {
 			w("| %d | %s (starter %d) | %d | %d | %d | %d | %d | %d |\n", r.N, r.Case, r.Starter, r.Election, r.Answer, r.Coordinator, r.Total, r.Election+r.Answer, r.SeedFormula)

@@ -4,14 +4,13 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"math/rand"
 	"os"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
 
-	"github.com/groupd/groupd/invariant"
+	"github.com/groupd/groupd/internal/simbench"
 	"github.com/groupd/groupd/invitation"
 	"github.com/groupd/groupd/sim"
 	"github.com/groupd/groupd/wire"
@@ -126,98 +125,38 @@ func (r *simRun) runFor(d time.Duration) error {
 
 func (r *simRun) allUp() bool { return len(r.s.LiveIDs()) == r.s.N() }
 
-// settledSim is the start of every simulated trial: N nodes boot within a
-// second and converge, then a random phase of up to two CheckIntervals
-// passes so that the fault does not strike in step with the timers.
-func settledSim(n int, seed int64, t invitation.Timing, alg invitation.Election) (*sim.Sim, *simRun, time.Duration, error) {
-	s, err := sim.New(sim.Config{N: n, Seed: seed, Timing: t, Election: alg, Detect: sim.Detect{Partitions: true}, StartSpread: time.Second})
-	if err != nil {
-		return nil, nil, 0, err
-	}
-	r := &simRun{s: s}
-	if _, err := r.until(func() bool { return r.allUp() && s.Converged() }, 3*s.HealBound()); err != nil {
-		return nil, nil, 0, err
-	}
-	ph := time.Duration(rand.New(rand.NewSource(seed)).Int63n(int64(2 * t.CheckInterval)))
-	if err := s.RunFor(ph); err != nil {
-		return nil, nil, 0, err
-	}
-	return s, r, ph, nil
-}
-
-// halves returns the sides 1..n/2 and n/2+1..n, the split of every heal
-// trial and of the lab's partition.sh.
-func halves(n int) (a, b []wire.NodeID) {
-	for i := 1; i <= n; i++ {
-		if i <= n/2 {
-			a = append(a, wire.NodeID(i))
-		} else {
-			b = append(b, wire.NodeID(i))
-		}
-	}
-	return a, b
-}
-
-// simFailover is the lab's failover trial in the simulator: converge, a
-// random phase, crash the coordinator, and count until L2's condition holds.
+// simFailover is the lab's failover trial in the simulator
+// (simbench.Failover), as a Result.
 func simFailover(n int, seed int64, t invitation.Timing, alg invitation.Election, impl string) (Result, error) {
 	wall := time.Now()
-	s, r, ph, err := settledSim(n, seed, t, alg)
+	tr, err := simbench.Failover(simbench.Options{N: n, Seed: seed, Timing: t, Election: alg})
 	if err != nil {
 		return Result{}, err
 	}
-	victim := s.Highest()
-	var survivors []wire.NodeID
-	for _, id := range s.LiveIDs() {
-		if id != victim {
-			survivors = append(survivors, id)
-		}
-	}
-	c0 := s.Counts()
-	s.Crash(victim)
-	view := make([]invitation.Status, 0, len(survivors))
-	d, err := r.until(func() bool {
-		view = view[:0]
-		for _, id := range survivors {
-			st, _ := s.Status(id)
-			view = append(view, st)
-		}
-		return len(invariant.FailedOver(time.Time{}, view)) == 0
-	}, 3*s.FailoverBound())
-	if err != nil {
-		return Result{}, err
-	}
-	msgs, bytes := countsBy(s.Counts().Sub(c0))
-	st, _ := s.Status(survivors[0])
-	return Result{Kind: "failover", Impl: impl, Source: "sim", N: n, Trial: int(seed), Seconds: secs(d),
-		PhaseS: secs(ph), Victim: int(victim), Coordinator: int(st.Group.ID), Highest: st.Group.ID == survivors[len(survivors)-1],
-		Group: st.Group.String(), Msgs: msgs, Bytes: bytes, WindowS: secs(d), Load: load(),
+	s := tr.Sim
+	live := s.LiveIDs()
+	st, _ := s.Status(live[0])
+	msgs, bytes := countsBy(tr.Counts)
+	return Result{Kind: "failover", Impl: impl, Source: "sim", N: n, Trial: int(seed), Seconds: secs(tr.Took),
+		PhaseS: secs(tr.Phase), Victim: int(tr.Victim), Coordinator: int(st.Group.ID), Highest: st.Group.ID == s.Highest(),
+		Group: st.Group.String(), Msgs: msgs, Bytes: bytes, WindowS: secs(tr.Took), Load: load(),
 		WallS: time.Since(wall).Seconds(), Events: s.Events()}, nil
 }
 
-// simHeal is the lab's heal trial: halves 1..N/2 | N/2+1..N for hold, then
-// heal, and count until L1 holds.
+// simHeal is the lab's heal trial in the simulator (simbench.Heal: halves
+// 1..N/2 | N/2+1..N for hold, then heal), as a Result.
 func simHeal(n int, seed int64, t invitation.Timing, alg invitation.Election, hold time.Duration, impl string) (Result, error) {
 	wall := time.Now()
-	s, r, ph, err := settledSim(n, seed, t, alg)
+	tr, err := simbench.Heal(simbench.Options{N: n, Seed: seed, Timing: t, Election: alg, Hold: hold})
 	if err != nil {
 		return Result{}, err
 	}
-	s.Partition(halves(n))
-	if err := s.RunFor(hold); err != nil {
-		return Result{}, err
-	}
-	c0 := s.Counts()
-	s.Heal()
-	d, err := r.until(s.Converged, 3*s.HealBound())
-	if err != nil {
-		return Result{}, err
-	}
-	msgs, bytes := countsBy(s.Counts().Sub(c0))
+	s := tr.Sim
+	msgs, bytes := countsBy(tr.Counts)
 	st, _ := s.Status(wire.NodeID(n))
-	return Result{Kind: "heal", Impl: impl, Source: "sim", N: n, Trial: int(seed), Seconds: secs(d),
-		PhaseS: secs(ph), Coordinator: int(st.Group.ID), Highest: int(st.Group.ID) == n, Group: st.Group.String(),
-		Msgs: msgs, Bytes: bytes, WindowS: secs(d), Load: load(), WallS: time.Since(wall).Seconds(), Events: s.Events()}, nil
+	return Result{Kind: "heal", Impl: impl, Source: "sim", N: n, Trial: int(seed), Seconds: secs(tr.Took),
+		PhaseS: secs(tr.Phase), Coordinator: int(st.Group.ID), Highest: int(st.Group.ID) == n, Group: st.Group.String(),
+		Msgs: msgs, Bytes: bytes, WindowS: secs(tr.Took), Load: load(), WallS: time.Since(wall).Seconds(), Events: s.Events()}, nil
 }
 
 func cmdSimMsgs(args []string) error {
@@ -370,7 +309,7 @@ func cmdSimScale(args []string) error {
 		if err != nil {
 			fail(err)
 		} else {
-			s.Partition(halves(n))
+			s.Partition(simbench.Halves(n))
 			setPhase("hold")
 			if err := r.runFor(*hold); err != nil {
 				fail(err)
@@ -411,7 +350,7 @@ func cmdSimScale(args []string) error {
 	return nil
 }
 
-// BullyResult compares sim.BullyRun with the seed's formulas.
+// BullyResult compares simbench.BullyRun with the seed's formulas.
 type BullyResult struct {
 	Kind        string `json:"kind"` // "bully"
 	N           int    `json:"n"`
@@ -439,7 +378,7 @@ func cmdBully(args []string) error {
 			starter int
 			formula int
 		}{{"worst", 1, n * (n - 1)}, {"best", n, n - 1}} {
-			bc, err := sim.BullyRun(n, wire.NodeID(c.starter))
+			bc, err := simbench.BullyRun(n, wire.NodeID(c.starter))
 			if err != nil {
 				return err
 			}

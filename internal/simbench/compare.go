@@ -1,4 +1,4 @@
-package sim
+package simbench
 
 import (
 	"fmt"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/groupd/groupd/invitation"
+	"github.com/groupd/groupd/sim"
 	"github.com/groupd/groupd/wire"
 )
 
@@ -46,13 +47,13 @@ func CompareElections(ns []int, seeds int) ([]ElectionRow, error) {
 			var times Dist
 			var elec, total []int
 			for seed := int64(1); seed <= int64(seeds); seed++ {
-				cfg := Config{N: n, Seed: seed, Election: alg}
-				d, c, s, err := MeasureFailoverCounts(cfg)
+				tr, err := Failover(Options{N: n, Seed: seed, Election: alg, Detect: &sim.Detect{}})
 				if err != nil {
-					return rows, fmt.Errorf("sim: %s failover, N=%d, seed %d: %w", alg, n, seed, err)
+					return rows, fmt.Errorf("simbench: %s failover, N=%d, seed %d: %w", alg, n, seed, err)
 				}
-				row.Bound = s.FailoverBound()
-				times = append(times, d)
+				c := tr.Counts
+				row.Bound = tr.Sim.FailoverBound()
+				times = append(times, tr.Took)
 				e, t := 0, 0
 				for _, ty := range electionTypes(alg) {
 					e += int(c.Sent[ty])

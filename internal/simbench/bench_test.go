@@ -1,4 +1,4 @@
-package sim
+package simbench
 
 import (
 	"testing"
@@ -15,14 +15,14 @@ func BenchmarkSplitHeal1000(b *testing.B) {
 	var simulated, heal time.Duration
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
-		d, s, err := MeasureHeal(Config{N: n, Seed: int64(i + 1), StartSpread: time.Second})
+		tr, err := Heal(Options{N: n, Seed: int64(i + 1)})
 		if err != nil {
 			b.Fatal(err)
 		}
-		msgs += s.Counts().TotalSent()
-		events += s.Events()
-		simulated += s.Elapsed()
-		heal += d
+		msgs += tr.Sim.Counts().TotalSent()
+		events += tr.Sim.Events()
+		simulated += tr.Sim.Elapsed()
+		heal += tr.Took
 	}
 	b.ReportMetric(float64(msgs)/float64(b.N)/n, "msgs/node")
 	b.ReportMetric(float64(events)/float64(b.N), "events/op")

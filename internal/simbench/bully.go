@@ -1,10 +1,11 @@
-package sim
+package simbench
 
 import (
 	"fmt"
 	"time"
 
 	"github.com/groupd/groupd/bully"
+	"github.com/groupd/groupd/sim"
 	"github.com/groupd/groupd/wire"
 )
 
@@ -81,7 +82,7 @@ func BullyRun(n int, starter wire.NodeID) (BullyCount, error) {
 	}
 	var q []msg // FIFO: equal delays keep it sorted by time
 	c := BullyCount{N: n, Starter: starter}
-	now := Epoch
+	now := sim.Epoch
 	drain := func(from wire.NodeID) {
 		for _, snd := range ms[from].Outbox() {
 			switch snd.Body.(type) {
