@@ -17,10 +17,11 @@
 // Adapter rules (the checker takes invitation.Status, the JSON is
 // group.Status):
 //
-//   - Member lists carry IDs only; a member's priority is the one that node
-//     last reported about itself (MemberPriority: the one place to change
-//     once group.Status carries its members' priorities), and rank is
-//     (priority, id) as everywhere else.
+//   - A view's members carry the priorities the node knew them by
+//     (group.Status.MemberPriorities, member_priorities in the JSON); a
+//     view recorded without them (an older daemon) takes each member's
+//     priority from what that member last reported about itself
+//     (MemberPriority). Rank is (priority, id) as everywhere else.
 //   - A "snapshot" event (the first line of every event stream) restates the
 //     view: only the first of an incarnation is used. A later one (the
 //     recorder reconnected) may be older than an event stamped just before
@@ -266,10 +267,10 @@ func (h *History) sorted() ([]record, map[wire.NodeID]uint8) {
 	return rs, prio
 }
 
-// MemberPriority is the priority given to member id of a recorded view.
-// group.Status lists its members by ID only, so it is the priority id last
-// reported about itself (wire.DefaultPriority before that). This is the one
-// place to change once group.Status carries its members' priorities.
+// MemberPriority is the priority given to member id of a recorded view
+// that does not carry its members' priorities (a daemon older than
+// member_priorities): the priority id last reported about itself
+// (wire.DefaultPriority before that).
 func MemberPriority(prio map[wire.NodeID]uint8, id wire.NodeID) uint8 {
 	if p, ok := prio[id]; ok {
 		return p
@@ -278,12 +279,18 @@ func MemberPriority(prio map[wire.NodeID]uint8, id wire.NodeID) uint8 {
 }
 
 // ToStatus converts a recorded view (group.Status) to the checker's type,
-// with each member's priority from MemberPriority. invariant ranks nodes
-// by (priority, id) on the result.
+// each member with the priority the view gives it, or (for a view without
+// member priorities) the one from MemberPriority. invariant ranks nodes by
+// (priority, id) on the result.
 func ToStatus(s group.Status, prio map[wire.NodeID]uint8) invitation.Status {
+	own := len(s.MemberPriorities) == len(s.Members)
 	ms := make([]wire.Member, len(s.Members))
 	for i, id := range s.Members {
-		ms[i] = wire.Member{ID: id, Priority: MemberPriority(prio, id)}
+		p := MemberPriority(prio, id)
+		if own {
+			p = s.MemberPriorities[i]
+		}
+		ms[i] = wire.Member{ID: id, Priority: p}
 	}
 	return invitation.Status{
 		ID: s.ID, Priority: s.Priority, State: s.State, Group: s.Group, Members: ms,
@@ -291,8 +298,9 @@ func ToStatus(s group.Status, prio map[wire.NodeID]uint8) invitation.Status {
 	}
 }
 
-// Views converts polled statuses for invariant's predicates, each member's
-// priority taken from the statuses themselves (see MemberPriority).
+// Views converts polled statuses for invariant's predicates (see ToStatus;
+// for views without member priorities, each member's own status gives its
+// priority).
 func Views(sts []group.Status) []invitation.Status {
 	prio := make(map[wire.NodeID]uint8, len(sts))
 	for _, s := range sts {

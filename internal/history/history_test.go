@@ -254,6 +254,13 @@ func TestMemberPriority(t *testing.T) {
 	if !invariant.IsConverged(sts) || invariant.Highest(sts) != 1 {
 		t.Errorf("node 1 (priority 200) coordinating 1 and 2 is converged: %v", invariant.Converged(time.Time{}, sts))
 	}
+	// A view that carries its members' priorities is taken at its word,
+	// even where a member's own report is missing or differs.
+	c := ev(0, 2, 1, N, 4, 1, 1, 2)
+	c.New.MemberPriorities = []uint8{150, 7}
+	if got := ToStatus(c.New, map[wire.NodeID]uint8{1: 200}).Members; got[0].Priority != 150 || got[1].Priority != 7 {
+		t.Errorf("member_priorities ignored: %v", got)
+	}
 }
 
 func TestParseFormatIDs(t *testing.T) {
