@@ -136,10 +136,14 @@ func (n *Node) inviteFresh(now time.Time, m wire.Message) {
 }
 
 // replyFresh answers a node without a group with a beacon soon (at most one
-// extra beacon per AnswerTimeout): it tells that node this one exists,
-// which group it is in, and the highest number it has seen.
+// extra beacon per AnswerTimeout): it tells that node this coordinator
+// exists, which group it leads, and the highest number it has seen. Only
+// coordinators answer: a group's coordinator speaks for it (and invites),
+// and the high-water mark it carries is at least any member's, since a
+// member's numbers came from it. When every member answered too, a cold
+// start of N nodes cost O(N²) beacons, ten a second per node on lan.
 func (n *Node) replyFresh(now time.Time) {
-	if n.group.IsZero() || now.Sub(n.replied) < n.t.AnswerTimeout {
+	if !n.isCoordinator() || now.Sub(n.replied) < n.t.AnswerTimeout {
 		return
 	}
 	n.replied = now

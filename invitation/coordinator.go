@@ -33,12 +33,18 @@ func (n *Node) tickCoordinator(now time.Time) Reason {
 			// confirmation itself, if this round formed it).
 			n.finishReady(now)
 			why = ReasonMembers
-		} else if !now.Before(r.resendAt) {
+		} else if !now.Before(r.resendAt) && !n.versionDue(now) {
 			for _, id := range sortedIDs(r.pending) {
 				n.sendReady(id)
 			}
 			r.resendAt = now.Add(n.t.AnswerTimeout)
 		}
+	}
+	if n.versionDue(now) {
+		// The list moved on: deliver the new one (to the members an
+		// open round still waits for, too).
+		n.newVersion(now)
+		why = ReasonMembers
 	}
 	if n.state != wire.StateNormal {
 		return why
@@ -241,8 +247,9 @@ func (n *Node) onAccept(now time.Time, m wire.Message, b wire.Accept) {
 		return
 	}
 	if _, ok := n.up[m.From]; ok {
-		// A repeated Accept: the member has not seen Ready yet.
-		if n.ready == nil || !n.ready.pending[m.From] {
+		// A repeated Accept: the member has not seen Ready yet. (While
+		// the version is stale, the next one will list it.)
+		if !n.staleVersion && (n.ready == nil || !n.ready.pending[m.From]) {
 			n.sendReady(m.From)
 		}
 		return
@@ -254,7 +261,7 @@ func (n *Node) onAccept(now time.Time, m wire.Message, b wire.Accept) {
 		return
 	}
 	n.up[m.From] = &member{m: wire.Member{ID: m.From, Priority: m.Priority}}
-	n.newVersion(now)
+	n.publish(now)
 }
 
 func allTrue(m map[wire.NodeID]bool) bool {
@@ -291,9 +298,32 @@ func (n *Node) closeAcceptWindow(now time.Time) {
 	n.report(now, ReasonReady)
 }
 
+// publish makes a change of the Up set known: with a new member-list
+// version at once, or, within AnswerTimeout of the last version, when that
+// much time has passed (versionDue). Joins and drops that come in a burst
+// (a cold start, a heal: every lower node's Accept arrives on its own) so
+// share a version instead of costing each a Ready to every member, which
+// made a merge of N nodes cost O(N²) datagrams. A joiner waits at most
+// AnswerTimeout longer, well inside its ReadyTimeout; it repeats its Accept
+// meanwhile, as under loss.
+func (n *Node) publish(now time.Time) {
+	if now.Before(n.nextVersionAt) {
+		n.staleVersion = true
+		return
+	}
+	n.newVersion(now)
+}
+
+// versionDue reports whether a change publish held back is due now.
+func (n *Node) versionDue(now time.Time) bool {
+	return n.staleVersion && !now.Before(n.nextVersionAt)
+}
+
 // newVersion publishes the current Up set as the next member-list version
 // and starts delivering it.
 func (n *Node) newVersion(now time.Time) {
+	n.staleVersion = false
+	n.nextVersionAt = now.Add(n.t.AnswerTimeout)
 	n.version++
 	ms := make([]wire.Member, 0, len(n.up))
 	for _, mb := range n.up {
@@ -402,7 +432,7 @@ func (n *Node) dropMembers(now time.Time, ids []wire.NodeID) {
 		}
 	}
 	if changed {
-		n.newVersion(now)
+		n.publish(now)
 	}
 }
 

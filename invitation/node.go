@@ -175,6 +175,10 @@ type Node struct {
 	// nextRollCall is when a Normal coordinator next asks every member
 	// to acknowledge the current member list (rollCall).
 	nextRollCall time.Time
+	// staleVersion: up changed since the published member list, and the
+	// change waits until nextVersionAt (publish).
+	staleVersion  bool
+	nextVersionAt time.Time
 	lastCheck    time.Time
 	check        *checkRound
 	mergeAt      time.Time // pending merge delay; zero if none
@@ -393,6 +397,8 @@ func (n *Node) resetRoles() {
 	n.merge = nil
 	n.ready = nil
 	n.nextRollCall = time.Time{}
+	n.staleVersion = false
+	n.nextVersionAt = time.Time{}
 	n.probeUntil = time.Time{}
 	n.asm = nil
 	n.election = nil
@@ -1003,6 +1009,9 @@ func (n *Node) NextDeadline() time.Time {
 		if n.ready != nil {
 			add(n.ready.resendAt)
 			add(n.ready.deadline)
+		}
+		if n.staleVersion {
+			add(n.nextVersionAt)
 		}
 		if n.state == wire.StateNormal {
 			add(n.nextCheck)
