@@ -12,7 +12,7 @@ import (
 	"github.com/groupd/groupd/wire"
 )
 
-// Profiles: every scenario runs the lan profile (DESIGN §5 defaults), the
+// Profiles: every scenario runs the lan profile (docs/design.md §5 defaults), the
 // one whose T_failover (2 s) and T_heal (8.2 s) the issue asks about. Each
 // scenario has a lab of its own and runs beside the others (t.Parallel):
 // most of their time is spent waiting for the check points at fault +
