@@ -179,29 +179,35 @@ type Node struct {
 	// change waits until nextVersionAt (publish).
 	staleVersion  bool
 	nextVersionAt time.Time
-	lastCheck    time.Time
-	check        *checkRound
-	mergeAt      time.Time // pending merge delay; zero if none
-	mergeWith    []wire.NodeID
-	merge        *mergeRound
-	ready        *readyRound
-	prevGroup    wire.GroupNumber // my previous group, to re-invite its laggards
-	prevMembers  map[wire.NodeID]bool
-	backoffs     map[wire.NodeID]*backoff
+	lastCheck     time.Time
+	check         *checkRound
+	mergeAt       time.Time // pending merge delay; zero if none
+	mergeWith     []wire.NodeID
+	merge         *mergeRound
+	ready         *readyRound
+	prevGroup     wire.GroupNumber // my previous group, to re-invite its laggards
+	prevMembers   map[wire.NodeID]bool
+	backoffs      map[wire.NodeID]*backoff
 
 	// Participant.
-	lastYes       time.Time
-	nextAYT       time.Time
-	probeUntil    time.Time // suspicion probe deadline; zero if none
-	probeSince    time.Time
-	reorgUntil    time.Time
-	resendAcc     time.Time
-	asm           *assembly
-	election      election
-	electAt       time.Time // when a held-back bully election starts; zero once started
-	coordDegraded bool      // my coordinator's last message said it cannot save
-	outrankSince  time.Time // since when I outrank my coordinator; zero if I do not
-	behindSince   time.Time // since when my coordinator announces a newer member list
+	lastYes time.Time
+	// The coordinator's heartbeat loss, as heard: the last heartbeat (of
+	// beatGroup) and decayed counts of heartbeats received and missed
+	// (aliveTimeout).
+	lastBeat           time.Time
+	beatGroup          wire.GroupNumber
+	beatRecv, beatMiss float64
+	nextAYT            time.Time
+	probeUntil         time.Time // suspicion probe deadline; zero if none
+	probeSince         time.Time
+	reorgUntil         time.Time
+	resendAcc          time.Time
+	asm                *assembly
+	election           election
+	electAt            time.Time // when a held-back bully election starts; zero once started
+	coordDegraded      bool      // my coordinator's last message said it cannot save
+	outrankSince       time.Time // since when I outrank my coordinator; zero if I do not
+	behindSince        time.Time // since when my coordinator announces a newer member list
 
 	// Leadership.
 	leader      bool
@@ -1030,7 +1036,7 @@ func (n *Node) NextDeadline() time.Time {
 		add(n.resendAcc)
 		add(n.reorgUntil)
 	case wire.StateNormal:
-		add(n.lastYes.Add(n.gt.AliveTimeout + 1))
+		add(n.lastYes.Add(n.aliveTimeout() + 1))
 		ask := later(n.lastYes.Add(n.gt.AliveInterval+n.gt.AnswerTimeout), n.nextAYT)
 		if !n.behindSince.IsZero() {
 			if stale := later(n.behindSince.Add(n.behindLimit()), n.nextAYT); stale.Before(ask) {

@@ -1,6 +1,7 @@
 package invitation
 
 import (
+	"math"
 	"time"
 
 	"github.com/groupd/groupd/wire"
@@ -19,7 +20,7 @@ import (
 func (n *Node) tickParticipant(now time.Time) Reason {
 	c := n.group.ID
 	gt := n.gt
-	if now.Sub(n.lastYes) > gt.AliveTimeout {
+	if now.Sub(n.lastYes) > n.aliveTimeout() {
 		return n.startElection(now)
 	}
 	if !n.probeUntil.IsZero() && !now.Before(n.probeUntil) {
@@ -35,6 +36,47 @@ func (n *Node) tickParticipant(now time.Time) Reason {
 		n.nextAYT = now.Add(gt.AnswerTimeout)
 	}
 	return n.maybeTakeOver(now)
+}
+
+// beatDecay weighs the heartbeat loss estimate towards the last ~16
+// heartbeats: a quiet network brings the timeout back to AliveTimeout
+// within a few seconds.
+const beatDecay = 15.0 / 16
+
+// noteBeat counts a heartbeat of my coordinator, and the ones missed since
+// the last (the coordinator beacons every AliveInterval of its own).
+func (n *Node) noteBeat(now time.Time) {
+	if n.beatGroup == n.group && !n.lastBeat.IsZero() {
+		gap := now.Sub(n.lastBeat)
+		missed := float64(max(0, (gap+n.gt.AliveInterval/2)/n.gt.AliveInterval-1))
+		n.beatRecv = n.beatRecv*beatDecay + 1
+		n.beatMiss = n.beatMiss*beatDecay + min(missed, 16)
+	}
+	n.lastBeat, n.beatGroup = now, n.group
+}
+
+// aliveTimeout is how long a participant waits for a sign of life of its
+// coordinator before it suspects it: AliveTimeout, stretched when the
+// heartbeats it hears show loss. With a heartbeat lost with probability
+// p, a run of k losses (and the AreYouThere round trips between them)
+// happens about every p^-k heartbeats; a false suspicion costs the LAN
+// two group numbers (the survivor's, then the coordinator's merge), so
+// the timeout covers the k with p^k < 1e-4, up to 4·AliveTimeout: under
+// 30 % loss 2.1 s instead of 0.75 s. Failover in a lossy network is that
+// much slower; in a quiet one (p < 5 %) nothing changes, and so T_failover
+// holds as stated for a connected, quiet network.
+func (n *Node) aliveTimeout() time.Duration {
+	gt := n.gt
+	p := 0.0
+	if t := n.beatRecv + n.beatMiss; t >= 4 {
+		p = n.beatMiss / t
+	}
+	if p < 0.05 {
+		return gt.AliveTimeout
+	}
+	k := math.Ceil(math.Log(1e-4) / math.Log(min(p, 0.9)))
+	d := time.Duration(k)*gt.AliveInterval + gt.AnswerTimeout
+	return min(max(d, gt.AliveTimeout), 4*gt.AliveTimeout)
 }
 
 // behindLimit is how long a participant lets its coordinator announce a
@@ -111,6 +153,7 @@ func (n *Node) onHeartbeat(now time.Time, m wire.Message, b wire.Beacon) {
 	}
 	if n.state == wire.StateNormal {
 		n.lastYes = now
+		n.noteBeat(now)
 	}
 	switch {
 	case n.state != wire.StateNormal || b.Version <= n.version:
