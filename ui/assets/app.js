@@ -329,7 +329,9 @@ function renderTimeline() {
     const c = FAULT_COLOUR[m.kind] || '#7f7f7f';
     out += `<g class="mark" data-kind="${esc(m.kind)}"><title>${esc(m.kind + ' ' + (m.spec || ''))}</title>` +
       `<line x1="${f1(x(m.t))}" y1="${TOP - 4}" x2="${f1(x(m.t))}" y2="${height}" stroke="${c}" stroke-width="1.5"/>` +
-      `<text x="${f1(x(m.t) + 2)}" y="${TOP - 6}" font-size="10" fill="${c}">${esc(m.kind)} ${esc(m.spec || '')}</text></g>`;
+      // Near the right edge (a fault just now) the label goes left of its line.
+      (x(m.t) > width - 160 ? `<text x="${f1(x(m.t) - 2)}" text-anchor="end"` : `<text x="${f1(x(m.t) + 2)}"`) +
+      ` y="${TOP - 6}" font-size="10" fill="${c}">${esc(m.kind)} ${esc(m.spec || '')}</text></g>`;
   }
   $('window').textContent = `(last ${span >= 60000 ? Math.round(span / 60000) + ' min' : Math.round(span / 1000) + ' s'}` +
     (S.mode === 'lab' ? ', with the lab\'s faults)' : ')');
