@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/memberlist"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/groupd/groupd/ui"
 	"github.com/groupd/groupd/wire"
 )
 
@@ -26,6 +27,8 @@ import (
 //	GET /metrics     Prometheus metrics (the agent's own registry)
 //	GET /healthz     200 "ok" while the event loop runs and the state can be
 //	                 saved; else 503 "not running" or "persist error: ..."
+//	GET /ui/         the live view: a page (package ui, embedded) that reads
+//	                 /v1/status, /v1/members and /v1/events
 //
 // It listens on Config.API: "host:port" (TCP; loopback by default, and a
 // non-loopback address is logged as a warning since anyone reaching it can
@@ -109,6 +112,10 @@ func (a *Agent) Handler() http.Handler {
 		writeJSON(w, a.Members())
 	})
 	mux.HandleFunc("GET /v1/events", a.serveEvents)
+	// The live view only reads the endpoints above, with the same access
+	// rules: whoever can read the API can see the page.
+	mux.Handle("GET /ui/", ui.Handler())
+	mux.Handle("GET /ui", ui.Handler())
 	mux.Handle("GET /metrics", promhttp.HandlerFor(a.metrics.reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")

@@ -261,6 +261,28 @@ func TestHealthzBeforeRun(t *testing.T) {
 	}
 }
 
+// TestAPIServesUI checks that the API serves the live view, read-only.
+func TestAPIServesUI(t *testing.T) {
+	a, err := New(newTestConfig(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	for _, tc := range []struct {
+		method, path string
+		code         int
+	}{{"GET", "/ui/", 200}, {"GET", "/ui/app.js", 200}, {"GET", "/ui", 301}, {"POST", "/ui/", 405}} {
+		rec := httptest.NewRecorder()
+		a.Handler().ServeHTTP(rec, httptest.NewRequest(tc.method, tc.path, nil))
+		if rec.Code != tc.code {
+			t.Errorf("%s %s: %d, want %d", tc.method, tc.path, rec.Code, tc.code)
+		}
+		if tc.path == "/ui/" && tc.code == 200 && !strings.Contains(rec.Body.String(), "app.js") {
+			t.Errorf("GET /ui/ is not the page: %.200s", rec.Body)
+		}
+	}
+}
+
 func TestAPIListeners(t *testing.T) {
 	t.Run("tcp", func(t *testing.T) {
 		cfg := newTestConfig(t)

@@ -4,7 +4,8 @@
 #
 # The lab itself is Go: package internal/lab, driven by the command
 # internal/cmd/lab, which gd_run builds once into the run dir (again when a
-# Go file of the repository is newer) and runs. The scripts only check
+# Go file of the repository, or a file of the page it embeds, ui/assets, is
+# newer) and runs. The scripts only check
 # what a shell checks best (root, the tools, installing a missing one) and
 # keep their documented names and flags. See README.md.
 
@@ -52,7 +53,7 @@ gd_run() {
 	fi
 	bin=${GROUPD_LABCTL:-$dir/labctl}
 	if [[ -z ${GROUPD_LABCTL:-} ]] && { [[ ! -x $bin ]] ||
-		[[ -n $(find "$GD_REPO_ROOT" \( -name '*.go' -o -name go.mod -o -name go.sum \) -newer "$bin" -print -quit 2>/dev/null) ]]; }; then
+		[[ -n $(find "$GD_REPO_ROOT" \( -name '*.go' -o -name go.mod -o -name go.sum -o -path '*/ui/assets/*' \) -newer "$bin" -print -quit 2>/dev/null) ]]; }; then
 		command -v go >/dev/null 2>&1 || gd_die "go is missing: it builds the lab command (internal/cmd/lab); or set GROUPD_LABCTL to one"
 		mkdir -p "$dir"
 		(cd "$GD_REPO_ROOT" && go build -o "$bin" ./internal/cmd/lab) || gd_die "go build ./internal/cmd/lab failed"

@@ -25,6 +25,8 @@ const labUsage = `usage: lab.sh COMMAND [ARGS]
   wait [--timeout S] [LIST] wait until the nodes in LIST (default: all) are normal in one group
                             whose coordinator is the highest-ranked of them; exit 1 after S s (default 60)
   export DIR                write the history as DIR/events.ndjson and DIR/faults.ndjson (groupd timeline)
+  ui [--listen ADDR]        serve a live view of every node and the faults in a browser, on loopback
+                            (default 127.0.0.1 on a free port; prints the URL), until Ctrl-C
 environment: GROUPD_LAB_DIR (run dir, default /tmp/groupd-lab), GROUPD_BIN (groupd binary; default:
   built from this repository into the run dir), GROUPD_PROFILE (lan|fast, default lan),
   GROUPD_LAB_PREFIX (P, default gd), GROUPD_LAB_SUBNET (default 10.77.0), GROUPD_FAULTS (netem|iptables)`
@@ -65,6 +67,8 @@ func (c *cli) lab(args []string) error {
 	switch cmd {
 	case "start":
 		return c.start(e, l, args)
+	case "ui":
+		return c.ui(l, args)
 	case "stop":
 		n := 0
 		for i := 1; i <= l.N(); i++ {
