@@ -43,9 +43,9 @@ lab=scripts/netem
 cleanup() { "$lab/lab.sh" down >/dev/null 2>&1 || true; }
 trap cleanup EXIT
 
-ms() { date +%s%3N; }
 for trial in $(seq 1 "$trials"); do
   cleanup
+  rm -rf "$GROUPD_LAB_DIR" # a fresh history per trial
   "$lab/lab.sh" up "$nodes" >/dev/null
   "$lab/lab.sh" start >/dev/null
   "$lab/lab.sh" wait --timeout 60 >/dev/null
@@ -54,21 +54,27 @@ for trial in $(seq 1 "$trials"); do
   mech=$("$lab/degrade.sh" --loss "${loss}%" 2>&1 | grep -o 'using [a-z]*' | head -1 || true)
   sleep "$seconds"
   t1=$(date -u +%Y-%m-%dT%H:%M:%S.%NZ)
-  h0=$(ms)
   "$lab/heal.sh" >/dev/null
-  if "$lab/lab.sh" wait --timeout 120 >/dev/null; then
-    conv=$(( $(ms) - h0 ))
-  else
-    conv=-1
-  fi
+  ok=1
+  "$lab/lab.sh" wait --timeout 120 >/dev/null || ok=0
   "$lab/lab.sh" export "$out/trial$trial" >/dev/null
   ev="$out/trial$trial/events.ndjson"
+  # Convergence after the heal, from the recorded history: the last event
+  # after the heal mark (0 when the group never changed), -1 if it never
+  # converged.
+  heal=$(jq -r 'select(.kind == "heal") | .time' "$out/trial$trial/faults.ndjson" | tail -1)
+  last=$(jq -r --arg h "$heal" 'select(.time > $h) | .time' "$ev" | sort | tail -1)
+  conv=-1
+  if [ "$ok" = 1 ]; then
+    conv=0
+    [ -n "$last" ] && conv=$(( ($(date -d "$last" +%s%N) - $(date -d "$heal" +%s%N)) / 1000000 ))
+  fi
   # Numbers seen before the loss, and the new ones first seen during it.
   # Times compare as strings once padded to nanoseconds (Go trims zeros).
   key='def key: if .[19:20] == "." then .[0:19] + ((.[20:] | rtrimstr("Z")) + "000000000")[0:9] else .[0:19] + "000000000" end;'
   before=$(jq -r --arg t0 "$t0" "$key"' select((.time | key) < ($t0 | key)) | .new.group' "$ev" | sort -u)
   during=$(jq -r --arg t0 "$t0" --arg t1 "$t1" "$key"' select((.time | key) >= ($t0 | key) and (.time | key) < ($t1 | key)) | .new.group' "$ev" | sort -u)
-  fresh=$(comm -13 <(echo "$before") <(echo "$during") | grep -vc '^0\.0$' || true)
+  fresh=$(comm -13 <(echo "$before") <(echo "$during") | grep -v '^0\.0$' | grep -c . || true)
   per_min=$(awk -v n="$fresh" -v s="$seconds" 'BEGIN { printf "%.2f", n * 60 / s }')
   printf '{"kind":"loss","n":%d,"loss_pct":%s,"seconds":%s,"trial":%d,"mechanism":"%s","new_numbers":%d,"per_minute":%s,"converge_ms_after_heal":%d}\n' \
     "$nodes" "$loss" "$seconds" "$trial" "${mech#using }" "$fresh" "$per_min" "$conv" | tee -a "$out/loss.ndjson"
