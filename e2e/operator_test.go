@@ -8,8 +8,8 @@ package e2e
 // it ends (tlab.teardown): S1 there is "no group number is created twice,
 // and each node's numbers grow", across the kills, wipes and restores the
 // lab marks. The tests time what the operator waits for and log it;
-// TestOperatorTrials (GROUPD_E2E_LONG=1) repeats the state-loss trials and
-// prints the figures.
+// TestOperatorTrials (GROUPD_E2E_LONG=1) repeats them as trials and prints
+// the figures.
 
 import (
 	"encoding/json"
@@ -20,6 +20,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -229,19 +230,34 @@ func TestRestoreNoReuse(t *testing.T) {
 	}
 }
 
-// TestOperatorTrials (GROUPD_E2E_LONG=1) runs the "done when" figures of
-// issue 12: 20 wipe trials (short and long outages, alternately) and 20
-// restore trials of the coordinator, with numbers ahead of the wall clock
-// (every trial then rests on what the peers tell the node), and logs how
-// many numbers were reused and how long the rejoins took.
+// TestOperatorTrials (GROUPD_E2E_LONG=1) produces the "done when" figures
+// of issue 12, each on a lab of its own, all at once: 20 wipe trials
+// (short and long outages, alternately) and 20 restore trials of the
+// coordinator, with numbers ahead of the wall clock (every trial then
+// rests on what the peers tell the node); 10 duplicate-ID refusals (the
+// coordinator's and a participant's ID, alternately); 5 keyed wipes with
+// the incarnation ahead of the clock; one fast node among lan nodes, then
+// a quiet window of 60 s. The figures are logged together at the end.
 func TestOperatorTrials(t *testing.T) {
 	if !long() {
 		t.Skip("GROUPD_E2E_LONG=1 runs the trials (a few minutes)")
 	}
 	t.Parallel()
-	const trials = 20
-	bound := func(l *tlab) time.Duration { return l.Timing().HealBound() + slack }
-	summary := func(what string, l *tlab, rs []stateLoss) {
+	var mu sync.Mutex
+	var figures []string
+	figure := func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		figures = append(figures, fmt.Sprintf(format, args...))
+	}
+	t.Cleanup(func() { // after every subtest
+		slices.Sort(figures)
+		for _, f := range figures {
+			t.Log(f)
+		}
+	})
+	heal := func(l *tlab) time.Duration { return l.Timing().HealBound() + slack }
+	stateLosses := func(what string, l *tlab, rs []stateLoss) {
 		var ds []time.Duration
 		reused, learned, late := 0, 0, 0
 		for _, r := range rs {
@@ -250,42 +266,76 @@ func TestOperatorTrials(t *testing.T) {
 			if r.behind {
 				learned++
 			}
-			if r.rejoin > bound(l) {
+			if r.rejoin > heal(l) {
 				late++
 			}
 		}
-		t.Logf("%s trials: %d/%d, numbers reused: %d, rejoin p50 %.3fs, p90 %.3fs, max %.3fs (T_heal + slack %v; over it: %d); a peer's answer raised the counter in %d",
-			what, len(rs), trials, reused, pct(ds, 50).Seconds(), pct(ds, 90).Seconds(), pct(ds, 100).Seconds(), bound(l), late, learned)
+		figure("%s trials: %d/%d, numbers reused: %d, rejoin p50 %.3fs, p90 %.3fs, max %.3fs (T_heal + slack %v; over it: %d); the node logged a peer's number of its own above its counter in %d",
+			what, len(rs), cap(rs), reused, pct(ds, 50).Seconds(), pct(ds, 90).Seconds(), pct(ds, 100).Seconds(), heal(l), late, learned)
 	}
 	t.Run("wipe", func(t *testing.T) {
 		t.Parallel()
 		l := stateLossLab(t)
-		var rs []stateLoss
-		for k := range trials {
+		rs := make([]stateLoss, 0, 20)
+		for k := range cap(rs) {
 			long := k%2 == 1
 			how := fmt.Sprintf("wipe %d (%s outage)", k+1, map[bool]string{false: "short", true: "long"}[long])
 			r := l.loseState(how, 5, long, func() error { return l.Wipe(5) }, lab.Options{})
 			t.Log(r)
 			rs = append(rs, r)
 		}
-		summary("wipe", l, rs)
+		stateLosses("wipe", l, rs)
 	})
 	t.Run("restore", func(t *testing.T) {
 		t.Parallel()
 		l := stateLossLab(t)
-		var rs []stateLoss
-		for k := range trials {
+		rs := make([]stateLoss, 0, 20)
+		for k := range cap(rs) {
 			aside := filepath.Join(t.TempDir(), "backup")
 			if err := l.Backup(5, aside); err != nil {
 				t.Fatal(err)
 			}
 			l.restart(5, true) // a number made after the copy
-			how := fmt.Sprintf("restore %d", k+1)
+			how := fmt.Sprintf("restore %d (%s outage)", k+1, map[bool]string{false: "short", true: "long"}[k%2 == 1])
 			r := l.loseState(how, 5, k%2 == 1, func() error { return l.Restore(5, aside) }, lab.Options{})
 			t.Log(r)
 			rs = append(rs, r)
 		}
-		summary("restore", l, rs)
+		stateLosses("restore", l, rs)
+	})
+	t.Run("duplicate", func(t *testing.T) {
+		t.Parallel()
+		l, before := duplicateLab(t)
+		const trials = 10
+		var ds []time.Duration
+		for k := range trials {
+			victim := []int{5, 2}[k%2]
+			d := l.duplicate(victim, before, false)
+			t.Logf("duplicate %d (ID %d): refused %.3fs after its start", k+1, victim, d.Seconds())
+			ds = append(ds, d)
+		}
+		figure("duplicate-ID trials: %d (coordinator's and a participant's ID, alternately), each exit 2 with one error and 0 new numbers unless reported above; refused p50 %.3fs, max %.3fs after the start (bound 3 s)",
+			len(ds), pct(ds, 50).Seconds(), pct(ds, 100).Seconds())
+	})
+	t.Run("keyed", func(t *testing.T) {
+		t.Parallel()
+		l, keyed := keyedLab(t)
+		const trials = 5
+		var ds []time.Duration
+		for k := range trials {
+			d := l.keyedWipe(keyed, false)
+			t.Logf("keyed wipe %d: rejoined %.3fs after its start", k+1, d.Seconds())
+			ds = append(ds, d)
+		}
+		figure("keyed wipe trials: %d, incarnation ahead of the clock before each wipe; rejoin p50 %.3fs, max %.3fs (T_heal + slack %v)",
+			len(ds), pct(ds, 50).Seconds(), pct(ds, 100).Seconds(), heal(l))
+	})
+	t.Run("mixed", func(t *testing.T) {
+		t.Parallel()
+		l := newLab(t, 5, "lan")
+		_, d := l.mixedLAN("fast node 5 among lan", l.Timing().HealBound(), map[int]lab.Options{5: {Args: []string{"--profile", "fast"}}})
+		figure("mixed profiles (node 5 fast, 1-4 lan): one group %.3fs after the first start (T_heal + slack %v), then 0 new numbers in a quiet window of %v",
+			d.Seconds(), heal(l), quietWindow())
 	})
 }
 
@@ -336,99 +386,126 @@ func parseLog(lines []string) (out []logLine, other []string) {
 // conflict in its status and metrics.
 func TestDuplicateID(t *testing.T) {
 	t.Parallel()
+	l, before := duplicateLab(t)
+	for _, victim := range []int{5, 2} {
+		l.duplicate(victim, before, true)
+	}
+}
+
+// duplicateLab starts nodes 1-5 of a lab of six and waits until they
+// converge; node 6 is for the duplicates.
+func duplicateLab(t *testing.T) (*tlab, map[int]group.Status) {
 	l := newLab(t, 6, "lan")
 	five := lab.Span(1, 5)
 	l.start(five...)
 	before, _ := l.waitFor("nodes 1-5 converge", five, 60*time.Second, lab.Converged(five))
 	t.Logf("nodes 1-5 in group %s (coordinator %d)", before[1].Group, before[1].Coordinator)
-	created := func() float64 {
-		sum := 0.0
-		for _, i := range five {
-			m, err := l.metricFamily(i, "groupd_groups_created_total", "")
-			if err != nil {
-				t.Fatalf("node %d: %v", i, err)
-			}
-			sum += m[""]
-		}
-		return sum
-	}
-	for _, victim := range []int{5, 2} {
-		role := map[int]string{5: "coordinator", 2: "participant"}[victim]
-		if err := l.Wipe(6); err != nil {
-			t.Fatal(err)
-		}
-		made := created()
-		from := time.Now()
-		logOff := logSize(l.LogFile(6))
-		l.startWith(lab.Options{ID: victim}, 6)
-		code, gone, err := l.Exited(6, 30*time.Second)
+	return l, before
+}
+
+// created sums groupd_groups_created_total over nodes ids.
+func (l *tlab) created(ids []int) float64 {
+	sum := 0.0
+	for _, i := range ids {
+		m, err := l.metricFamily(i, "groupd_groups_created_total", "")
 		if err != nil {
-			t.Fatalf("the daemon with the %s's ID %d: %v; log:\n%s", role, victim, err, l.LogTail(6, 20))
+			l.t.Fatalf("node %d: %v", i, err)
 		}
-		took := gone.Sub(from)
+		sum += m[""]
+	}
+	return sum
+}
+
+// duplicate starts node 6 with node victim's ID on the converged nodes
+// 1-5 (views before) and checks that it is refused as design §3.6 says;
+// it returns how long after its start the lab saw it exit. verbose logs
+// what it saw.
+func (l *tlab) duplicate(victim int, before map[int]group.Status, verbose bool) time.Duration {
+	t := l.t
+	t.Helper()
+	five := lab.Span(1, 5)
+	role := "participant"
+	if victim == int(before[1].Coordinator) {
+		role = "coordinator"
+	}
+	if err := l.Wipe(6); err != nil {
+		t.Fatal(err)
+	}
+	made := l.created(five)
+	from := time.Now()
+	logOff := logSize(l.LogFile(6))
+	l.startWith(lab.Options{ID: victim}, 6)
+	code, gone, err := l.Exited(6, 30*time.Second)
+	if err != nil {
+		t.Fatalf("the daemon with the %s's ID %d: %v; log:\n%s", role, victim, err, l.LogTail(6, 20))
+	}
+	took := gone.Sub(from)
+	if verbose {
 		t.Logf("duplicate of the %s's ID %d at %v: exit code %d, %.3fs after the start", role, victim, l.Addr(6), code, took.Seconds())
-		if code != 2 {
-			t.Errorf("exit code %d, want 2", code)
+	}
+	if code != 2 {
+		t.Errorf("duplicate of ID %d: exit code %d, want 2", victim, code)
+	}
+	if took > 3*time.Second {
+		t.Errorf("duplicate of ID %d: refused %v after the start, more than 3 s", victim, took)
+	}
+	lines, plain := parseLog(logLinesSince(l.LogFile(6), logOff))
+	var errs []logLine
+	for _, ll := range lines {
+		if ll.Level == "error" {
+			errs = append(errs, ll)
 		}
-		if took > 3*time.Second {
-			t.Errorf("refused %v after the start, more than 3 s", took)
-		}
-		lines, plain := parseLog(logLinesSince(l.LogFile(6), logOff))
-		var errs []logLine
-		for _, ll := range lines {
-			if ll.Level == "error" {
-				errs = append(errs, ll)
-			}
-			if ll.OldGroup != "" && ll.Group != (wire.GroupNumber{}).String() {
-				t.Errorf("the duplicate was in group %s (role %s): %+v", ll.Group, ll.Role, ll)
-			}
-		}
-		switch {
-		case len(errs) != 1:
-			t.Errorf("the duplicate logged %d errors, want 1: %+v", len(errs), errs)
-		default:
-			e := errs[0]
-			t.Logf("its error: %q (this_addr %s, other_addr %s)", e.Message, e.ThisAddr, e.OtherAddr)
-			if e.ID != uint64(victim) || !strings.Contains(e.Message, fmt.Sprintf("node ID %d ", victim)) {
-				t.Errorf("the error does not name ID %d: %+v", victim, e)
-			}
-			if !strings.HasPrefix(e.ThisAddr, l.Addr(6).String()+":") || !strings.HasPrefix(e.OtherAddr, l.Addr(victim).String()+":") ||
-				!strings.Contains(e.Message, l.Addr(victim).String()) {
-				t.Errorf("the error does not name both addresses (%v, %v): %+v", l.Addr(6), l.Addr(victim), e)
-			}
-		}
-		for _, s := range plain {
-			if !strings.HasPrefix(s, "20") || !strings.Contains(s, " lab: ") { // the lab's own start line
-				t.Logf("its plain output: %s", s)
-			}
-		}
-		// It may save the sequence of the running group's number as its
-		// counter (a number of "its" ID it heard of: design §4's
-		// learning), never one above: it created nothing, and it joined
-		// nothing.
-		if st, err := readState(l.DataDir(6)); err != nil {
-			t.Errorf("the duplicate's data dir: %v", err)
-		} else if st.Counter > before[1].Group.Seq || !st.LastGroup.IsZero() || st.NodeID != wire.NodeID(victim) {
-			t.Errorf("the duplicate saved %s (the group's number is %s): it created or joined a number", st, before[1].Group)
-		} else {
-			t.Logf("the duplicate's saved state: %s", st)
-		}
-		// Late effects would show within a few beacons.
-		time.Sleep(3 * time.Second)
-		l.stableGroups("duplicate ID "+strconv.Itoa(victim), five, before, from, time.Now())
-		if d := created() - made; d != 0 {
-			t.Errorf("the group created %v numbers during the duplicate's life", d)
-		}
-		st := l.status(victim)
-		if st.DuplicateID == nil || !strings.HasPrefix(st.DuplicateID.Addr, l.Addr(6).String()+":") {
-			t.Errorf("node %d's status does not show the duplicate at %v: %+v", victim, l.Addr(6), st.DuplicateID)
-		} else {
-			t.Logf("node %d's status: duplicate_id %+v", victim, *st.DuplicateID)
-		}
-		if m, err := l.metricFamily(victim, "groupd_duplicate_id_total", ""); err != nil || m[""] < 1 {
-			t.Errorf("node %d: groupd_duplicate_id_total %v (%v), want at least 1", victim, m[""], err)
+		if ll.OldGroup != "" && ll.Group != (wire.GroupNumber{}).String() {
+			t.Errorf("the duplicate of ID %d was in group %s (role %s): %+v", victim, ll.Group, ll.Role, ll)
 		}
 	}
+	switch {
+	case len(errs) != 1:
+		t.Errorf("the duplicate of ID %d logged %d errors, want 1: %+v", victim, len(errs), errs)
+	default:
+		e := errs[0]
+		if verbose {
+			t.Logf("its error: %q (this_addr %s, other_addr %s)", e.Message, e.ThisAddr, e.OtherAddr)
+		}
+		if e.ID != uint64(victim) || !strings.Contains(e.Message, fmt.Sprintf("node ID %d ", victim)) {
+			t.Errorf("the error does not name ID %d: %+v", victim, e)
+		}
+		if !strings.HasPrefix(e.ThisAddr, l.Addr(6).String()+":") || !strings.HasPrefix(e.OtherAddr, l.Addr(victim).String()+":") ||
+			!strings.Contains(e.Message, l.Addr(victim).String()) {
+			t.Errorf("the error does not name both addresses (%v, %v): %+v", l.Addr(6), l.Addr(victim), e)
+		}
+	}
+	for _, s := range plain {
+		if verbose && (!strings.HasPrefix(s, "20") || !strings.Contains(s, " lab: ")) { // not the lab's own start line
+			t.Logf("its plain output: %s", s)
+		}
+	}
+	// It may save the sequence of the running group's number as its
+	// counter (a number of "its" ID it heard of: design §4's learning),
+	// never one above: it created nothing, and it joined nothing.
+	if st, err := readState(l.DataDir(6)); err != nil {
+		t.Errorf("the duplicate's data dir: %v", err)
+	} else if st.Counter > before[1].Group.Seq || !st.LastGroup.IsZero() || st.NodeID != wire.NodeID(victim) {
+		t.Errorf("the duplicate saved %s (the group's number is %s): it created or joined a number", st, before[1].Group)
+	} else if verbose {
+		t.Logf("the duplicate's saved state: %s", st)
+	}
+	// Late effects would show within a few beacons.
+	time.Sleep(3 * time.Second)
+	l.stableGroups("duplicate ID "+strconv.Itoa(victim), five, before, from, time.Now())
+	if d := l.created(five) - made; d != 0 {
+		t.Errorf("the group created %v numbers during the duplicate's life", d)
+	}
+	st := l.status(victim)
+	if st.DuplicateID == nil || !strings.HasPrefix(st.DuplicateID.Addr, l.Addr(6).String()+":") {
+		t.Errorf("node %d's status does not show the duplicate at %v: %+v", victim, l.Addr(6), st.DuplicateID)
+	} else if verbose {
+		t.Logf("node %d's status: duplicate_id %+v", victim, *st.DuplicateID)
+	}
+	if m, err := l.metricFamily(victim, "groupd_duplicate_id_total", ""); err != nil || m[""] < 1 {
+		t.Errorf("node %d: groupd_duplicate_id_total %v (%v), want at least 1", victim, m[""], err)
+	}
+	return took
 }
 
 // readState reads a stopped daemon's saved state.
@@ -453,18 +530,36 @@ func readState(dir string) (store.State, error) {
 // rejected.)
 func TestKeyedWipeRestart(t *testing.T) {
 	t.Parallel()
+	l, keyed := keyedLab(t)
+	l.keyedWipe(keyed, true)
+}
+
+// keyedLab starts four keyed nodes and waits until they converge.
+func keyedLab(t *testing.T) (*tlab, lab.Options) {
 	l := newLab(t, 4, "lan")
 	_, key := newKey(t)
-	all := l.all()
 	keyed := lab.Options{Env: []string{"GROUPD_KEY_FILE=" + key}}
-	l.startWith(keyed, all...)
-	l.waitFor("keyed nodes converge", all, 60*time.Second, lab.Converged(all))
+	l.startWith(keyed, l.all()...)
+	l.waitFor("keyed nodes converge", l.all(), 60*time.Second, lab.Converged(l.all()))
+	return l, keyed
+}
+
+// keyedWipe restarts the coordinator (4) until its incarnation is ahead
+// of the clock, then kills it, wipes its data dir and starts it again, and
+// returns how long after that start the lab converged (on the recorded
+// history), checked against T_heal + slack.
+func (l *tlab) keyedWipe(keyed lab.Options, verbose bool) time.Duration {
+	t := l.t
+	t.Helper()
+	all := l.all()
 	var inc uint64
 	for k := 0; k < 15; k++ {
 		l.restart(4, true)
 		inc = l.status(4).Incarnation
 		if ahead := int64(inc) - time.Now().Unix(); ahead >= 2 {
-			t.Logf("after %d quick restarts node 4's incarnation %d is %d ahead of the clock", k+1, inc, ahead)
+			if verbose {
+				t.Logf("after %d quick restarts node 4's incarnation %d is %d ahead of the clock", k+1, inc, ahead)
+			}
 			break
 		}
 	}
@@ -485,8 +580,10 @@ func TestKeyedWipeRestart(t *testing.T) {
 	sts, polled := l.waitFor("the wiped keyed node rejoins", all, 60*time.Second, lab.Converged(all))
 	d := l.measure("keyed rejoin", from, all, invariant.IsConverged, polled)
 	bound := l.Timing().HealBound() + slack
-	t.Logf("keyed wipe and restart: node 4 (incarnation %d, was %d) back as coordinator of %s %.3fs after its start (T_heal %v + slack %v = %v)",
-		sts[4].Incarnation, inc, sts[4].Group, d.Seconds(), l.Timing().HealBound(), slack, bound)
+	if verbose {
+		t.Logf("keyed wipe and restart: node 4 (incarnation %d, was %d) back as coordinator of %s %.3fs after its start (T_heal %v + slack %v = %v)",
+			sts[4].Incarnation, inc, sts[4].Group, d.Seconds(), l.Timing().HealBound(), slack, bound)
+	}
 	if sts[4].Incarnation >= inc {
 		t.Errorf("node 4's incarnation after the wipe, %d, is not below the one before (%d): the test did not test what it says", sts[4].Incarnation, inc)
 	}
@@ -494,10 +591,13 @@ func TestKeyedWipeRestart(t *testing.T) {
 	if d > bound {
 		t.Errorf("the keyed rejoin took %v, more than T_heal + slack = %v", d, bound)
 	}
-	for _, i := range all[:3] {
-		t.Logf("node %d dropped meanwhile: %s", i, formatCounts(diff(l.drops(i), drops0[i])))
+	if verbose {
+		for _, i := range all[:3] {
+			t.Logf("node %d dropped meanwhile: %s", i, formatCounts(diff(l.drops(i), drops0[i])))
+		}
+		l.checkpoint("L1", from.Add(bound), "L1 at the keyed restart + T_heal + slack")
 	}
-	l.checkpoint("L1", from.Add(bound), "L1 at the keyed restart + T_heal + slack")
+	return d
 }
 
 // ---------------------------------------------------------------- mixed timing and elections
@@ -506,7 +606,7 @@ func TestKeyedWipeRestart(t *testing.T) {
 // missing: none), and checks that they form one group within heal (T_heal
 // of the slowest timing) + slack, then that the group makes no number for
 // a quiet window.
-func (l *tlab) mixedLAN(what string, heal time.Duration, opts map[int]lab.Options) map[int]group.Status {
+func (l *tlab) mixedLAN(what string, heal time.Duration, opts map[int]lab.Options) (map[int]group.Status, time.Duration) {
 	t := l.t
 	t.Helper()
 	all := l.all()
@@ -542,7 +642,7 @@ func (l *tlab) mixedLAN(what string, heal time.Duration, opts map[int]lab.Option
 	time.Sleep(quietWindow())
 	l.stableGroups(what+" (quiet window)", all, sts, q, time.Now())
 	t.Logf("%s: no group change and no new number in a quiet window of %v", what, quietWindow())
-	return sts
+	return sts, d
 }
 
 // expectMismatch checks that node i reports a timing mismatch with peer
