@@ -19,7 +19,9 @@
 //     points.
 //   - scenarios_test.go: the scenarios of issue 5; ring_test.go,
 //     primary_test.go, chaos_test.go, hardening_test.go and fuzz_test.go
-//     add more, on the same lab.
+//     add more, on the same lab; operator_test.go has issue 12's operator
+//     faults (lost or restored state, duplicate IDs, a keyed node wiped,
+//     mixed timing and elections, a full disk).
 //
 // # Labs side by side
 //
@@ -72,12 +74,15 @@
 // variant, so that `go test ./...` stays within three minutes.
 // GROUPD_E2E_LONG=1 (CI's extra step) runs 5 minutes of chaos and 30 s of
 // fuzzing; GROUPD_CHAOS_MINUTES, GROUPD_CHAOS_SEED and
-// GROUPD_FUZZ_DURATION set them directly.
+// GROUPD_FUZZ_DURATION set them directly. It also runs TestOperatorTrials
+// (20 wipes and 20 restores of a coordinator's data dir, with figures) and
+// stretches the quiet windows of the mixed-timing tests from 15 s to 60 s.
 //
 // Run them as root:
 //
 //	go test -count=1 -v ./e2e/
 //	GROUPD_E2E_LONG=1 go test -count=1 -run 'TestChaosSoak|TestFuzzPackets' ./e2e/
+//	GROUPD_E2E_LONG=1 go test -count=1 -v -run TestOperatorTrials ./e2e/
 //
 // Without root, without `ip`, or where namespaces cannot be created, every
 // test skips with the reason, and `go test ./...` says how many were skipped

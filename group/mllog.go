@@ -56,6 +56,15 @@ func (w mlLogWriter) Write(p []byte) (int, error) {
 			// process, so it is no error of the network's.
 			level = zerolog.DebugLevel
 		}
+		if level > zerolog.DebugLevel && strings.HasPrefix(msg, "Conflicting address for ") {
+			// Two processes announce one node name (ID). Memberlist tells
+			// the conflict delegate too, which logs it with the ID and
+			// both addresses (gossipDelegate.NotifyConflict), and the
+			// wire protocol settles which process gives way, logging one
+			// error (design §3.6): this line would be a second error for
+			// one mistake.
+			level = zerolog.DebugLevel
+		}
 		if len(msg) > maxMLLogLine {
 			// Memberlist quotes what it received (a bad label, a
 			// node name): a hostile peer must not fill the log.

@@ -67,7 +67,8 @@ func TestMemberlistLogger(t *testing.T) {
 
 // TestMemberlistLogClosedSocket: memberlist's complaint about a socket
 // this process closed (a clean shutdown) is debug, not an error; other
-// send failures stay errors.
+// send failures stay errors. So is its complaint about a node name (ID)
+// at two addresses, which groupd logs itself.
 func TestMemberlistLogClosedSocket(t *testing.T) {
 	for _, tc := range []struct {
 		line, level string // level "": not logged at info
@@ -75,6 +76,9 @@ func TestMemberlistLogClosedSocket(t *testing.T) {
 		{"[ERR] memberlist: Failed to send gossip to 127.0.0.1:17921: write udp 127.0.0.1:17911->127.0.0.1:17921: use of closed network connection", ""},
 		{"[WARN] memberlist: Failed to send ping: write udp 127.0.0.1:1->127.0.0.1:2: use of closed network connection", ""},
 		{"[ERR] memberlist: Failed to send gossip to 127.0.0.1:17921: write udp 127.0.0.1:17911->127.0.0.1:17921: sendto: network is unreachable", "error"},
+		// A duplicate ID: the conflict delegate and the wire protocol
+		// log it (one error, design §3.6).
+		{"[ERR] memberlist: Conflicting address for 5. Mine: 10.78.1.6:7951 Theirs: 10.78.1.5:7951 Old state: 0", ""},
 	} {
 		for _, min := range []zerolog.Level{zerolog.InfoLevel, zerolog.DebugLevel} {
 			var buf bytes.Buffer

@@ -513,7 +513,9 @@ func (n *Node) saved(now time.Time, d Durable) Reason {
 
 // saveFailed handles a failed save. No number it covered is used; the node
 // is degraded (it ranks below every other node and accepts invitations from
-// any of them) and retries after a CheckInterval.
+// any of them) and retries after a CheckInterval. A takeover or a merge it
+// was for is given up: the node stays what it was, where the nodes that
+// now outrank it find it and invite it.
 func (n *Node) saveFailed(now time.Time, d Durable, err string) Reason {
 	if n.saving != nil && *n.saving == d {
 		n.saving = nil
@@ -523,8 +525,19 @@ func (n *Node) saveFailed(now time.Time, d Durable, err string) Reason {
 	}
 	n.persistErr = err
 	n.retryAt = now.Add(n.t.CheckInterval)
-	if p := n.pending; p != nil && p.purpose == forTakeover {
-		n.pending = nil // stay the participant we are
+	if p := n.pending; p != nil {
+		switch p.purpose {
+		case forTakeover:
+			n.pending = nil // stay the participant we are
+		case forMerge:
+			// Stay the Normal coordinator of the group we have: nothing
+			// carrying the number left. Degraded, we now rank below the
+			// coordinators we meant to merge, and they invite us; left
+			// in Election with a group of our own, we would be invited
+			// by no one, and the LAN would stay split.
+			n.pending = nil
+			n.state = wire.StateNormal
+		}
 	}
 	return ReasonPersistFailed
 }

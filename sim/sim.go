@@ -36,9 +36,10 @@ type node struct {
 	maxOffset          time.Duration // the largest offset it ever started with
 	saneClock          bool          // start with a clock not behind any the LAN ran on (random schedules, after state loss)
 
-	durable invitation.Durable   // the modelled state file
-	history []invitation.Durable // earlier contents of it, oldest first (Restore)
-	saves   []invitation.Durable // saves in flight, FIFO; the first is being written
+	durable  invitation.Durable   // the modelled state file
+	diskFull bool                 // every save fails (SetDiskFull), across restarts
+	history  []invitation.Durable // earlier contents of it, oldest first (Restore)
+	saves    []invitation.Durable // saves in flight, FIFO; the first is being written
 
 	tickAt int64 // scheduled tick (virtual), or -1
 	last   invitation.Status
@@ -262,6 +263,10 @@ func (s *Sim) handle(e *event) {
 		n.saves = n.saves[1:]
 		if len(n.saves) > 0 {
 			s.push(event{at: s.now + s.saveLatency(), kind: evSaved, node: e.node, inc: n.inc})
+		}
+		if n.diskFull {
+			s.input(n, invitation.SaveFailed{Durable: d, Err: "sim: disk full"})
+			return
 		}
 		if s.cfg.SaveFailure > 0 && s.rnd.Float64() < s.cfg.SaveFailure {
 			s.input(n, invitation.SaveFailed{Durable: d, Err: "sim: injected save failure"})
@@ -684,6 +689,14 @@ func (s *Sim) Restore(id wire.NodeID, k int) error {
 	}
 	i := max(len(n.history)-k, 0)
 	return s.SetDurable(id, n.history[i])
+}
+
+// SetDiskFull makes every save of node id fail (full) or succeed again,
+// as a data dir that fills up and is freed: unlike Config.SaveFailure, the
+// failure lasts until the operator acts.
+func (s *Sim) SetDiskFull(id wire.NodeID, full bool) {
+	s.nodes[s.index(id)].diskFull = full
+	s.Note("disk of %d full: %v", id, full)
 }
 
 // SetClock sets the clock offset node id's next start begins with

@@ -35,7 +35,7 @@
 //     "start" is a Restart at its time and forgets the node's incarnation
 //     (a wiped data dir starts again at 1); "heal" starts a quiet period;
 //     "quiet" (chaos) and "check" are check points; "end" ends the replay.
-//     Other kinds (partition, oneway, loss, delay, wipe) are kept for the
+//     Other kinds (partition, oneway, loss, delay, wipe, restore) are kept for the
 //     record.
 //   - The checker wants Created records (S1); the JSON has none. A node is
 //     taken to have created a number when its view moves to a number ending
@@ -83,6 +83,7 @@ const (
 	KindStop      = "stop"      // SIGTERM (spec: nodes)
 	KindRestart   = "restart"   // stop then start (spec: node)
 	KindWipe      = "wipe"      // data dir removed (spec: node)
+	KindRestore   = "restore"   // data dir replaced by an older copy (spec: node)
 	KindQuiet     = "quiet"     // chaos: an L1 check point (spec: a label)
 	KindCheck     = "check"     // a check point (spec "L1", "L1 LIST", "L2 LIST")
 	KindEnd       = "end"       // the run is over; later records are its shutdown

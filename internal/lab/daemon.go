@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -26,7 +27,17 @@ type Options struct {
 	Args []string `json:"args,omitempty"`
 	// Env is more environment (KEY=VALUE), e.g. GROUPD_KEY_FILE.
 	Env []string `json:"env,omitempty"`
+	// ID, when not 0 and not the node's number, is the --id the daemon
+	// runs with: another node's, to play an operator's mistake (a copied
+	// configuration). Such a daemon is expected to be refused, so Start
+	// only launches it (it does not wait for its API, which may never
+	// answer) and its events are not recorded: they would be the other
+	// node's. Exited says how it ended.
+	ID int `json:"id,omitempty"`
 }
+
+// borrowed reports whether o makes the daemon run with another node's ID.
+func (o Options) borrowed(own int) bool { return o.ID != 0 && o.ID != own }
 
 // node is one namespace and its daemon.
 type node struct {
@@ -37,8 +48,9 @@ type node struct {
 
 	mu       sync.Mutex
 	opts     Options
-	pid      int           // the daemon this lab knows of; 0 if none
-	done     chan struct{} // closed when the daemon this Lab started exited; nil if started by another command
+	pid      int              // the daemon this lab knows of; 0 if none
+	done     chan struct{}    // closed when the daemon this Lab started exited; nil if started by another command
+	exit     *os.ProcessState // how that daemon ended, once done is closed
 	launched time.Time
 	wake     chan struct{} // closed (and replaced) when a daemon starts: wakes the recorder
 }
@@ -87,20 +99,33 @@ func (l *Lab) Start(ids ...int) (time.Time, error) {
 	if len(todo) == 0 {
 		return time.Now(), nil
 	}
-	var started []int
+	var started, recorded []int
 	for _, nd := range todo {
 		started = append(started, nd.id)
+		if o := nd.options(); o.borrowed(nd.id) {
+			l.logf("node %d runs with node %d's ID: launched, not waited for, not recorded", nd.id, o.ID)
+		} else {
+			recorded = append(recorded, nd.id)
+		}
 	}
 	if err := l.save(); err != nil {
 		return time.Time{}, err
 	}
 	// The mark comes first: every event of the new processes is later.
-	if err := l.markNodes(history.KindStart, started, time.Now()); err != nil {
-		return time.Time{}, err
+	// A daemon with another node's ID is no node of the history.
+	if len(recorded) > 0 {
+		if err := l.markNodes(history.KindStart, recorded, time.Now()); err != nil {
+			return time.Time{}, err
+		}
 	}
 	if err := eachNode(started, func(i int) error { return l.nodes[i].launch() }); err != nil {
 		return time.Time{}, err
 	}
+	if len(recorded) == 0 {
+		return time.Now(), nil
+	}
+	started = recorded
+	todo = slices.DeleteFunc(todo, func(nd *node) bool { return !slices.Contains(recorded, nd.id) })
 	if err := l.record(); err != nil {
 		return time.Time{}, err
 	}
@@ -138,7 +163,11 @@ func (nd *node) launch() error {
 		return fmt.Errorf("lab: %w", err)
 	}
 	defer logf.Close() // the daemon has its own descriptor
-	args := []string{"run", "--id", strconv.Itoa(nd.id), "--bind", l.Addr(nd.id).String(), "--interface", "eth0",
+	id := nd.id
+	if nd.opts.borrowed(nd.id) {
+		id = nd.opts.ID
+	}
+	args := []string{"run", "--id", strconv.Itoa(id), "--bind", l.Addr(nd.id).String(), "--interface", "eth0",
 		"--data-dir", data, "--api", "unix:" + sock, "--profile", l.cfg.Profile}
 	args = append(append(args, l.cfg.Args...), nd.opts.Args...)
 	fmt.Fprintf(logf, "%s lab: starting in %s: %s %s\n", time.Now().UTC().Format(time.RFC3339Nano), l.NS(nd.id), l.cfg.Bin, strings.Join(args, " "))
@@ -160,9 +189,14 @@ func (nd *node) launch() error {
 	done := make(chan struct{})
 	go func() {
 		_ = cmd.Wait() // reaps it, also in a long-lived command that detaches its daemons
+		nd.mu.Lock()
+		if nd.done == done {
+			nd.exit = cmd.ProcessState
+		}
+		nd.mu.Unlock()
 		close(done)
 	}()
-	nd.pid, nd.done, nd.launched = cmd.Process.Pid, done, launched
+	nd.pid, nd.done, nd.exit, nd.launched = cmd.Process.Pid, done, nil, launched
 	close(nd.wake)
 	nd.wake = make(chan struct{})
 	if err := os.WriteFile(filepath.Join(nd.dir, pidFile), []byte(strconv.Itoa(nd.pid)+"\n"), permFile); err != nil {
@@ -330,6 +364,34 @@ func (nd *node) signal(sig syscall.Signal, grace time.Duration) (Window, error) 
 	return w, nil
 }
 
+// Exited waits up to timeout for node i's daemon, one this Lab started, to
+// end by itself, and returns its exit code (-1 if a signal ended it) and
+// when the lab saw it go (a few milliseconds late at most).
+func (l *Lab) Exited(i int, timeout time.Duration) (int, time.Time, error) {
+	nd, err := l.node(i)
+	if err != nil {
+		return 0, time.Time{}, err
+	}
+	nd.mu.Lock()
+	done := nd.done
+	nd.mu.Unlock()
+	if done == nil {
+		return 0, time.Time{}, fmt.Errorf("lab: node %d: no daemon started by this process", i)
+	}
+	select {
+	case <-done:
+	case <-time.After(timeout):
+		return 0, time.Time{}, fmt.Errorf("lab: node %d is still running %v later", i, timeout)
+	}
+	at := time.Now()
+	nd.mu.Lock()
+	defer nd.mu.Unlock()
+	if nd.done != done || nd.exit == nil {
+		return 0, at, fmt.Errorf("lab: node %d was started again meanwhile", i)
+	}
+	return nd.exit.ExitCode(), at, nil
+}
+
 // Kill sends SIGKILL to node i's daemon and waits until it is gone, and
 // marks it ("kill"). Failover is measured from the returned Start (just
 // before the signal), so the measurement errs on the long side.
@@ -410,7 +472,7 @@ func (l *Lab) Restart(i int, crash bool) (time.Time, error) {
 }
 
 // Wipe removes node i's data dir (its counter, its last group): the node
-// must be stopped. It starts again as a new node would, at incarnation 1.
+// must be stopped. It starts again as a new node would.
 func (l *Lab) Wipe(i int) error {
 	nd, err := l.node(i)
 	if err != nil {
@@ -423,6 +485,66 @@ func (l *Lab) Wipe(i int) error {
 		return fmt.Errorf("lab: %w", err)
 	}
 	return l.markNodes(history.KindWipe, []int{i}, time.Now())
+}
+
+// Backup copies node i's data dir (its state files; the daemon may run:
+// they are replaced by rename, never written in place) to dst, for a later
+// Restore: an operator's backup, or a VM snapshot.
+func (l *Lab) Backup(i int, dst string) error {
+	nd, err := l.node(i)
+	if err != nil {
+		return err
+	}
+	if err := copyFiles(filepath.Join(nd.dir, dataDir), dst); err != nil {
+		return fmt.Errorf("lab: backing up node %d: %w", i, err)
+	}
+	return nil
+}
+
+// Restore replaces node i's data dir by the copy in src (Backup): the node
+// starts again from that older state, as after restoring a backup. The
+// node must be stopped.
+func (l *Lab) Restore(i int, src string) error {
+	nd, err := l.node(i)
+	if err != nil {
+		return err
+	}
+	if nd.running() {
+		return fmt.Errorf("lab: node %d runs: stop it before restoring its data dir", i)
+	}
+	data := filepath.Join(nd.dir, dataDir)
+	if err := os.RemoveAll(data); err != nil {
+		return fmt.Errorf("lab: %w", err)
+	}
+	if err := copyFiles(src, data); err != nil {
+		return fmt.Errorf("lab: restoring node %d: %w", i, err)
+	}
+	return l.markNodes(history.KindRestore, []int{i}, time.Now())
+}
+
+// copyFiles copies the regular files of dir src into dir dst (made if
+// missing).
+func copyFiles(src, dst string) error {
+	ents, err := os.ReadDir(src)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return err
+	}
+	for _, e := range ents {
+		if !e.Type().IsRegular() {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(src, e.Name()))
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dst, e.Name()), b, 0o600); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // killAll sends SIGKILL to every daemon of the lab and waits for them (the

@@ -66,8 +66,11 @@
 // # Daemons and the history
 //
 // Start launches daemons (all at once) with the lab's and each node's
-// Options; Kill (SIGKILL), Stop (SIGTERM, SIGKILL after 3 s), Restart and
-// Wipe act on the processes the lab started, by PID. A lab owned by a
+// Options; Kill (SIGKILL), Stop (SIGTERM, SIGKILL after 3 s), Restart,
+// Wipe and Restore (an older copy of the data dir, taken with Backup) act
+// on the processes the lab started, by PID. A node may run with another
+// node's ID (Options.ID: a duplicate ID, which groupd refuses); Exited
+// says how its daemon ended. A lab owned by a
 // process (Config.Detach false: tests) kills its daemons with it (parent
 // death signal) and records every node's event stream (GET /v1/events,
 // what `groupd watch --json` prints) with goroutines; a lab set up by

@@ -77,6 +77,10 @@ func (l *Lab) Record(ctx context.Context) error {
 func (l *Lab) follow(nd *node) {
 	for {
 		pid, done := nd.process()
+		if pid != 0 && nd.options().borrowed(nd.id) {
+			// Another node's ID: its events are not this node's.
+			pid = 0
+		}
 		if pid == 0 {
 			nd.mu.Lock()
 			wake := nd.wake

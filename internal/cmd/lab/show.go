@@ -93,7 +93,7 @@ func writeHistory(h *history.History, dir string, until time.Time) error {
 	var b strings.Builder
 	for _, m := range h.Marks() {
 		switch m.Kind {
-		case history.KindStart, history.KindStop, history.KindCheck, history.KindEnd, history.KindWipe:
+		case history.KindStart, history.KindStop, history.KindCheck, history.KindEnd, history.KindWipe, history.KindRestore:
 			continue
 		}
 		if !until.IsZero() && m.Time.After(until) {
