@@ -885,6 +885,10 @@ func (n *Node) forgetCoord(id wire.NodeID) {
 // seconds woke every node of the LAN N times as often.
 func (n *Node) beaconPeriod() time.Duration {
 	switch {
+	case n.group.IsZero() && n.offer != nil:
+		// An inviter heard it (the invitation waits for the end of the
+		// boot window): beaconing again tells nobody anything.
+		return n.t.BeaconInterval
 	case n.group.IsZero():
 		return n.t.AnswerTimeout
 	case n.isCoordinator():

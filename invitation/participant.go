@@ -410,6 +410,11 @@ func (n *Node) onInvitation(now time.Time, m wire.Message, b wire.Invitation) Re
 		if accept && !n.settled {
 			m := m
 			n.offer = &m // joined at the end of the boot window
+			if n.nextBeacon.After(now) {
+				// Its first beacon went out (an inviter heard it): the
+				// next can wait (see beaconPeriod).
+				n.nextBeacon = later(n.nextBeacon, now.Add(n.t.BeaconInterval))
+			}
 			return ""
 		}
 	case n.election != nil:
