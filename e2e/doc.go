@@ -21,7 +21,8 @@
 //     primary_test.go, chaos_test.go, hardening_test.go and fuzz_test.go
 //     add more, on the same lab; operator_test.go has issue 12's operator
 //     faults (lost or restored state, duplicate IDs, a keyed node wiped,
-//     mixed timing and elections, a full disk).
+//     mixed timing and elections, a full disk), and leader_test.go issue
+//     13's (a leader never flaps on joins, restarts and heals).
 //
 // # Labs side by side
 //
@@ -76,7 +77,9 @@
 // fuzzing; GROUPD_CHAOS_MINUTES, GROUPD_CHAOS_SEED and
 // GROUPD_FUZZ_DURATION set them directly. It also runs TestOperatorTrials
 // (20 wipes and 20 restores of a coordinator's data dir, with figures) and
-// stretches the quiet windows of the mixed-timing tests from 15 s to 60 s.
+// TestLeaderKeepsLeadingSoak (20 rounds of joins and heals under one
+// leader, about 2.5 minutes), and stretches the quiet windows of the
+// mixed-timing tests from 15 s to 60 s.
 //
 // Run them as root:
 //

@@ -1,0 +1,376 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/groupd/groupd/group"
+	"github.com/groupd/groupd/internal/lab"
+	"github.com/groupd/groupd/invariant"
+	"github.com/groupd/groupd/wire"
+)
+
+// Issue 13: a leader never flaps. Node 5, the highest, leads a lab of five
+// while lower nodes join, restart, and are partitioned away and healed
+// back: none of that may end its leadership, not even for one status poll,
+// and its term (the group number at which it began, a fencing number) must
+// not change. Only its own death ends it, and then exactly one survivor,
+// the highest (4), starts leading, in a higher term.
+//
+// Leadership is watched three ways: node 5's status through its API every
+// 20 ms (leader, term), every node's --on-change hook (a line per event in
+// its node dir, leader-start and leader-stop included), and the recorded
+// history (every node's event stream).
+
+// leaderHook is the file in a node's dir to which its --on-change hook
+// appends one line per event: "EVENT ID LEADER TERM".
+const leaderHook = "hooks.log"
+
+// startHooked starts nodes ids, each with an --on-change hook that appends
+// to leaderHook in its own node dir (kept for its restarts). The nodes
+// start one after the other: lab.Options are per start, and each node's
+// hook names its own dir. It returns when the last was up.
+func (l *tlab) startHooked(ids ...int) time.Time {
+	l.t.Helper()
+	var up time.Time
+	for _, i := range ids {
+		cmd := fmt.Sprintf(`echo "$GROUPD_EVENT $GROUPD_ID $GROUPD_LEADER $GROUPD_TERM" >> '%s'`, filepath.Join(l.NodeDir(i), leaderHook))
+		up = l.startWith(lab.Options{Args: []string{"--on-change", cmd}}, i)
+	}
+	return up
+}
+
+// hookLines returns the lines node i's hook wrote so far, each split into
+// its fields (event, id, leader, term; the term is missing when empty).
+func (l *tlab) hookLines(i int) [][]string {
+	l.t.Helper()
+	f, err := os.Open(filepath.Join(l.NodeDir(i), leaderHook))
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		l.t.Fatalf("e2e: node %d's hook file: %v", i, err)
+	}
+	defer f.Close()
+	var out [][]string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if fs := strings.Fields(sc.Text()); len(fs) > 0 {
+			out = append(out, fs)
+		}
+	}
+	return out
+}
+
+// hookEvents returns the lines of node i's hook file from line from on
+// whose event is ev.
+func (l *tlab) hookEvents(i, from int, ev string) []string {
+	var out []string
+	ls := l.hookLines(i)
+	for _, fs := range ls[min(from, len(ls)):] {
+		if fs[0] == ev {
+			out = append(out, strings.Join(fs, " "))
+		}
+	}
+	return out
+}
+
+// historyEvents returns the recorded events of node id (0: any node) with
+// reason ev and time in [from, to) (zero to: no end).
+func (l *tlab) historyEvents(id int, ev string, from, to time.Time) []group.Event {
+	l.t.Helper()
+	h, err := l.History()
+	if err != nil {
+		l.t.Fatalf("e2e: %v", err)
+	}
+	var out []group.Event
+	for _, e := range h.Events(from, to) {
+		if e.Reason == ev && (id == 0 || e.Node == wire.NodeID(id)) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// leaderPoller polls a node's status through its API every 20 ms and
+// records every status in which it does not lead in term.
+type leaderPoller struct {
+	node int
+	term group.GroupNumber
+	stop chan struct{}
+	done chan struct{}
+
+	mu    sync.Mutex
+	polls int
+	errs  int
+	flaps []string // statuses without leadership in term, with their times
+}
+
+func (l *tlab) pollLeader(i int, term group.GroupNumber) *leaderPoller {
+	p := &leaderPoller{node: i, term: term, stop: make(chan struct{}), done: make(chan struct{})}
+	c := l.Client(i)
+	go func() {
+		defer close(p.done)
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-p.stop:
+				return
+			case <-tick.C:
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			s, err := c.Status(ctx)
+			cancel()
+			p.mu.Lock()
+			switch {
+			case err != nil:
+				p.errs++
+			case !s.Leader || s.Term != term:
+				p.polls++
+				p.flaps = append(p.flaps, fmt.Sprintf("%s: leader %v term %s (%s)", s.Time.Format("15:04:05.000"), s.Leader, s.Term, s))
+			default:
+				p.polls++
+			}
+			p.mu.Unlock()
+		}
+	}()
+	return p
+}
+
+// figures returns the polls answered, those that failed, and the flaps.
+func (p *leaderPoller) figures() (polls, errs int, flaps []string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.polls, p.errs, slices.Clone(p.flaps)
+}
+
+// end stops the poller and fails t for every flap it saw.
+func (p *leaderPoller) end(t *testing.T) {
+	t.Helper()
+	close(p.stop)
+	<-p.done
+	polls, errs, flaps := p.figures()
+	const most = 20
+	for k, f := range flaps {
+		if k == most {
+			t.Errorf("… and %d more", len(flaps)-most)
+			break
+		}
+		t.Errorf("node %d does not lead in term %s: %s", p.node, p.term, f)
+	}
+	if errs > 0 {
+		t.Logf("leader poll: %d of %d polls of node %d got no answer (not counted as flaps)", errs, polls+errs, p.node)
+	}
+}
+
+// convergedUnder waits until nodes ids are converged under coord and
+// returns their views and when polling saw it.
+func (l *tlab) convergedUnder(what string, ids []int, coord int) (map[int]group.Status, time.Time) {
+	l.t.Helper()
+	sts, polled := l.waitFor(what, ids, 60*time.Second, lab.Converged(ids))
+	expectSide(l.t, sts, ids, coord)
+	return sts, polled
+}
+
+// leaderLab starts nodes ids of a new 5-node lab with hooks, waits until
+// they converge under node 5 and returns node 5's view.
+func leaderLab(t *testing.T, ids ...int) (*tlab, group.Status) {
+	l := newLab(t, 5, "lan")
+	l.startHooked(ids...)
+	sts, _ := l.convergedUnder("nodes "+list(ids)+" converge", ids, 5)
+	s5 := sts[5]
+	if !s5.Leader || s5.Term.IsZero() {
+		t.Fatalf("node 5 coordinates the converged group but does not lead: %s", s5)
+	}
+	t.Logf("nodes %s converged in group %s under node 5, leader in term %s since %s",
+		list(ids), s5.Group, s5.Term, s5.LeaderSince.Format("15:04:05.000"))
+	return l, s5
+}
+
+// rejoin restarts lower node i (SIGTERM, or kill -9 when crash) and waits
+// until all nodes converge under 5 again. It returns how long that took on
+// the recorded history, and fails t if it took more than T_heal + slack.
+func (l *tlab) rejoin(i int, crash bool) time.Duration {
+	l.t.Helper()
+	at := l.restart(i, crash)
+	_, polled := l.convergedUnder(fmt.Sprintf("nodes converge after restarting node %d", i), l.all(), 5)
+	d := l.measure(fmt.Sprintf("rejoin of node %d", i), at, l.all(), invariant.IsConverged, polled)
+	if bound := l.Timing().HealBound() + slack; d > bound {
+		l.t.Errorf("node %d rejoined %v after its restart, more than T_heal + slack = %v", i, d, bound)
+	}
+	return d
+}
+
+// splitLow partitions lower nodes low from the others, waits until each
+// side has converged on its own (low under its highest, the others under
+// 5), heals, and waits until all converge under 5 again. It returns how
+// long the sides (the slower) and the heal took on the recorded history,
+// and fails t if either took more than T_heal + slack (+ the time to apply
+// the change).
+func (l *tlab) splitLow(low []int) (side, heal time.Duration) {
+	l.t.Helper()
+	var high []int
+	for _, i := range l.all() {
+		if !slices.Contains(low, i) {
+			high = append(high, i)
+		}
+	}
+	part := l.partition(low, high)
+	_, pl := l.convergedUnder("side "+list(low)+" converges on its own", low, slices.Max(low))
+	_, ph := l.convergedUnder("side "+list(high)+" converges on its own", high, 5)
+	side = max(l.measure("side "+list(low), part.Start, low, invariant.IsConverged, pl),
+		l.measure("side "+list(high), part.Start, high, invariant.IsConverged, ph))
+	bound := l.Timing().HealBound() + slack
+	if side > bound+applied(part) {
+		l.t.Errorf("partition %s|%s: a side took %v to settle, more than T_heal + slack%s = %v", list(low), list(high), side, applying(part), bound+applied(part))
+	}
+	w := l.heal()
+	_, polled := l.convergedUnder("nodes converge after the heal of "+list(low)+"|"+list(high), l.all(), 5)
+	heal = l.measure("heal of "+list(low)+"|"+list(high), w.Start, l.all(), invariant.IsConverged, polled)
+	if heal > bound+applied(w) {
+		l.t.Errorf("heal of %s|%s took %v, more than T_heal + slack%s = %v", list(low), list(high), heal, applying(w), bound+applied(w))
+	}
+	return side, heal
+}
+
+// noLeaderStop fails t if node 5's hook file or the history before until
+// has a leader-stop of node 5, and returns how many leader-starts each
+// shows.
+func (l *tlab) noLeaderStop(until time.Time) (hookStarts, histStarts int) {
+	l.t.Helper()
+	if s := l.hookEvents(5, 0, group.ReasonLeaderStop); len(s) > 0 {
+		l.t.Errorf("node 5's hook saw it stop leading: %v", s)
+	}
+	for _, e := range l.historyEvents(5, group.ReasonLeaderStop, time.Time{}, until) {
+		l.t.Errorf("the history has a leader-stop of node 5 at %s (term %s; now %s)", e.Time.Format("15:04:05.000"), e.Old.Term, e.New)
+	}
+	return len(l.hookEvents(5, 0, group.ReasonLeaderStart)), len(l.historyEvents(5, group.ReasonLeaderStart, time.Time{}, until))
+}
+
+// TestLeaderKeepsLeading (issue 13): node 5 leads nodes 2-5; node 1 joins,
+// node 3 restarts, and {1,2} are partitioned from {3,4,5} (each side
+// converging on its own) and healed back. Node 5's status, polled every
+// 20 ms, shows it leading in its first term throughout; neither its hook
+// nor the history has a leader-stop. Then node 5 is killed with -9: node 4,
+// and only node 4, starts leading, in a higher term, within T_failover.
+func TestLeaderKeepsLeading(t *testing.T) {
+	t.Parallel()
+	requireFaults(t)
+	l, s5 := leaderLab(t, 2, 3, 4, 5)
+	p := l.pollLeader(5, s5.Term)
+
+	up := l.startHooked(1)
+	_, polled := l.convergedUnder("nodes converge after node 1 joins", l.all(), 5)
+	dJoin := l.measure("join of node 1", up, l.all(), invariant.IsConverged, polled)
+	dRestart := l.rejoin(3, false)
+	dSide, dHeal := l.splitLow([]int{1, 2})
+
+	p.end(t)
+	polls, errs, flaps := p.figures()
+	// The real failover; the survivors' hook lines from here on are its.
+	surv := lab.Span(1, 4)
+	from := map[int]int{}
+	for _, i := range surv {
+		from[i] = len(l.hookLines(i))
+	}
+	kill := l.kill(5)
+	hookStarts, histStarts := l.noLeaderStop(kill.Start)
+	stops := len(l.hookEvents(5, 0, group.ReasonLeaderStop)) + len(l.historyEvents(5, group.ReasonLeaderStop, time.Time{}, kill.Start))
+	t.Logf("leader: node 5 led in term %s through the join of node 1 (all converged %.3fs after it was up), a restart of node 3 (%.3fs) and the partition 1-2|3-5 (sides settled after %.3fs, healed %.3fs after the heal): %d polls, %d flaps, %d unanswered; leader-starts of node 5: %d in its hook, %d in the history; leader-stops: %d",
+		s5.Term, dJoin.Seconds(), dRestart.Seconds(), dSide.Seconds(), dHeal.Seconds(), polls, len(flaps), errs, hookStarts, histStarts, stops)
+
+	sts, polled := l.convergedUnder("survivors 1-4 converge under node 4", surv, 4)
+	bound := l.Timing().FailoverBound() + slack
+	dFail := l.measure("failover", kill.Start, surv, isFailedOver, polled)
+	dConv := l.measure("survivors' convergence", kill.Start, surv, invariant.IsConverged, polled)
+	if dFail > bound {
+		t.Errorf("failover took %v, more than T_failover + slack = %v", dFail, bound)
+	}
+	s4 := sts[4]
+	if !s4.Leader || !s5.Term.Less(s4.Term) {
+		t.Errorf("node 4 after the failover: leader %v in term %s; want leader in a term above node 5's %s", s4.Leader, s4.Term, s5.Term)
+	}
+	// Hooks run after the event, in the daemon's own time: wait for node
+	// 4's, then a little for any other survivor's.
+	deadline := time.Now().Add(5 * time.Second)
+	for len(l.hookEvents(4, from[4], group.ReasonLeaderStart)) == 0 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(time.Second)
+	deadline = time.Now().Add(3 * time.Second)
+	for len(l.historyEvents(4, group.ReasonLeaderStart, kill.Start, time.Time{})) == 0 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	for _, i := range surv {
+		want := 0
+		if i == 4 {
+			want = 1
+		}
+		hs := l.hookEvents(i, from[i], group.ReasonLeaderStart)
+		es := l.historyEvents(i, group.ReasonLeaderStart, kill.Start, time.Time{})
+		if len(hs) != want || len(es) != want {
+			var at []string
+			for _, e := range es {
+				at = append(at, fmt.Sprintf("%s term %s", e.Time.Format("15:04:05.000"), e.New.Term))
+			}
+			t.Errorf("node %d after the kill: %d leader-starts in its hook %v, %d in the history %v; want %d", i, len(hs), hs, len(es), at, want)
+		}
+		if s := l.hookEvents(i, from[i], group.ReasonLeaderStop); len(s) > 0 {
+			t.Errorf("node %d after the kill: leader-stop in its hook: %v", i, s)
+		}
+	}
+	t.Logf("failover: kill -9 of node 5; survivors 1-4 Normal under node 4 %.3fs after the kill (T_failover %v + slack %v = %v), converged %.3fs after; node 4 leads in term %s (node 5's was %s); one leader-start, on node 4",
+		dFail.Seconds(), l.Timing().FailoverBound(), slack, bound, dConv.Seconds(), s4.Term, s5.Term)
+}
+
+// TestLeaderKeepsLeadingSoak (issue 13, GROUPD_E2E_LONG=1): node 5 leads
+// nodes 1-5 through 20 rounds, alternately a lower node restarting
+// (SIGTERM or kill -9; it joins again) and a partition of lower nodes from
+// the rest, each side converging on its own, then healed. Node 5's
+// status, polled every 20 ms, must show it leading in its first term
+// throughout, and neither its hook nor the history may have a leader-stop.
+func TestLeaderKeepsLeadingSoak(t *testing.T) {
+	if !long() {
+		t.Skip("e2e: 20 rounds of joins and heals; set GROUPD_E2E_LONG=1 to run them")
+	}
+	t.Parallel()
+	requireFaults(t)
+	l, s5 := leaderLab(t, lab.Span(1, 5)...)
+	p := l.pollLeader(5, s5.Term)
+	begin := time.Now()
+	const rounds = 20
+	lows := [][]int{{1, 2}, {3, 4}, {1, 2, 3, 4}, {2, 4}, {1, 3}}
+	var joins, heals int
+	var worstJoin, worstSide, worstHeal time.Duration
+	for r := range rounds {
+		if r%2 == 0 {
+			i, crash := r/2%4+1, r/2%3 == 1
+			d := l.rejoin(i, crash)
+			worstJoin = max(worstJoin, d)
+			joins++
+			t.Logf("round %d: node %d restarted (%s); converged under 5 after %.3fs", r+1, i, map[bool]string{true: "kill -9", false: "SIGTERM"}[crash], d.Seconds())
+		} else {
+			low := lows[r/2%len(lows)]
+			side, heal := l.splitLow(low)
+			worstSide, worstHeal = max(worstSide, side), max(worstHeal, heal)
+			heals++
+			t.Logf("round %d: partition %s|rest: sides settled after %.3fs; healed under 5 %.3fs after the heal", r+1, list(low), side.Seconds(), heal.Seconds())
+		}
+	}
+	p.end(t)
+	polls, errs, flaps := p.figures()
+	hookStarts, histStarts := l.noLeaderStop(time.Time{})
+	stops := len(l.hookEvents(5, 0, group.ReasonLeaderStop)) + len(l.historyEvents(5, group.ReasonLeaderStop, time.Time{}, time.Time{}))
+	t.Logf("leader soak: %d leader-stop events on the surviving leader (node 5, term %s) across %d joins and %d heals in %v: %d polls, %d flaps, %d unanswered; leader-starts of node 5: %d in its hook, %d in the history; slowest rejoin %.3fs, side %.3fs, heal %.3fs",
+		stops, s5.Term, joins, heals, time.Since(begin).Round(time.Second), polls, len(flaps), errs, hookStarts, histStarts,
+		worstJoin.Seconds(), worstSide.Seconds(), worstHeal.Seconds())
+}
