@@ -551,10 +551,15 @@ for n in ${SIZES//,/ }; do
 	# Keep the logs of this size for later reading.
 	mkdir -p "$OUT/logs/N$n"
 	cp -r "$PD"/. "$OUT/logs/N$n/" 2>/dev/null || true
+	# (The lab records one history for all nodes, not a file per node; a
+	# failed copy must not end the run under set -e.)
 	for ((i = 1; i <= n; i++)); do
-		[[ -d $RUN/node$i ]] && mkdir -p "$OUT/logs/N$n/groupd/n$i" &&
-			cp "$RUN/node$i"/{events.ndjson,groupd.log} "$OUT/logs/N$n/groupd/n$i/" 2>/dev/null
+		if [[ -d $RUN/node$i ]]; then
+			mkdir -p "$OUT/logs/N$n/groupd/n$i"
+			cp "$RUN/node$i/groupd.log" "$OUT/logs/N$n/groupd/n$i/" 2>/dev/null || true
+		fi
 	done
+	cp "$RUN/history.ndjson" "$OUT/logs/N$n/groupd/" 2>/dev/null || true
 	rm -rf "$PD"/*/n* "$RUN"/node*
 done
 
