@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# scale.sh: groupd at lab scale (issue 14: "256 namespaces: converge, heal
+# and failover, each 3/3").
+#
+#   scripts/bench/scale.sh [--nodes LIST] [--trials K] [--out DIR]
+#
+#   --nodes LIST  lab sizes, comma-separated (default 64,256)
+#   --trials K    trials of each measure per size (default 3)
+#   --out DIR     results directory (default /tmp/groupd-scale-YYYYmmdd-HHMMSS)
+#
+# Its own lab: prefix sc, bridge sc-br0, subnet 10.94.0.0/23 (256 nodes need
+# a /23), run dir /tmp/groupd-scale-lab. For each size: K cold starts (every
+# daemon started at once, with empty data dirs; timed from the start call to
+# one group), then with the lab up, K heals (a 10 s partition into halves
+# 1..N/2 | rest, timed from heal.sh's return to one group) and K failovers
+# (kill -9 of the coordinator, timed to the survivors' agreement), each by
+# benchtool from the nodes' recorded events. Raw results in DIR/scale.ndjson,
+# one line per trial (a failed trial is a line with its error). The lab gives every namespace permanent neighbour entries (internal/lab,
+# "Neighbour (ARP) tuning"), so no sysctl is changed. The lab is taken down
+# on exit, even on failure. Needs root.
+set -euo pipefail
+REPO=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$REPO"
+
+sizes=64,256 trials=3 out=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --nodes) sizes=$2; shift 2 ;;
+    --trials) trials=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    *) echo "scale: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+[ "$(id -u)" -eq 0 ] || { echo "scale: must run as root (network namespaces)" >&2; exit 1; }
+out=${out:-/tmp/groupd-scale-$(date +%Y%m%d-%H%M%S)}
+mkdir -p "$out/bin"
+
+export GROUPD_LAB_PREFIX=sc GROUPD_LAB_SUBNET=10.94.0.0/23 GROUPD_LAB_DIR=/tmp/groupd-scale-lab
+RUN=$GROUPD_LAB_DIR
+LAB=scripts/netem/lab.sh
+BT=$out/bin/benchtool
+go build -o "$BT" ./internal/benchtool
+go build -o "$out/bin/groupd" ./cmd/groupd
+export GROUPD_BIN=$out/bin/groupd
+
+cleanup() { "$LAB" down >/dev/null 2>&1 || true; }
+trap cleanup EXIT
+say() { printf 'scale: %s\n' "$*" >&2; }
+fail() { # KIND N TRIAL TEXT
+  printf '{"kind":"%s","n":%d,"trial":%d,"error":"%s"}\n' "$1" "$2" "$3" "${4//\"/\'}" >>"$out/scale.ndjson"
+  say "$1 N=$2 trial $3 FAILED: $4"
+}
+
+for n in ${sizes//,/ }; do
+  say "== N=$n == load $(cut -d' ' -f1-3 /proc/loadavg)"
+  cleanup
+  rm -rf "$RUN"
+  "$LAB" up "$n" >/dev/null
+  for t in $(seq 1 "$trials"); do
+    "$LAB" stop >/dev/null 2>&1 || true
+    rm -rf "$RUN"/node*/data "$RUN/history.ndjson"
+    t0=$(date +%s.%N)
+    "$LAB" start >/dev/null
+    if "$BT" wait --run "$RUN" --nodes "$n" --timeout 180s >/dev/null; then
+      "$BT" converge --run "$RUN" --nodes "$n" --since "$t0" --note "cold start $t of all $n at once" | tee -a "$out/scale.ndjson" >/dev/null
+    else
+      fail cold "$n" "$t" "no single group within 180 s of the start (load $(cut -d' ' -f1-3 /proc/loadavg))"
+    fi
+  done
+  sleep 5
+  for t in $(seq 1 "$trials"); do
+    "$BT" heal --run "$RUN" --netem scripts/netem --nodes "$n" --trial "$t" --hold 10s --timeout 120s >>"$out/scale.ndjson" ||
+      { fail heal "$n" "$t" "no single group within 120 s of the heal"; scripts/netem/heal.sh >/dev/null 2>&1 || true; "$BT" wait --run "$RUN" --nodes "$n" --timeout 120s >/dev/null || true; }
+  done
+  for t in $(seq 1 "$trials"); do
+    "$BT" failover --run "$RUN" --nodes "$n" --trial "$t" >>"$out/scale.ndjson" ||
+      fail failover "$n" "$t" "no agreement on a new coordinator"
+    "$LAB" start >/dev/null # the killed node comes back for the next trial
+    "$BT" wait --run "$RUN" --nodes "$n" --timeout 120s >/dev/null || fail failover "$n" "$t" "the restarted node did not rejoin within 120 s"
+  done
+done
+echo "scale: results in $out/scale.ndjson" >&2
