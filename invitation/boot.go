@@ -135,15 +135,17 @@ func (n *Node) inviteFresh(now time.Time, m wire.Message) {
 	n.sendBoot(m.From, f.boot, wire.Invitation{Group: n.group, Timing: n.t.announce(n.alg)})
 }
 
-// replyFresh answers a node without a group with a beacon soon (at most one
-// extra beacon per AnswerTimeout): it tells that node this coordinator
-// exists, which group it leads, and the highest number it has seen. Only
-// coordinators answer: a group's coordinator speaks for it (and invites),
-// and the high-water mark it carries is at least any member's, since a
-// member's numbers came from it. When every member answered too, a cold
-// start of N nodes cost O(N²) beacons, ten a second per node on lan.
-func (n *Node) replyFresh(now time.Time) {
-	if !n.isCoordinator() || now.Sub(n.replied) < n.t.AnswerTimeout {
+// replyFresh answers a node without a group (from) with a beacon soon (at
+// most one extra beacon per AnswerTimeout): it tells that node this node
+// exists, which group it is in, and the highest number it has seen.
+// Coordinators answer, and so do the members of a group whose coordinator
+// is the booting node: a coordinator speaks and invites for its group, and
+// its high-water mark covers its members', except when it is the node that
+// restarted, possibly without its state, before its members gave up on
+// it; then they are the ones who know its numbers. When every node
+// answered, a cold start of N nodes cost O(N²) beacons.
+func (n *Node) replyFresh(now time.Time, from wire.NodeID) {
+	if !(n.isCoordinator() || from == n.group.ID) || now.Sub(n.replied) < n.t.AnswerTimeout {
 		return
 	}
 	n.replied = now

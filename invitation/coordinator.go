@@ -161,7 +161,7 @@ func (n *Node) finishCheck(now time.Time) bool {
 // node's coordinator (its heartbeat).
 func (n *Node) onBeacon(now time.Time, m wire.Message, b wire.Beacon) {
 	if m.Booting() {
-		n.replyFresh(now)
+		n.replyFresh(now, m.From)
 		n.inviteFresh(now, m)
 		return
 	}
