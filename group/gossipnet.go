@@ -37,6 +37,10 @@ type gossipNet struct {
 	log      zerolog.Logger
 	closed   atomic.Bool
 	wg       sync.WaitGroup
+	// guards bounds the inbound streams being checked (checkStream);
+	// done ends those waiting to be handed over.
+	guards chan struct{}
+	done   chan struct{}
 	// confirmed counts neighbour confirmations.
 	confirmed atomic.Uint64
 
@@ -104,6 +108,8 @@ func newGossipNet(bind string, port int, log zerolog.Logger) (*gossipNet, error)
 		tcp:      tcp,
 		packetCh: make(chan *memberlist.Packet),
 		streamCh: make(chan net.Conn),
+		guards:   make(chan struct{}, streamGuards),
+		done:     make(chan struct{}),
 		log:      log,
 		peers:    make(map[netip.Addr]*peerTraffic),
 	}
@@ -172,6 +178,7 @@ func (t *gossipNet) Shutdown() error {
 	if t.closed.Swap(true) {
 		return nil
 	}
+	close(t.done)
 	t.tcp.Close()
 	t.udp.Close()
 	t.wg.Wait()
@@ -286,6 +293,27 @@ func (t *gossipNet) acceptStreams() {
 			continue
 		}
 		delay = 0
-		t.streamCh <- conn
+		select {
+		case t.guards <- struct{}{}:
+		default:
+			conn.Close() // more streams being checked than a LAN makes
+			continue
+		}
+		t.wg.Add(1)
+		go func() {
+			defer t.wg.Done()
+			defer func() { <-t.guards }()
+			c, err := checkStream(conn, time.Now().Add(streamCheckTimeout))
+			if err != nil {
+				t.log.Debug().Err(err).Str("from", conn.RemoteAddr().String()).Msg("gossip: inbound stream")
+				conn.Close()
+				return
+			}
+			select {
+			case t.streamCh <- c:
+			case <-t.done:
+				conn.Close()
+			}
+		}()
 	}
 }
