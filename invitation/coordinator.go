@@ -331,6 +331,19 @@ func (n *Node) newVersion(now time.Time) {
 	}
 	sortMembers(ms)
 	n.setMembers(ms)
+	r := n.newReadyRound(now)
+	n.ready = r
+	for _, id := range sortedIDs(r.pending) {
+		n.sendReady(id)
+	}
+	if len(r.pending) == 0 {
+		n.finishReady(now)
+	}
+}
+
+// newReadyRound starts the delivery of the current member-list version to
+// every member but this node.
+func (n *Node) newReadyRound(now time.Time) *readyRound {
 	r := &readyRound{
 		version:  n.version,
 		pending:  make(map[wire.NodeID]bool),
@@ -342,15 +355,11 @@ func (n *Node) newVersion(now time.Time) {
 			r.pending[m.ID] = true
 		}
 	}
-	n.ready = r
-	for _, id := range sortedIDs(r.pending) {
-		n.sendReady(id)
-	}
-	if len(r.pending) == 0 {
-		n.finishReady(now)
-	}
+	return r
 }
 
+// sendReady sends the current member list to one member (wire.Broadcast:
+// to all), split across datagrams as needed.
 func (n *Node) sendReady(to wire.NodeID) {
 	full := wire.Ready{Group: n.group, Version: n.version, Timing: n.gt.announce(n.galg),
 		Total: uint32(len(n.members)), Members: n.members}
@@ -396,27 +405,13 @@ func (n *Node) finishReady(now time.Time) {
 // after ReadyTimeout, as in any Ready round. Once per MemberTimeout, it
 // costs the group one packet per member.
 func (n *Node) rollCall(now time.Time) {
-	r := &readyRound{
-		version:  n.version,
-		pending:  make(map[wire.NodeID]bool),
-		deadline: now.Add(n.t.ReadyTimeout),
-		resendAt: now.Add(n.t.AnswerTimeout),
-	}
-	for _, m := range n.members {
-		if m.ID != n.id {
-			r.pending[m.ID] = true
-		}
-	}
+	r := n.newReadyRound(now)
 	if len(r.pending) == 0 {
 		n.nextRollCall = now.Add(n.jitter(n.t.MemberTimeout))
 		return
 	}
 	n.ready = r
-	full := wire.Ready{Group: n.group, Version: n.version, Timing: n.gt.announce(n.galg),
-		Total: uint32(len(n.members)), Members: n.members}
-	for _, part := range wire.SplitReady(full) {
-		n.send(wire.Broadcast, part)
-	}
+	n.sendReady(wire.Broadcast)
 }
 
 // dropMembers removes members the coordinator believes failed.
