@@ -17,10 +17,8 @@ package main
 // the pids in their pid files) and runs the lab's partition.sh and heal.sh.
 
 import (
-	"encoding/json"
 	"flag"
 	"fmt"
-	"math/rand"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -250,45 +248,9 @@ func peersRange(a, b int) []int {
 	return out
 }
 
-func peersSecs(d time.Duration) float64 { return float64(d.Round(time.Microsecond)) / 1e9 }
-
 func peersSecsPtr(d time.Duration) *float64 {
-	s := peersSecs(d)
+	s := secs(d)
 	return &s
-}
-
-// peersLoad returns the 1, 5 and 15 minute load averages.
-func peersLoad() [3]float64 {
-	var l [3]float64
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return l
-	}
-	f := strings.Fields(string(b))
-	for i := 0; i < 3 && i < len(f); i++ {
-		l[i], _ = strconv.ParseFloat(f[i], 64)
-	}
-	return l
-}
-
-// peersPhase sleeps a random time in [0, max), so that faults do not
-// always strike at the same point of the nodes' periodic timers.
-func peersPhase(max time.Duration) time.Duration {
-	if max <= 0 {
-		return 0
-	}
-	d := time.Duration(rand.Int63n(int64(max)))
-	time.Sleep(d)
-	return d
-}
-
-func peersEmit(v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	_, err = fmt.Printf("%s\n", b)
-	return err
 }
 
 func peersSay(format string, args ...any) {

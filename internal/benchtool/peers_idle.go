@@ -156,7 +156,7 @@ func cmdPeersIdle(args []string) error {
 		return fmt.Errorf("at the end of the window (a process died?): %w", err)
 	}
 	w := time.Since(t0).Seconds()
-	r := PeerIdle{Kind: "idle", Peer: spec.name, N: p.n, WindowS: w, Start: t0, Load: peersLoad(),
+	r := PeerIdle{Kind: "idle", Peer: spec.name, N: p.n, WindowS: w, Start: t0, Load: load(),
 		Leader: v0.Leader, View: v0.String(), Nodes: map[int]NodeCost{}}
 	for _, i := range all {
 		nc := NodeCost{
@@ -182,7 +182,7 @@ func cmdPeersIdle(args []string) error {
 	peersSay("%-10s N=%-3d idle %.0fs: tx %.2f pkts/s per node (median; max %.2f), cpu %.3f%% (max %.3f%%), rss %.1f MiB (max %.1f)%s",
 		spec.name, p.n, w, r.Median.TxPktsS, r.Max.TxPktsS, r.Median.CPUPct, r.Max.CPUPct,
 		r.Median.RSSKiB/1024, r.Max.RSSKiB/1024, leaderSay(r.LeaderOwn, r.Leader))
-	return peersEmit(r)
+	return emit(r)
 }
 
 func leaderSay(c *NodeCost, leader int) string {

@@ -33,7 +33,7 @@ func altFigures(ts []*peerTracker, set []int, fresh, t0 time.Time) (map[string]f
 			notes = append(notes, fmt.Sprintf("%s never agreed within %s of the figure", t.src, altWait))
 			continue
 		}
-		out[t.src] = peersSecs(t.doneAt(set).Sub(t0))
+		out[t.src] = secs(t.doneAt(set).Sub(t0))
 	}
 	return out, strings.Join(notes, "; ")
 }
@@ -86,14 +86,14 @@ func cmdPeersCold(args []string) error {
 		return fmt.Errorf("cold start: %w", err)
 	}
 	r := PeerResult{Kind: "cold", Peer: spec.name, N: p.n, Trial: p.trial, Source: ts[0].src,
-		Seconds: peersSecs(ts[0].doneAt(all).Sub(t0)), Leader: v.Leader, View: v.String(),
-		FaultTime: t0, Load: peersLoad()}
+		Seconds: secs(ts[0].doneAt(all).Sub(t0)), Leader: v.Leader, View: v.String(),
+		FaultTime: t0, Load: load()}
 	r.Alt, r.Note = altFigures(ts, all, t0, t0)
 	if spec.check != nil {
 		r.Check = spec.check(&p.cfg, all, v)
 	}
 	peersSay("%-10s N=%-3d cold  trial %d: %.3fs to one view (%s)%s", spec.name, p.n, p.trial, r.Seconds, r.View, altSay(r.Alt))
-	return peersEmit(r)
+	return emit(r)
 }
 
 func altSay(alt map[string]float64) string {
@@ -132,7 +132,7 @@ func cmdPeersFailover(args []string) error {
 	if err != nil {
 		return fmt.Errorf("victim %d: %w", victim, err)
 	}
-	ph := peersPhase(*phase)
+	ph := phaseSleep(*phase)
 	if err := pollAll(ts); err != nil {
 		return err
 	}
@@ -154,9 +154,9 @@ func cmdPeersFailover(args []string) error {
 		return fmt.Errorf("survivors did not agree: %w", err)
 	}
 	r := PeerResult{Kind: "failover", Peer: spec.name, N: p.n, Trial: p.trial, Source: ts[0].src,
-		Seconds: peersSecs(ts[0].doneAt(survivors).Sub(tKill)), PhaseS: peersSecs(ph),
+		Seconds: secs(ts[0].doneAt(survivors).Sub(tKill)), PhaseS: secs(ph),
 		Victim: victim, LeaderBefore: v0.Leader, Leader: v.Leader, View: v.String(),
-		FaultTime: tKill, Load: peersLoad()}
+		FaultTime: tKill, Load: load()}
 	if first := ts[0].firstAt(survivors); !first.IsZero() {
 		r.DetectS = peersSecsPtr(first.Sub(tKill))
 	}
@@ -166,7 +166,7 @@ func cmdPeersFailover(args []string) error {
 	}
 	peersSay("%-10s N=%-3d failover trial %d: killed %d (pids %v); %.3fs to %s%s", spec.name, p.n, p.trial,
 		victim, pids, r.Seconds, r.View, altSay(r.Alt))
-	return peersEmit(r)
+	return emit(r)
 }
 
 // ---- heal ------------------------------------------------------------------
@@ -186,7 +186,7 @@ func cmdPeersHeal(args []string) error {
 	if _, err := ts[0].waitAgreed(all, time.Time{}, time.Now().Add(p.timeout)); err != nil {
 		return fmt.Errorf("before the partition: %w", err)
 	}
-	ph := peersPhase(*phase)
+	ph := phaseSleep(*phase)
 	spec2 := fmt.Sprintf("1-%d|%d-%d", k, k+1, p.n)
 	if k == 1 {
 		spec2 = fmt.Sprintf("1|%d-%d", k+1, p.n)
@@ -220,7 +220,7 @@ func cmdPeersHeal(args []string) error {
 		}
 		time.Sleep(pollEvery)
 	}
-	split := peersSecs(ts[0].doneAt(all).Sub(tPartEnd))
+	split := secs(ts[0].doneAt(all).Sub(tPartEnd))
 	time.Sleep(time.Until(tPartEnd.Add(*hold)))
 	if err := pollAll(ts); err != nil {
 		return err
@@ -239,10 +239,10 @@ func cmdPeersHeal(args []string) error {
 	}
 	done := ts[0].doneAt(all)
 	r := PeerResult{Kind: "heal", Peer: spec.name, N: p.n, Trial: p.trial, Source: ts[0].src,
-		Seconds: peersSecs(done.Sub(tHealEnd)), FromCmdS: peersSecs(done.Sub(tHeal)),
-		CmdS: peersSecs(tHealEnd.Sub(tHeal)), PartCmdS: peersSecs(tPartEnd.Sub(tPart)),
-		SplitS: &split, PhaseS: peersSecs(ph), Leader: v.Leader, View: v.String(),
-		FaultTime: tHealEnd, Load: peersLoad()}
+		Seconds: secs(done.Sub(tHealEnd)), FromCmdS: secs(done.Sub(tHeal)),
+		CmdS: secs(tHealEnd.Sub(tHeal)), PartCmdS: secs(tPartEnd.Sub(tPart)),
+		SplitS: &split, PhaseS: secs(ph), Leader: v.Leader, View: v.String(),
+		FaultTime: tHealEnd, Load: load()}
 	if first := ts[0].firstAt(all); !first.IsZero() {
 		r.DetectS = peersSecsPtr(first.Sub(tHealEnd))
 	}
@@ -252,7 +252,7 @@ func cmdPeersHeal(args []string) error {
 	}
 	peersSay("%-10s N=%-3d heal  trial %d: %.3fs after heal.sh to %s (split took %.3fs)%s", spec.name, p.n, p.trial,
 		r.Seconds, r.View, split, altSay(r.Alt))
-	return peersEmit(r)
+	return emit(r)
 }
 
 // ---- cross-checks with the peers' own tools --------------------------------
