@@ -240,14 +240,6 @@ func (p *peersFlags) trackers(spec *peerSpec) []*peerTracker {
 
 // ---- helpers ---------------------------------------------------------------
 
-func peersRange(a, b int) []int {
-	var out []int
-	for i := a; i <= b; i++ {
-		out = append(out, i)
-	}
-	return out
-}
-
 func peersSecsPtr(d time.Duration) *float64 {
 	s := secs(d)
 	return &s

@@ -93,7 +93,7 @@ func cmdPeersIdle(args []string) error {
 	if err != nil {
 		return err
 	}
-	all := peersRange(1, p.n)
+	all := rangeInts(1, p.n)
 	t := p.trackers(spec)[0]
 	v0, err := t.waitAgreed(all, time.Time{}, time.Now().Add(p.timeout))
 	if err != nil {

@@ -57,7 +57,7 @@ func cmdPeersWait(args []string) error {
 	}
 	start := time.Now()
 	t := p.trackers(spec)[0]
-	v, err := t.waitAgreed(peersRange(1, p.n), time.Time{}, start.Add(p.timeout))
+	v, err := t.waitAgreed(rangeInts(1, p.n), time.Time{}, start.Add(p.timeout))
 	if err != nil {
 		return err
 	}
@@ -79,7 +79,7 @@ func cmdPeersCold(args []string) error {
 	}
 	whole := int64(*since)
 	t0 := time.Unix(whole, int64((*since-float64(whole))*1e9))
-	all := peersRange(1, p.n)
+	all := rangeInts(1, p.n)
 	ts := p.trackers(spec)
 	v, err := ts[0].waitAgreed(all, t0, t0.Add(p.timeout))
 	if err != nil {
@@ -114,7 +114,7 @@ func cmdPeersFailover(args []string) error {
 	if err != nil {
 		return err
 	}
-	all := peersRange(1, p.n)
+	all := rangeInts(1, p.n)
 	ts := p.trackers(spec)
 	v0, err := ts[0].waitAgreed(all, time.Time{}, time.Now().Add(p.timeout))
 	if err != nil {
@@ -179,9 +179,9 @@ func cmdPeersHeal(args []string) error {
 	if err != nil {
 		return err
 	}
-	all := peersRange(1, p.n)
+	all := rangeInts(1, p.n)
 	k := p.n / 2
-	a, b := peersRange(1, k), peersRange(k+1, p.n)
+	a, b := rangeInts(1, k), rangeInts(k+1, p.n)
 	ts := p.trackers(spec)
 	if _, err := ts[0].waitAgreed(all, time.Time{}, time.Now().Add(p.timeout)); err != nil {
 		return fmt.Errorf("before the partition: %w", err)

@@ -364,13 +364,20 @@ var serfLogEvents = map[string]string{
 	"EventMemberReap":   "reap",
 }
 
-func (p *serfLogParser) parse(line string) (pview, bool) {
+// cutEpoch splits a log line the scripts stamped "EPOCH rest" (see
+// parseEpoch).
+func cutEpoch(line string) (time.Time, string, bool) {
 	stamp, rest, ok := strings.Cut(line, " ")
 	if !ok {
-		return pview{}, false
+		return time.Time{}, "", false
 	}
 	at, err := parseEpoch(stamp)
-	if err != nil {
+	return at, rest, err == nil
+}
+
+func (p *serfLogParser) parse(line string) (pview, bool) {
+	at, rest, ok := cutEpoch(line)
+	if !ok {
 		return pview{}, false
 	}
 	if p.t == nil || strings.Contains(rest, "agent: Serf agent starting") {
@@ -513,12 +520,8 @@ func (jgroupsParser) parse(line string) (pview, bool) {
 type keepalivedLogParser struct{}
 
 func (keepalivedLogParser) parse(line string) (pview, bool) {
-	stamp, rest, ok := strings.Cut(line, " ")
+	at, rest, ok := cutEpoch(line)
 	if !ok {
-		return pview{}, false
-	}
-	at, err := parseEpoch(stamp)
-	if err != nil {
 		return pview{}, false
 	}
 	if k := strings.Index(rest, " Entering "); k >= 0 {
