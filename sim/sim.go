@@ -532,6 +532,12 @@ func (s *Sim) after(n *node) {
 // as the daemon does.
 func (s *Sim) retire(n *node) {
 	s.record(entry{at: s.now, node: n.id, kind: trYield})
+	s.halt(n)
+}
+
+// halt ends n's process, crashed or exited: its driver goes, and the
+// checker sees the node down (a duplicate was never its node).
+func (s *Sim) halt(n *node) {
 	s.collectLazy(n)
 	n.alive = false
 	n.d = nil
@@ -624,13 +630,7 @@ func (s *Sim) crashSlot(n *node) {
 		s.store(n, n.saves[0])
 	}
 	n.saves = n.saves[:0]
-	s.collectLazy(n)
-	n.alive = false
-	n.d = nil
-	n.tickAt = -1
-	if !n.dup {
-		s.chk.Crash(s.Now(), n.id)
-	}
+	s.halt(n)
 	s.record(entry{at: s.now, node: n.id, kind: trCrash, text: n.durable.String()})
 	if !s.detect.Off {
 		s.push(event{at: s.now + int64(s.detect.Delay), kind: evDetectCrash, node: n.slot, inc: n.inc, about: n.slot})
