@@ -47,6 +47,10 @@ type gossipNet struct {
 	mu    sync.Mutex
 	peers map[netip.Addr]*peerTraffic
 	swept time.Time
+	// nextConfirm is the earliest confirmAt of any peer (zero: none), so
+	// that confirmDue, called on every packet and loop turn, scans the
+	// peers only when one is due.
+	nextConfirm time.Time
 }
 
 // peerTraffic is when a peer address was last heard from and sent to, and
@@ -241,6 +245,9 @@ func (t *gossipNet) traffic(ap netip.AddrPort, now time.Time, heard bool) {
 		// same instant as the send that started the delay is then
 		// already too old. A second later it is not.
 		p.confirmAt, p.addr = now.Add(confirmDelay), ap
+		if t.nextConfirm.IsZero() || p.confirmAt.Before(t.nextConfirm) {
+			t.nextConfirm = p.confirmAt
+		}
 	}
 	t.mu.Unlock()
 	t.confirmDue(now)
@@ -260,10 +267,19 @@ func (t *gossipNet) confirmDue(now time.Time) {
 	}
 	var due []netip.AddrPort
 	t.mu.Lock()
+	if t.nextConfirm.IsZero() || now.Before(t.nextConfirm) {
+		t.mu.Unlock()
+		return
+	}
+	t.nextConfirm = time.Time{}
 	for _, p := range t.peers {
-		if !p.confirmAt.IsZero() && !now.Before(p.confirmAt) {
+		switch {
+		case p.confirmAt.IsZero():
+		case !now.Before(p.confirmAt):
 			due = append(due, p.addr)
 			p.confirmAt = time.Time{}
+		case t.nextConfirm.IsZero() || p.confirmAt.Before(t.nextConfirm):
+			t.nextConfirm = p.confirmAt
 		}
 	}
 	t.mu.Unlock()
