@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -245,10 +246,23 @@ func cmdSimScale(args []string) error {
 	memGiB := fs.Float64("mem", 8, "stop a size when the process's resident memory exceeds this many GiB")
 	seed := fs.Int64("seed", 1, "seed")
 	hold := fs.Duration("hold", 10*time.Second, "partition length")
+	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	byType := fs.Bool("types", false, "print the datagrams sent and delivered per type, per phase")
 	fs.Parse(args)
 	ns, err := parseInts(*sizes)
 	if err != nil {
 		return err
+	}
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			return fmt.Errorf("cpuprofile: %w", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fmt.Errorf("cpuprofile: %w", err)
+		}
+		defer pprof.StopCPUProfile()
 	}
 	for _, n := range ns {
 		res := ScaleResult{Kind: "sim-scale", N: n, Seed: *seed, Status: "ok"}
@@ -266,7 +280,15 @@ func cmdSimScale(args []string) error {
 		// this shared machine.
 		var phase atomic.Pointer[string]
 		var convS, convWallS atomic.Int64 // ns, once the converge phase ended
-		setPhase := func(p string) { res.Phase = p; phase.Store(&p) }
+		var last sim.Counts
+		setPhase := func(p string) {
+			if *byType && res.Phase != "" {
+				printTypes(n, res.Phase, last, s.Counts())
+			}
+			last = s.Counts()
+			res.Phase = p
+			phase.Store(&p)
+		}
 		stopWatch := make(chan struct{})
 		go func() {
 			tk := time.NewTicker(200 * time.Millisecond)
@@ -326,6 +348,9 @@ func cmdSimScale(args []string) error {
 				}
 			}
 		}
+		if *byType && res.Phase != "done" {
+			printTypes(n, res.Phase, last, s.Counts())
+		}
 		sizes := map[wire.GroupNumber]int{}
 		for _, st := range s.Statuses() {
 			sizes[st.Group]++
@@ -348,6 +373,19 @@ func cmdSimScale(args []string) error {
 		}
 	}
 	return nil
+}
+
+// printTypes prints, for one phase of a sim-scale run, the datagrams sent
+// and delivered per type between two snapshots of the counters, per node.
+func printTypes(n int, phase string, from, to sim.Counts) {
+	say("sim-scale N=%d phase %s, per node:", n, phase)
+	for t := range wire.NumTypes {
+		sent, got := to.Sent[t]-from.Sent[t], to.Delivered[t]-from.Delivered[t]
+		if sent == 0 && got == 0 {
+			continue
+		}
+		say("  %-14s sent %9.1f  delivered %9.1f", wire.Type(t), float64(sent)/float64(n), float64(got)/float64(n))
+	}
 }
 
 // BullyResult compares simbench.BullyRun with the seed's formulas.
