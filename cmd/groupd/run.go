@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -108,6 +110,8 @@ func runCommand() *cli.Command {
 			Usage: "multicast `GROUP:PORT` for beacons, or off (then use --join)"},
 		&cli.StringSliceFlag{Name: "join", EnvVars: env("join"), Category: disco,
 			Usage: "gossip `HOST:PORT` of other nodes to join (repeat or comma-separate)"},
+		&cli.StringFlag{Name: "start-at", EnvVars: env("start-at"), Category: disco,
+			Usage: "open the sockets now but start the protocol at `TIME` (RFC 3339, or Unix seconds): lab cold starts"},
 		&cli.StringFlag{Name: "data-dir", EnvVars: env("data-dir"), Category: data, Value: lan.DataDir,
 			Usage: "`DIR` for the node's durable state (node id, group-number counter)"},
 		&cli.Uint64Flag{Name: "min-counter", EnvVars: env("min-counter"), Category: data,
@@ -160,6 +164,29 @@ func runCommand() *cli.Command {
 // runSettings is what runAction needs besides the agent's configuration.
 type runSettings struct {
 	keyMode os.FileMode // permissions of --key-file, 0 without one
+	startAt time.Time   // --start-at, zero without one
+}
+
+// maxStartAhead bounds --start-at: a time further ahead is a mistake (a
+// date in the wrong zone, milliseconds for seconds), not a plan.
+const maxStartAhead = time.Hour
+
+// parseStartAt reads --start-at: RFC 3339 with or without fractions, or
+// Unix seconds with an optional fraction (date +%s.%N).
+func parseStartAt(v string, now time.Time) (time.Time, error) {
+	t, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		f, ferr := strconv.ParseFloat(v, 64)
+		if ferr != nil || f <= 0 || math.IsInf(f, 0) {
+			return time.Time{}, badConfig("--start-at %q: want an RFC 3339 time or Unix seconds", v)
+		}
+		sec, frac := math.Modf(f)
+		t = time.Unix(int64(sec), int64(frac*1e9))
+	}
+	if t.Sub(now) > maxStartAhead {
+		return time.Time{}, badConfig("--start-at %s is %v ahead; at most %v", t.UTC().Format(time.RFC3339Nano), t.Sub(now).Round(time.Second), maxStartAhead)
+	}
+	return t, nil
 }
 
 func runAction(c *cli.Context) error {
@@ -213,6 +240,20 @@ func runAction(c *cli.Context) error {
 				}
 			}
 		}()
+	}
+	if wait := time.Until(rs.startAt); wait > 0 {
+		// A lab's cold start: N daemons exec'd one by one on one host
+		// begin together, as N machines powering up would; their exec and
+		// start-up costs (seconds for 64 daemons on two cores) are the
+		// host's, not the protocol's.
+		log.Info().Time("start_at", rs.startAt).Dur("wait", wait).Msg("holding the protocol until --start-at")
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			agent.Close()
+			log.Info().Msg("groupd stopped before --start-at")
+			return nil
+		}
 	}
 	done := make(chan error, 1)
 	go func() { done <- agent.Run(ctx) }()
@@ -305,6 +346,13 @@ func configFromFlags(c *cli.Context) (group.Config, runSettings, error) {
 			return cfg, rs, badConfig("--id must be >= 1 (leave it out to keep the data dir's id, or generate one)")
 		}
 		cfg.ID = wire.NodeID(id)
+	}
+	if v := c.String("start-at"); v != "" {
+		t, err := parseStartAt(v, time.Now())
+		if err != nil {
+			return cfg, rs, err
+		}
+		rs.startAt = t
 	}
 	cfg.Name = c.String("name")
 	if vals := c.StringSlice("tag"); len(vals) > 0 {

@@ -225,6 +225,8 @@ func TestRunBadConfig(t *testing.T) {
 		{"interval relation", nil, []string{"--alive-timeout", "10ms"}, "groupd: --alive-timeout (10ms) must be >= --alive-interval + --answer-timeout (350ms)"},
 		{"hook timeout", nil, []string{"--hook-timeout", "0s"}, "groupd: --hook-timeout must be > 0"},
 		{"priority", nil, []string{"--priority", "256"}, "groupd: --priority 256 out of range 0-255"},
+		{"start-at not a time", nil, []string{"--start-at", "soon"}, `groupd: --start-at "soon": want an RFC 3339 time or Unix seconds`},
+		{"start-at too far", map[string]string{"GROUPD_START_AT": "2999-01-01T00:00:00Z"}, nil, "groupd: --start-at 2999-01-01T00:00:00Z is "},
 		{"key wrong size", nil, []string{"--key-file", short}, "key must be 32 bytes, got 16"},
 		{"key not base64", nil, []string{"--key-file", notBase64}, "key is not valid base64"},
 		{"key missing", nil, []string{"--key-file", "/nonexistent/key"}, "groupd: --key-file: open /nonexistent/key: no such file or directory"},
@@ -311,5 +313,36 @@ func TestLogLevel(t *testing.T) {
 				t.Fatalf("level %v, err %v; want %v", log.GetLevel(), err, tc.want)
 			}
 		})
+	}
+}
+
+func TestParseStartAt(t *testing.T) {
+	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		in   string
+		want time.Time
+		err  bool
+	}{
+		{"2026-11-23T12:00:01.5Z", now.Add(1500 * time.Millisecond), false},
+		{"2026-11-23T13:00:00+01:00", now, false},
+		{"1795435200.25", time.Unix(1795435200, 250000000), false},
+		{"2026-11-23T11:00:00Z", now.Add(-time.Hour), false}, // past: starts at once
+		{"2026-11-23T13:00:01Z", time.Time{}, true},          // over maxStartAhead
+		{"0", time.Time{}, true},
+		{"-5", time.Time{}, true},
+		{"", time.Time{}, true},
+		{"tomorrow", time.Time{}, true},
+	} {
+		got, err := parseStartAt(tc.in, now)
+		if (err != nil) != tc.err {
+			t.Errorf("%q: error %v, want error %v", tc.in, err, tc.err)
+			continue
+		}
+		if !tc.err && !got.Equal(tc.want) {
+			// Unix seconds go through a float64: a microsecond is plenty.
+			if d := got.Sub(tc.want); d > time.Microsecond || d < -time.Microsecond {
+				t.Errorf("%q: %v, want %v", tc.in, got, tc.want)
+			}
+		}
 	}
 }
