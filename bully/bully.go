@@ -63,6 +63,18 @@ type Config struct {
 	// AutoStart makes an Election from a lower candidate start this
 	// node's own election if it has none running (the textbook rule).
 	AutoStart bool
+	// Probe makes the first round ask only this node's successor (the
+	// lowest-ranked candidate above it) and widen to every higher
+	// candidate only if the successor stays silent for AnswerTimeout. An
+	// answering successor is alive and outranks this node, so this node
+	// yields as it would to any Answer. When every survivor runs at once,
+	// each then costs one Election and one Answer, and only the highest
+	// reachable survivor, whose successor is silent, asks everyone above
+	// it: O(n) messages instead of O(n²) when the candidates above are
+	// unreachable (a partition that cut the group in two), at one extra
+	// AnswerTimeout for that survivor. With a single higher candidate the
+	// probe would be the whole round, so there is none.
+	Probe bool
 }
 
 // Send is a message body the machine wants delivered to one node.
@@ -83,6 +95,8 @@ type Machine struct {
 	leader   wire.NodeID
 	higher   []wire.NodeID
 	lower    []wire.NodeID
+	succ     wire.NodeID // the lowest-ranked higher candidate; 0 if none
+	probing  bool        // Waiting on the successor alone
 	out      []Send
 }
 
@@ -100,6 +114,7 @@ func New(cfg Config) (*Machine, error) {
 	seen := map[wire.NodeID]bool{cfg.Self.ID: true}
 	cands := append([]wire.Member(nil), cfg.Candidates...)
 	sort.Slice(cands, func(i, j int) bool { return cands[i].ID < cands[j].ID })
+	var succ wire.Rank
 	for _, c := range cands {
 		if c.ID == 0 || seen[c.ID] {
 			continue
@@ -107,6 +122,9 @@ func New(cfg Config) (*Machine, error) {
 		seen[c.ID] = true
 		if self.Less(c.Rank()) {
 			m.higher = append(m.higher, c.ID)
+			if m.succ == 0 || c.Rank().Less(succ) {
+				m.succ, succ = c.ID, c.Rank()
+			}
 		} else {
 			m.lower = append(m.lower, c.ID)
 		}
@@ -152,11 +170,21 @@ func (m *Machine) Start(now time.Time) {
 		m.win()
 		return
 	}
+	m.phase = Waiting
+	m.deadline = now.Add(m.cfg.AnswerTimeout)
+	if m.cfg.Probe && m.round == 1 && len(m.higher) > 1 {
+		m.probing = true
+		m.out = append(m.out, Send{To: m.succ, Body: wire.Election{Group: m.cfg.Group}})
+		return
+	}
+	m.askHigher()
+}
+
+// askHigher sends Election to every higher candidate.
+func (m *Machine) askHigher() {
 	for _, id := range m.higher {
 		m.out = append(m.out, Send{To: id, Body: wire.Election{Group: m.cfg.Group}})
 	}
-	m.phase = Waiting
-	m.deadline = now.Add(m.cfg.AnswerTimeout)
 }
 
 func (m *Machine) win() {
@@ -187,7 +215,7 @@ func (m *Machine) Step(now time.Time, from wire.NodeID, body wire.Body) {
 		if b.Group != m.cfg.Group || !m.isHigher(from) || m.phase != Waiting {
 			return
 		}
-		m.phase = Yielded
+		m.phase, m.probing = Yielded, false
 		m.deadline = now.Add(m.cfg.ElectionTimeout)
 	case wire.Coordinator:
 		if b.Group != m.cfg.Group || !m.isHigher(from) || m.phase.Done() {
@@ -206,6 +234,14 @@ func (m *Machine) Tick(now time.Time) {
 	}
 	switch m.phase {
 	case Waiting:
+		if m.probing {
+			// The successor is silent: ask everyone above, for a
+			// whole AnswerTimeout.
+			m.probing = false
+			m.deadline = now.Add(m.cfg.AnswerTimeout)
+			m.askHigher()
+			return
+		}
 		m.win()
 	case Yielded:
 		if m.cfg.MaxRounds > 0 && m.round >= m.cfg.MaxRounds {

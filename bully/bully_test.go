@@ -52,6 +52,7 @@ func outbox(m *Machine) string {
 func TestTransitions(t *testing.T) {
 	announce := func(c *Config) { c.Announce = true }
 	auto := func(c *Config) { c.AutoStart = true }
+	probe := func(c *Config) { c.Probe = true }
 	cases := []struct {
 		name   string
 		m      func(t *testing.T) *Machine
@@ -111,6 +112,38 @@ func TestTransitions(t *testing.T) {
 			func(m *Machine) { m.Start(ms(0)); m.Step(ms(5), 1, wire.Election{Group: grp}) }, Won, "1:Answer", 3},
 		{"Start is idempotent while waiting", func(t *testing.T) *Machine { return machine(t, 2, nil, 2, 3) },
 			func(m *Machine) { m.Start(ms(0)); m.Outbox(); m.Start(ms(1)) }, Waiting, "", 0},
+		// Probe: the successor is the lowest-ranked higher candidate by
+		// rank (priority, then ID), not by ID.
+		{"Probe: the first round asks the successor alone", func(t *testing.T) *Machine { return machine(t, 2, probe, 1, 2, 7, 3, 5) },
+			func(m *Machine) { m.Start(ms(0)) }, Waiting, "3:Election", 0},
+		{"Probe: the successor by rank", func(t *testing.T) *Machine {
+			return machine(t, 2, func(c *Config) {
+				c.Probe = true
+				c.Candidates = []wire.Member{{ID: 3, Priority: 200}, {ID: 4, Priority: 100}, {ID: 9, Priority: 150}}
+			})
+		}, func(m *Machine) { m.Start(ms(0)) }, Waiting, "4:Election", 0},
+		{"Probe: the successor's Answer yields", func(t *testing.T) *Machine { return machine(t, 2, probe, 2, 3, 5) },
+			func(m *Machine) {
+				m.Start(ms(0))
+				m.Outbox()
+				m.Step(ms(10), 3, wire.Answer{Group: grp})
+				m.Tick(ms(200))
+			}, Yielded, "", 0},
+		{"Probe: a silent successor widens the round", func(t *testing.T) *Machine { return machine(t, 2, probe, 2, 3, 5) },
+			func(m *Machine) { m.Start(ms(0)); m.Outbox(); m.Tick(ms(100)) }, Waiting, "3:Election 5:Election", 0},
+		{"Probe: the widened round's silence wins", func(t *testing.T) *Machine { return machine(t, 2, probe, 2, 3, 5) },
+			func(m *Machine) { m.Start(ms(0)); m.Tick(ms(100)); m.Outbox(); m.Tick(ms(199)); m.Tick(ms(200)) }, Won, "", 2},
+		{"Probe: an Answer to the widened round yields", func(t *testing.T) *Machine { return machine(t, 2, probe, 2, 3, 5) },
+			func(m *Machine) { m.Start(ms(0)); m.Tick(ms(100)); m.Outbox(); m.Step(ms(150), 5, wire.Answer{Group: grp}) }, Yielded, "", 0},
+		{"Probe: one higher candidate is asked at once", func(t *testing.T) *Machine { return machine(t, 2, probe, 2, 3) },
+			func(m *Machine) { m.Start(ms(0)) }, Waiting, "3:Election", 0},
+		{"Probe: the second round asks everyone", func(t *testing.T) *Machine { return machine(t, 2, probe, 2, 3, 5) },
+			func(m *Machine) {
+				m.Start(ms(0))
+				m.Step(ms(10), 3, wire.Answer{Group: grp})
+				m.Outbox()
+				m.Tick(ms(510))
+			}, Waiting, "3:Election 5:Election", 0},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

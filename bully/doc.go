@@ -27,6 +27,13 @@
 //	Coordinator  winner → lower candidates           record the leader
 //	             (only with Announce)
 //
+// With Probe, the first round asks only the node's successor (the
+// lowest-ranked candidate above it) and widens to every higher candidate
+// when the successor is silent for AnswerTimeout: when all survivors start
+// together, each sends one Election and one Answer, and only the highest
+// reachable survivor asks everyone above it. groupd sets it; the textbook
+// algorithm does not have it.
+//
 // Inside groupd (package invitation) the winner does not send Coordinator:
 // it creates a new group number and invites the old members, and the
 // Invitation serves as the bully "coordinator" message. Standalone, with

@@ -22,7 +22,8 @@ const (
 	// Election each) and hold back for one AnswerTimeout, so the usual
 	// failover (the coordinator alone died) costs about n−1 election
 	// messages; only if the highest survivor is gone too do the rest run
-	// bully, at up to O(n²) messages.
+	// bully, each first asking only its successor (bully.Config.Probe), so
+	// that costs O(n) messages too, not O(n²).
 	ElectionBully Election = "bully"
 	// ElectionRing is Chang and Roberts' ring election: at most 2n-1
 	// messages inside groupd (3n-1 with the textbook's Elected round),
@@ -122,6 +123,12 @@ func (n *Node) newElection(g wire.GroupNumber, cands []wire.Member) (election, e
 		AnswerTimeout:   n.gt.AnswerTimeout,
 		ElectionTimeout: n.gt.ElectionTimeout,
 		MaxRounds:       2,
+		// When the highest survivor does not invite within the hold-back
+		// (startElection), it is usually because a partition cut off the
+		// group's upper ranks, and then every survivor asking every
+		// higher-ranked one cost O(n²) Elections, most to unreachable
+		// nodes.
+		Probe: true,
 	})
 	if err != nil {
 		return nil, err
