@@ -41,6 +41,7 @@ func (n *Node) detach(now time.Time) {
 	n.gt, n.galg = n.t, n.alg
 	n.attachAt = now.Add(n.t.bootWindow())
 	n.nextBeacon = now
+	n.announced = false
 }
 
 // tickDetached runs the listening window of a node without a group.

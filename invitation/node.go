@@ -64,6 +64,14 @@ func (p *peer) rank(id wire.NodeID) wire.Rank {
 	return wire.Rank{Degraded: p.degraded, Priority: p.prio, ID: id}
 }
 
+// abovePeer is a node that outranks this one, as last heard.
+type abovePeer struct {
+	id    wire.NodeID // 0: none
+	rank  wire.Rank
+	coord bool // a Normal coordinator (else a node without a group)
+	heard time.Time
+}
+
 // freshPeer is a node heard without a group (booting, or lost its group).
 type freshPeer struct {
 	boot    uint64
@@ -168,6 +176,12 @@ type Node struct {
 	fresh      map[wire.NodeID]*freshPeer
 	nextBeacon time.Time
 	replied    time.Time // last beacon sent early, in reply to a node without a group
+	// above is the highest-ranked node heard that outranks this one and
+	// would invite it: a Normal coordinator, or a node without a group.
+	// announced: a node without a group has multicast a beacon since it
+	// detached. See beaconTarget.
+	above     abovePeer
+	announced bool
 
 	// Coordinator.
 	up        map[wire.NodeID]*member
@@ -766,6 +780,7 @@ func (n *Node) observe(now time.Time, m wire.Message) {
 			n.noteOutrank(now)
 		}
 	}
+	n.noteAbove(now, m)
 	if m.Booting() {
 		n.forgetCoord(m.From)
 		f := n.fresh[m.From]
@@ -873,10 +888,62 @@ func (n *Node) forgetCoord(id wire.NodeID) {
 	}
 }
 
+// noteAbove keeps n.above: the highest-ranked node heard that outranks
+// this one and would invite it. The sender of m replaces it if it ranks
+// higher, or if the one held was not heard for PeerTimeout; the one held
+// is dropped when it no longer qualifies.
+func (n *Node) noteAbove(now time.Time, m wire.Message) {
+	r := m.Rank()
+	coord := m.IsCoordinator() && m.State == wire.StateNormal
+	ok := n.rank().Less(r) && (coord || m.Booting())
+	a := &n.above
+	switch {
+	case a.id == m.From && !ok:
+		*a = abovePeer{}
+	case a.id == m.From || (ok && (a.id == 0 || now.Sub(a.heard) > n.t.PeerTimeout || a.rank.Less(r))):
+		*a = abovePeer{id: m.From, rank: r, coord: coord, heard: now}
+	}
+}
+
+// beaconTarget is where the node's periodic beacon goes: wire.Broadcast,
+// or, for a node that only needs to be heard by the one that will invite
+// it, that node alone. Two kinds of node are in that case, as long as a
+// higher-ranked node that would invite them was heard within PeerTimeout:
+//
+//   - a node without a group, after its first beacon (which every node
+//     hears, and coordinators answer with their high-water marks);
+//   - a coordinator alone in its group (it has no members to heartbeat),
+//     Normal and merging nothing, below a Normal coordinator.
+//
+// Everyone else on the LAN learns nothing from such a beacon, and when
+// every node of a cold start multicast, each of N nodes woke for N
+// beacons per interval: at N = 256 on one host, a storm that never let
+// the nodes hear each other within their windows, so they formed more
+// groups, which beaconed more. Silent for PeerTimeout, the higher node no
+// longer counts, and the beacon is multicast again (a partition cut it
+// off).
+func (n *Node) beaconTarget(now time.Time) wire.NodeID {
+	a := n.above
+	if a.id == 0 || now.Sub(a.heard) > n.t.PeerTimeout {
+		return wire.Broadcast
+	}
+	switch {
+	case n.group.IsZero():
+		if n.announced {
+			return a.id
+		}
+	case n.isCoordinator() && len(n.members) <= 1 && n.state == wire.StateNormal &&
+		n.pending == nil && n.merge == nil && a.coord:
+		return a.id
+	}
+	return wire.Broadcast
+}
+
 // beaconPeriod is how often the node beacons in its current state: a
-// coordinator every AliveInterval (its beacon is its group's heartbeat), a
-// node without a group every AnswerTimeout while it listens, an idle
-// participant never (0), anyone else every BeaconInterval.
+// coordinator with members every AliveInterval (its beacon is its group's
+// heartbeat), a node without a group every AnswerTimeout while it
+// listens, an idle participant never (0), anyone else, a coordinator alone
+// in its group among them, every BeaconInterval.
 //
 // An idle participant's beacons would tell nobody anything it needs: its
 // coordinator learns of its failure from memberlist, and of its leaving
@@ -891,8 +958,12 @@ func (n *Node) beaconPeriod() time.Duration {
 		return n.t.BeaconInterval
 	case n.group.IsZero():
 		return n.t.AnswerTimeout
-	case n.isCoordinator():
+	case n.isCoordinator() && len(n.members) > 1:
 		return n.t.AliveInterval
+	case n.isCoordinator():
+		// Alone: nobody waits for its heartbeat, and a cold start of N
+		// nodes on one host can leave many such groups for a while.
+		return n.t.BeaconInterval
 	case n.state == wire.StateNormal:
 		return 0
 	}
@@ -907,19 +978,27 @@ func (n *Node) armBeacon(now time.Time) {
 	switch {
 	case p == 0:
 		n.nextBeacon = time.Time{}
-	case n.nextBeacon.IsZero():
+	case n.nextBeacon.IsZero(), n.nextBeacon.After(now.Add(p)):
+		// None due, or due later than the new, shorter period allows (a
+		// coordinator that was alone has members to heartbeat now).
 		n.nextBeacon = now.Add(n.jitter(p))
 	}
 }
 
-// beacon sends the node's beacon now.
-func (n *Node) beacon(now time.Time) {
+// beacon sends the node's beacon now, to every node.
+func (n *Node) beacon(now time.Time) { n.beaconTo(now, wire.Broadcast) }
+
+// beaconTo sends the node's beacon now, to every node or to one.
+func (n *Node) beaconTo(now time.Time, to wire.NodeID) {
 	b := wire.Beacon{HighWater: max(n.maxSeen, n.want.Counter, n.durable.Counter), Timing: n.t.announce(n.alg)}
 	if n.isCoordinator() {
 		b.Version, b.Size = n.version, uint32(len(n.members))
 		b.Timing = n.gt.announce(n.galg)
 	}
-	n.send(wire.Broadcast, b)
+	n.send(to, b)
+	if to == wire.Broadcast && n.group.IsZero() {
+		n.announced = true
+	}
 	n.nextBeacon = time.Time{}
 	if p := n.beaconPeriod(); p > 0 {
 		n.nextBeacon = now.Add(p)
@@ -929,7 +1008,7 @@ func (n *Node) beacon(now time.Time) {
 // tick advances the node's timers to now.
 func (n *Node) tick(now time.Time) Reason {
 	if !n.nextBeacon.IsZero() && !n.nextBeacon.After(now) {
-		n.beacon(now)
+		n.beaconTo(now, n.beaconTarget(now))
 	}
 	sweep := !now.Before(n.nextSweep)
 	if sweep {
