@@ -134,7 +134,12 @@ func TestTransitions(t *testing.T) {
 		{"Probe: the widened round's silence wins", func(t *testing.T) *Machine { return machine(t, 2, probe, 2, 3, 5) },
 			func(m *Machine) { m.Start(ms(0)); m.Tick(ms(100)); m.Outbox(); m.Tick(ms(199)); m.Tick(ms(200)) }, Won, "", 2},
 		{"Probe: an Answer to the widened round yields", func(t *testing.T) *Machine { return machine(t, 2, probe, 2, 3, 5) },
-			func(m *Machine) { m.Start(ms(0)); m.Tick(ms(100)); m.Outbox(); m.Step(ms(150), 5, wire.Answer{Group: grp}) }, Yielded, "", 0},
+			func(m *Machine) {
+				m.Start(ms(0))
+				m.Tick(ms(100))
+				m.Outbox()
+				m.Step(ms(150), 5, wire.Answer{Group: grp})
+			}, Yielded, "", 0},
 		{"Probe: one higher candidate is asked at once", func(t *testing.T) *Machine { return machine(t, 2, probe, 2, 3) },
 			func(m *Machine) { m.Start(ms(0)) }, Waiting, "3:Election", 0},
 		{"Probe: the second round asks everyone", func(t *testing.T) *Machine { return machine(t, 2, probe, 2, 3, 5) },
