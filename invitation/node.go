@@ -941,8 +941,8 @@ func (n *Node) beaconTarget(now time.Time) wire.NodeID {
 
 // beaconPeriod is how often the node beacons in its current state: a
 // coordinator with members every AliveInterval (its beacon is its group's
-// heartbeat), a node without a group every AnswerTimeout while it
-// listens, an idle participant never (0), anyone else, a coordinator alone
+// heartbeat), a node without a group every AnswerTimeout during its boot
+// window, an idle participant never (0), anyone else, a coordinator alone
 // in its group among them, every BeaconInterval.
 //
 // An idle participant's beacons would tell nobody anything it needs: its
@@ -950,14 +950,21 @@ func (n *Node) beaconTarget(now time.Time) wire.NodeID {
 // from its beacons once it is no longer an idle participant. Silent, it
 // costs its peers nothing, where N participants beaconing every few
 // seconds woke every node of the LAN N times as often.
-func (n *Node) beaconPeriod() time.Duration {
+func (n *Node) beaconPeriod(now time.Time) time.Duration {
 	switch {
 	case n.group.IsZero() && n.offer != nil:
 		// An inviter heard it (the invitation waits for the end of the
 		// boot window): beaconing again tells nobody anything.
 		return n.t.BeaconInterval
-	case n.group.IsZero():
+	case n.group.IsZero() && now.Before(n.attachAt):
 		return n.t.AnswerTimeout
+	case n.group.IsZero():
+		// Past its window, waiting for a higher node's invitation or
+		// for its own number's save: the window's beacons were heard,
+		// or lost to a network or a host so loaded that ten more a
+		// second (to the node it waits for, each answered with an
+		// invitation) only add to the load.
+		return n.t.BeaconInterval
 	case n.isCoordinator() && len(n.members) > 1:
 		return n.t.AliveInterval
 	case n.isCoordinator():
@@ -974,7 +981,7 @@ func (n *Node) beaconPeriod() time.Duration {
 // input: none for an idle participant; for a node that just left that
 // state (an election, an invitation), a first beacon within its period.
 func (n *Node) armBeacon(now time.Time) {
-	p := n.beaconPeriod()
+	p := n.beaconPeriod(now)
 	switch {
 	case p == 0:
 		n.nextBeacon = time.Time{}
@@ -1000,7 +1007,7 @@ func (n *Node) beaconTo(now time.Time, to wire.NodeID) {
 		n.announced = true
 	}
 	n.nextBeacon = time.Time{}
-	if p := n.beaconPeriod(); p > 0 {
+	if p := n.beaconPeriod(now); p > 0 {
 		n.nextBeacon = now.Add(p)
 	}
 }
