@@ -295,6 +295,11 @@ func (n *Node) self() wire.Member { return wire.Member{ID: n.id, Priority: n.pri
 
 func (n *Node) isCoordinator() bool { return n.group.ID == n.id }
 
+// idleParticipant reports whether the node is a Normal participant.
+func (n *Node) idleParticipant() bool {
+	return !n.group.IsZero() && !n.isCoordinator() && n.state == wire.StateNormal
+}
+
 // Status returns the node's current view.
 func (n *Node) Status() Status {
 	return Status{
@@ -384,7 +389,8 @@ func (n *Node) updateLeader(now time.Time) {
 	}
 }
 
-// setMembers replaces the member list (sorted by ID).
+// setMembers replaces the member list, which must be sorted by ID
+// (sortMembers): memberRank searches it.
 func (n *Node) setMembers(ms []wire.Member) {
 	n.members = ms
 	n.gen++
@@ -783,6 +789,15 @@ func (n *Node) observe(now time.Time, m wire.Message) {
 	n.noteAbove(now, m)
 	if m.Booting() {
 		n.forgetCoord(m.From)
+		if n.idleParticipant() {
+			// Only a coordinator invites a node without a group, and
+			// only a node without a group weighs them: a participant
+			// that kept every booting node it heard swept N entries per
+			// sweep for nothing (a fifth of a cold start's cost at
+			// N = 5,000 in the simulator). It listens again if it
+			// loses its group.
+			return
+		}
 		f := n.fresh[m.From]
 		if f == nil {
 			if len(n.fresh) >= MaxGroupSize {
@@ -1046,6 +1061,9 @@ func (n *Node) tick(now time.Time) Reason {
 // PeerTimeout.
 func (n *Node) sweep(now time.Time) {
 	n.nextSweep = now.Add(n.t.sweepInterval())
+	if n.idleParticipant() && len(n.fresh) > 0 {
+		n.fresh = make(map[wire.NodeID]*freshPeer) // see observe
+	}
 	for id, p := range n.coords {
 		if now.Sub(n.born)-p.heard > n.t.PeerTimeout {
 			n.forgetCoord(id)

@@ -1,7 +1,9 @@
 package invitation
 
 import (
+	"cmp"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/groupd/groupd/wire"
@@ -449,10 +451,10 @@ func (n *Node) onInvitation(now time.Time, m wire.Message, b wire.Invitation) Re
 
 // memberRank returns the rank of a member of my current group.
 func (n *Node) memberRank(id wire.NodeID) wire.Rank {
-	for _, m := range n.members {
-		if m.ID == id {
-			return m.Rank()
-		}
+	// The list is sorted by ID (setMembers' callers sort it), and this
+	// runs on every heartbeat: a scan cost O(N) per heartbeat per node.
+	if i, ok := slices.BinarySearchFunc(n.members, id, func(m wire.Member, id wire.NodeID) int { return cmp.Compare(m.ID, id) }); ok {
+		return n.members[i].Rank()
 	}
 	if p := n.coords[id]; p != nil {
 		return p.rank(id)
