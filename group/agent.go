@@ -113,6 +113,7 @@ type Agent struct {
 	inbox    chan inbound
 	gossipCh chan gossipEvent
 	joinCh   chan string
+	lastSync time.Time // syncGossip's last push/pull request (loop only)
 	metaWake chan struct{}
 	meta     atomic.Pointer[[]byte]
 	ml       atomic.Pointer[memberlist.Memberlist]

@@ -114,6 +114,34 @@ func (a *Agent) maybeJoin(id wire.NodeID, addr string, now time.Time) {
 	}
 }
 
+// syncGossip asks memberlist for a push/pull with the coordinator when a
+// participant's new member list names members memberlist does not list
+// as alive. Only a coordinator's beacon prompts a join (handleInbound), so
+// each member joins the coordinator, and a member that joined before
+// others learns of them from memberlist's gossip, whose retransmissions
+// are limited, or its push/pull every 120 s: seconds to minutes with a
+// member list that says who is there. One push/pull with the coordinator,
+// which every member joined, brings them all. At most once per
+// BeaconInterval.
+func (a *Agent) syncGossip(now time.Time, st invitation.Status) {
+	if a.ml.Load() == nil || st.State != wire.StateNormal || st.Group.IsZero() || st.Group.ID == a.id {
+		return
+	}
+	if now.Sub(a.lastSync) < a.cfg.Timing.BeaconInterval {
+		return
+	}
+	addr, missing := a.peers.gossipGaps(st.Group.ID, st.Members)
+	if addr == "" || missing == 0 {
+		return // all listed, or the coordinator's beacons prompt that join
+	}
+	a.lastSync = now
+	select {
+	case a.joinCh <- addr:
+		a.log.Debug().Int("missing", missing).Str("addr", addr).Msg("member list names nodes memberlist does not list: push/pull with the coordinator")
+	default:
+	}
+}
+
 // loopEnv is the machine's runtime (driver.Env): everything it runs on
 // runs on the loop.
 type loopEnv struct{ a *Agent }

@@ -218,6 +218,25 @@ func (b *peerBook) shouldJoin(id wire.NodeID, now time.Time, interval time.Durat
 	return true
 }
 
+// gossipGaps returns coord's memberlist address if memberlist last
+// reported it alive (else ""), and how many of members other than this
+// node memberlist has not reported alive.
+func (b *peerBook) gossipGaps(coord wire.NodeID, members []wire.Member) (string, int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	c := b.m[coord]
+	if c == nil || c.gossip != GossipAlive || c.gossipAddr == "" {
+		return "", 0
+	}
+	missing := 0
+	for _, m := range members {
+		if p := b.m[m.ID]; m.ID != b.self && (p == nil || p.gossip != GossipAlive) {
+			missing++
+		}
+	}
+	return c.gossipAddr, missing
+}
+
 // noteBeacon records the gossip address id announced in a beacon.
 func (b *peerBook) noteBeacon(id wire.NodeID, addr string, now time.Time) {
 	b.mu.Lock()

@@ -113,6 +113,9 @@ func (p *publisher) report(now time.Time, out invitation.Output) {
 			t = ie.Time
 		}
 		p.change(t, ie)
+		if ie.Reason == invitation.ReasonReady || ie.Reason == invitation.ReasonMembers {
+			a.syncGossip(now, ie.New)
+		}
 	}
 }
 
