@@ -114,6 +114,7 @@ type Agent struct {
 	gossipCh chan gossipEvent
 	joinCh   chan string
 	lastSync time.Time // syncGossip's last push/pull request (loop only)
+	syncDue  time.Time // when the loop next runs syncGossip (loop only; zero: none)
 	metaWake chan struct{}
 	meta     atomic.Pointer[[]byte]
 	ml       atomic.Pointer[memberlist.Memberlist]

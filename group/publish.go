@@ -114,7 +114,7 @@ func (p *publisher) report(now time.Time, out invitation.Output) {
 		}
 		p.change(t, ie)
 		if ie.Reason == invitation.ReasonReady || ie.Reason == invitation.ReasonMembers {
-			a.syncGossip(now, ie.New)
+			a.scheduleSync(now)
 		}
 	}
 }
