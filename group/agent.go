@@ -113,7 +113,6 @@ type Agent struct {
 	inbox    chan inbound
 	gossipCh chan gossipEvent
 	joinCh   chan string
-	lastSync time.Time // syncGossip's last push/pull request (loop only)
 	syncDue  time.Time // when the loop next runs syncGossip (loop only; zero: none)
 	metaWake chan struct{}
 	meta     atomic.Pointer[[]byte]

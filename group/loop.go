@@ -49,7 +49,7 @@ func (a *Agent) loop(ctx context.Context, d *driver.Driver) loopEnd {
 		}
 		if due := a.syncDue; !due.IsZero() && !time.Now().Before(due) {
 			a.syncDue = time.Time{}
-			a.syncGossip(time.Now(), d.Node().Status())
+			a.syncGossip(d.Node().Status())
 		}
 		wait := time.Until(d.Deadline())
 		if !a.syncDue.IsZero() {
@@ -126,7 +126,8 @@ func (a *Agent) maybeJoin(id wire.NodeID, addr string, now time.Time) {
 // changed, one to two BeaconIntervals later: gossip usually fills the gaps
 // by then, and when 63 members of a cold start all asked the coordinator
 // for a push/pull at once, on one 2-core host, the group took seconds
-// longer to form (p50 0.54 s -> 3.2 s at N = 64).
+// longer to form (p50 0.54 s -> 3.2 s at N = 64). Changes while one is
+// due wait for it, so syncs are at least a BeaconInterval apart.
 func (a *Agent) scheduleSync(now time.Time) {
 	if a.syncDue.IsZero() {
 		bi := a.cfg.Timing.BeaconInterval
@@ -141,20 +142,15 @@ func (a *Agent) scheduleSync(now time.Time) {
 // others learns of them from memberlist's gossip, whose retransmissions
 // are limited, or its push/pull every 120 s: seconds to minutes with a
 // member list that says who is there. One push/pull with the coordinator,
-// which every member joined, brings them all. At most once per
-// BeaconInterval.
-func (a *Agent) syncGossip(now time.Time, st invitation.Status) {
+// which every member joined, brings them all.
+func (a *Agent) syncGossip(st invitation.Status) {
 	if a.ml.Load() == nil || st.State != wire.StateNormal || st.Group.IsZero() || st.Group.ID == a.id {
-		return
-	}
-	if now.Sub(a.lastSync) < a.cfg.Timing.BeaconInterval {
 		return
 	}
 	addr, missing := a.peers.gossipGaps(st.Group.ID, st.Members)
 	if addr == "" || missing == 0 {
 		return // all listed, or the coordinator's beacons prompt that join
 	}
-	a.lastSync = now
 	select {
 	case a.joinCh <- addr:
 		a.log.Debug().Int("missing", missing).Str("addr", addr).Msg("member list names nodes memberlist does not list: push/pull with the coordinator")
