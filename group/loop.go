@@ -73,8 +73,8 @@ func (a *Agent) loop(ctx context.Context, d *driver.Driver) loopEnd {
 // seconds.
 func (a *Agent) handleInbound(d *driver.Driver, in inbound, now time.Time) {
 	m := in.msg
-	if b, ok := m.Body.(wire.Beacon); ok && m.From != a.id && m.Group.ID == m.From {
-		a.maybeJoin(m.From, b.Addr, now)
+	if b, ok := m.Body.(wire.Beacon); ok && m.From != a.id {
+		a.maybeJoin(m.From, b.Addr, m.Group.ID == m.From, now)
 	}
 	if m.From == a.id && m.Boot != a.boot {
 		a.pub.duplicateSeen(m.Boot, in.src, now)
@@ -95,12 +95,16 @@ func (a *Agent) peerDown(d *driver.Driver, ev gossipEvent, now time.Time) {
 	d.Step(now, invitation.PeerDown{ID: ev.id})
 }
 
-// maybeJoin asks the joiner to join memberlist to the beacon's sender when
-// memberlist does not list it as alive: this is what re-merges the two
+// maybeJoin records the gossip address a beacon announced, and asks the
+// joiner to join memberlist to the beacon's sender when it coordinates
+// and memberlist does not list it as alive: this is what re-merges the two
 // sides of a healed partition, however long it lasted (plain memberlist
 // gives up on dead nodes). Rate-limited per node to once per
-// BeaconInterval.
-func (a *Agent) maybeJoin(id wire.NodeID, addr string, now time.Time) {
+// BeaconInterval. The address is recorded for every sender: a participant
+// that restarted on a new address beacons only while it boots, and
+// staleDown needs that address to tell its old instance's death from its
+// own.
+func (a *Agent) maybeJoin(id wire.NodeID, addr string, coordinator bool, now time.Time) {
 	if addr == "" || addr == a.gossipAddr {
 		return
 	}
@@ -112,7 +116,7 @@ func (a *Agent) maybeJoin(id wire.NodeID, addr string, now time.Time) {
 		return
 	}
 	a.peers.noteBeacon(id, addr, now)
-	if !a.peers.shouldJoin(id, now, a.cfg.Timing.BeaconInterval) {
+	if !coordinator || !a.peers.shouldJoin(id, now, a.cfg.Timing.BeaconInterval) {
 		return
 	}
 	select {

@@ -168,7 +168,7 @@ func FuzzReceive(f *testing.F) {
 					t.Fatalf("loop got %v", in.msg)
 				}
 				if b, ok := in.msg.Body.(wire.Beacon); ok {
-					a.maybeJoin(in.msg.From, b.Addr, time.Now())
+					a.maybeJoin(in.msg.From, b.Addr, in.msg.Group.ID == in.msg.From, time.Now())
 				}
 				continue
 			default:
