@@ -24,7 +24,8 @@ type inbound struct {
 // driver, and ticks it at its deadlines (at TickInterval resolution).
 func (a *Agent) loop(ctx context.Context, d *driver.Driver) loopEnd {
 	timer := time.NewTimer(0)
-	defer timer.Stop()
+	defer func() { timer.Stop() }()
+	var armed time.Time // when timer fires; zero once it has
 	for {
 		select {
 		case <-ctx.Done():
@@ -36,6 +37,7 @@ func (a *Agent) loop(ctx context.Context, d *driver.Driver) loopEnd {
 		case ev := <-a.gossipCh:
 			a.peerDown(d, ev, time.Now())
 		case <-timer.C:
+			armed = time.Time{}
 		}
 		if !d.Tick(time.Now()) {
 			a.log.Error().Str("status", d.Node().Status().String()).
@@ -55,8 +57,34 @@ func (a *Agent) loop(ctx context.Context, d *driver.Driver) loopEnd {
 		if !a.syncDue.IsZero() {
 			wait = min(wait, time.Until(a.syncDue))
 		}
-		timer.Reset(min(max(wait, a.cfg.TickInterval), maxLoopSleep))
+		timer, armed = rearm(timer, armed, min(max(wait, a.cfg.TickInterval), maxLoopSleep))
 	}
+}
+
+// rearm sets the loop's timer to fire after wait and returns it with the
+// time it fires. A deadline that moved later gets a new timer: the
+// runtime keeps a timer reset to a later time at its old place in the
+// timer heap until it comes due, and the thread wakes for it then, for
+// nothing. A participant's deadline moves later with every heartbeat, so
+// Reset cost it a second wakeup per heartbeat (and one of sysmon, which
+// sleeps until the same next timer): adding a new timer drops the
+// stopped one from the head of the heap instead. Within a millisecond of
+// the armed time, the timer is left as it is.
+func rearm(t *time.Timer, armed time.Time, wait time.Duration) (*time.Timer, time.Time) {
+	at := time.Now().Add(wait)
+	switch {
+	case armed.IsZero() || at.Before(armed.Add(-time.Millisecond)):
+		if !armed.IsZero() {
+			t.Stop()
+		}
+		t.Reset(wait)
+	case at.After(armed.Add(time.Millisecond)):
+		t.Stop()
+		t = time.NewTimer(wait)
+	default:
+		return t, armed
+	}
+	return t, at
 }
 
 // handleInbound feeds one packet to the machine, after the runtime's own
