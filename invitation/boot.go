@@ -136,21 +136,32 @@ func (n *Node) inviteFresh(now time.Time, m wire.Message) {
 	n.sendBoot(m.From, f.boot, wire.Invitation{Group: n.group, Timing: n.t.announce(n.alg)})
 }
 
-// replyFresh answers a node without a group (from) with a beacon soon (at
-// most one extra beacon per AnswerTimeout): it tells that node this node
-// exists, which group it is in, and the highest number it has seen.
-// Coordinators answer, and so do the members of a group whose coordinator
-// is the booting node: a coordinator speaks and invites for its group, and
-// its high-water mark covers its members', except when it is the node that
-// restarted, possibly without its state, before its members gave up on
-// it; then they are the ones who know its numbers. When every node
-// answered, a cold start of N nodes cost O(N²) beacons.
+// replyFresh answers a node without a group (from) with a beacon of its
+// own, to that node alone and at most once per AnswerTimeout: it tells
+// that node this node exists, which group it is in, and the highest number
+// it has seen. Coordinators answer, and so do the members of a group whose
+// coordinator is the booting node: a coordinator speaks and invites for
+// its group, and its high-water mark covers its members', except when it
+// is the node that restarted, possibly without its state, before its
+// members gave up on it; then they are the ones who know its numbers.
+// When every node answered, a cold start of N nodes cost O(N²) beacons;
+// when the coordinators answered by multicast, G groups woke every node of
+// the LAN G times per AnswerTimeout while any node booted (at N = 256 on
+// one host, with nodes booting and losing their groups for minutes, that
+// storm kept the top node's queue full).
 func (n *Node) replyFresh(now time.Time, from wire.NodeID) {
-	if !(n.isCoordinator() || from == n.group.ID) || now.Sub(n.replied) < n.t.AnswerTimeout {
+	if !(n.isCoordinator() || from == n.group.ID) {
 		return
 	}
-	n.replied = now
-	n.beacon(now)
+	last := &n.replied
+	if f := n.fresh[from]; f != nil {
+		last = &f.replied
+	}
+	if now.Sub(*last) < n.t.AnswerTimeout {
+		return
+	}
+	*last = now
+	n.sendBeacon(from)
 }
 
 // onDuplicate handles a message carrying this node's ID from another boot:

@@ -99,8 +99,8 @@
 // A node that starts, or loses its group, listens for a boot window (two
 // AnswerTimeouts) before it creates a number: a coordinator that outranks
 // it invites it into its running group (no new number, and the coordinator
-// stays Normal), and every node with a group answers its beacon with its
-// own. At the end of the window the highest-ranked node heard without a
+// stays Normal), and every coordinator answers its beacon with its own, to
+// that node alone. At the end of the window the highest-ranked node heard without a
 // group creates one number and invites the others, so N nodes started
 // together form one group with one number. Invitations received during
 // the window are held until it ends, so a node that must give way to

@@ -78,6 +78,7 @@ type freshPeer struct {
 	rank    wire.Rank
 	heard   time.Time
 	invited time.Time     // when this node last invited it
+	replied time.Time     // when this node last answered its beacon
 	wait    time.Duration // inviteWait by the timing it announced (0: none heard)
 }
 
@@ -175,7 +176,11 @@ type Node struct {
 	coordsDel  int                   // deletions from coords since it was built
 	fresh      map[wire.NodeID]*freshPeer
 	nextBeacon time.Time
-	replied    time.Time // last beacon sent early, in reply to a node without a group
+	// nextDiscovery is when a coordinator that heartbeats its members by
+	// unicast (unicastHeartbeat) next sends the beacon that lets other
+	// coordinators find its group.
+	nextDiscovery time.Time
+	replied       time.Time // last answer to a node without a group that fresh does not hold (its coordinator, restarted)
 	// above is the highest-ranked node heard that outranks this one and
 	// would invite it: a Normal coordinator, or a node without a group.
 	// announced: a node without a group has multicast a beacon since it
@@ -947,11 +952,51 @@ func (n *Node) beaconTarget(now time.Time) wire.NodeID {
 		if n.announced {
 			return a.id
 		}
-	case n.isCoordinator() && len(n.members) <= 1 && n.state == wire.StateNormal &&
+	case n.isCoordinator() && (len(n.members) <= 1 || n.unicastHeartbeat()) && n.state == wire.StateNormal &&
 		n.pending == nil && n.merge == nil && a.coord:
 		return a.id
 	}
 	return wire.Broadcast
+}
+
+// unicastHeartbeat reports whether this coordinator sends its heartbeat to
+// each member by unicast rather than to the whole LAN by multicast: when
+// its members are at most a quarter of the nodes it knows of (its group,
+// the groups whose coordinators it hears, by their beacons' sizes, and the
+// nodes without a group). A multicast heartbeat wakes every node of the
+// LAN; while a cold start or a heal leaves G groups, G heartbeats per
+// AliveInterval woke each node, and on one host of 256 lab nodes (G near
+// 100) that storm alone used more than its two cores. Unicast costs the
+// coordinator one datagram per member instead of one; a quarter bounds that
+// cost, and a group of most of the LAN (the steady state: one group)
+// multicasts as before. Its discovery beacon then goes every
+// BeaconInterval, as a lone coordinator's does (beaconTarget).
+func (n *Node) unicastHeartbeat() bool {
+	k := len(n.members)
+	if !n.isCoordinator() || k <= 1 {
+		return false
+	}
+	lan := k + len(n.fresh)
+	for id, p := range n.coords {
+		if p.isCoordinator(id) && p.group != n.group {
+			lan += max(1, int(p.size))
+			if 4*k <= lan {
+				return true
+			}
+		}
+	}
+	return 4*k <= lan
+}
+
+// heartbeatMembers sends the coordinator's beacon to each member by
+// unicast (unicastHeartbeat).
+func (n *Node) heartbeatMembers(now time.Time) {
+	for _, m := range n.members {
+		if m.ID != n.id {
+			n.sendBeacon(m.ID)
+		}
+	}
+	n.scheduleBeacon(now)
 }
 
 // beaconPeriod is how often the node beacons in its current state: a
@@ -1010,27 +1055,46 @@ func (n *Node) armBeacon(now time.Time) {
 // beacon sends the node's beacon now, to every node.
 func (n *Node) beacon(now time.Time) { n.beaconTo(now, wire.Broadcast) }
 
-// beaconTo sends the node's beacon now, to every node or to one.
+// beaconTo sends the node's periodic beacon now, to every node or to one,
+// and schedules the next.
 func (n *Node) beaconTo(now time.Time, to wire.NodeID) {
-	b := wire.Beacon{HighWater: max(n.maxSeen, n.want.Counter, n.durable.Counter), Timing: n.t.announce(n.alg)}
-	if n.isCoordinator() {
-		b.Version, b.Size = n.version, uint32(len(n.members))
-		b.Timing = n.gt.announce(n.galg)
-	}
-	n.send(to, b)
+	n.sendBeacon(to)
 	if to == wire.Broadcast && n.group.IsZero() {
 		n.announced = true
 	}
+	n.scheduleBeacon(now)
+}
+
+// scheduleBeacon sets the next periodic beacon one period from now.
+func (n *Node) scheduleBeacon(now time.Time) {
 	n.nextBeacon = time.Time{}
 	if p := n.beaconPeriod(now); p > 0 {
 		n.nextBeacon = now.Add(p)
 	}
 }
 
+// sendBeacon sends the node's beacon to every node or to one.
+func (n *Node) sendBeacon(to wire.NodeID) {
+	b := wire.Beacon{HighWater: max(n.maxSeen, n.want.Counter, n.durable.Counter), Timing: n.t.announce(n.alg)}
+	if n.isCoordinator() {
+		b.Version, b.Size = n.version, uint32(len(n.members))
+		b.Timing = n.gt.announce(n.galg)
+	}
+	n.send(to, b)
+}
+
 // tick advances the node's timers to now.
 func (n *Node) tick(now time.Time) Reason {
 	if !n.nextBeacon.IsZero() && !n.nextBeacon.After(now) {
-		n.beaconTo(now, n.beaconTarget(now))
+		if n.unicastHeartbeat() {
+			n.heartbeatMembers(now)
+			if !now.Before(n.nextDiscovery) {
+				n.nextDiscovery = now.Add(n.jitter(n.t.BeaconInterval))
+				n.beaconTo(now, n.beaconTarget(now))
+			}
+		} else {
+			n.beaconTo(now, n.beaconTarget(now))
+		}
 	}
 	sweep := !now.Before(n.nextSweep)
 	if sweep {
