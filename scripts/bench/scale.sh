@@ -2,11 +2,14 @@
 # scale.sh: groupd at lab scale (issue 14: "256 namespaces: converge, heal
 # and failover, each 3/3").
 #
-#   scripts/bench/scale.sh [--nodes LIST] [--trials K] [--out DIR]
+#   scripts/bench/scale.sh [--nodes LIST] [--trials K] [--out DIR] [--args FLAGS]
 #
 #   --nodes LIST  lab sizes, comma-separated (default 64,256)
 #   --trials K    trials of each measure per size (default 3)
 #   --out DIR     results directory (default /tmp/groupd-scale-YYYYmmdd-HHMMSS)
+#   --args FLAGS  extra flags for every daemon of the lab, e.g. its timing
+#                 ("--answer-timeout 400ms ..."); every raw line's note
+#                 names them. Default: none (the lan profile).
 #
 # Its own lab: prefix sc, bridge sc-br0, subnet 10.94.0.0/23 (256 nodes need
 # a /23), run dir /tmp/groupd-scale-lab. For each size: K cold starts with
@@ -33,12 +36,13 @@ set -euo pipefail
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$REPO"
 
-sizes=64,256 trials=3 out=""
+sizes=64,256 trials=3 out="" args=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --nodes) sizes=$2; shift 2 ;;
     --trials) trials=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
+    --args) args=$2; shift 2 ;;
     *) echo "scale: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -53,6 +57,7 @@ BT=$out/bin/benchtool
 go build -o "$BT" ./internal/benchtool
 go build -o "$out/bin/groupd" ./cmd/groupd
 export GROUPD_BIN=$out/bin/groupd
+read -ra extra <<<"$args"
 
 cleanup() { "$LAB" down >/dev/null 2>&1 || true; }
 trap cleanup EXIT
@@ -67,6 +72,7 @@ for n in ${sizes//,/ }; do
   cleanup
   rm -rf "$RUN"
   "$LAB" up "$n" >/dev/null
+  printf '{"kind":"config","n":%d,"args":"%s","load":"%s"}\n' "$n" "${args//\"/\'}" "$(cut -d' ' -f1-3 /proc/loadavg)" >>"$out/scale.ndjson"
   ahead=$(awk -v n="$n" 'BEGIN{printf "%.2f", 2 + 0.06*n}')
   for kind in together execd; do
     for t in $(seq 1 "$trials"); do
@@ -76,12 +82,12 @@ for n in ${sizes//,/ }; do
       t0=$(date +%s.%N)
       if [ "$kind" = together ]; then
         since=$(awk -v t="$t0" -v a="$ahead" 'BEGIN{printf "%.6f", t + a}')
-        "$LAB" start -- --start-at "$since" >/dev/null
+        "$LAB" start -- ${extra[@]+"${extra[@]}"} --start-at "$since" >/dev/null
         held=$(( $(cat "$RUN"/node*/groupd.log | grep -c 'holding the protocol' || true) - held0 ))
         note="cold start $t, together: all $n exec'd at once with --start-at ${ahead}s ahead, timed from the gate; $held of $n held at the gate"
       else
         since=$t0
-        "$LAB" start -- >/dev/null
+        "$LAB" start -- ${extra[@]+"${extra[@]}"} >/dev/null
         note="cold start $t, exec'd together: all $n exec'd and started at once, timed from the start call"
       fi
       if "$BT" wait --run "$RUN" --nodes "$n" --timeout 180s >/dev/null; then
@@ -99,7 +105,7 @@ for n in ${sizes//,/ }; do
   for t in $(seq 1 "$trials"); do
     "$BT" failover --run "$RUN" --nodes "$n" --trial "$t" >>"$out/scale.ndjson" ||
       fail failover "$n" "$t" "no agreement on a new coordinator"
-    "$LAB" start >/dev/null # the killed node comes back for the next trial
+    "$LAB" start -- ${extra[@]+"${extra[@]}"} >/dev/null # the killed node comes back for the next trial
     "$BT" wait --run "$RUN" --nodes "$n" --timeout 120s >/dev/null || fail failover "$n" "$t" "the restarted node did not rejoin within 120 s"
   done
 done
