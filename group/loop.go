@@ -74,9 +74,6 @@ func rearm(t *time.Timer, armed time.Time, wait time.Duration) (*time.Timer, tim
 	at := time.Now().Add(wait)
 	switch {
 	case armed.IsZero() || at.Before(armed.Add(-time.Millisecond)):
-		if !armed.IsZero() {
-			t.Stop()
-		}
 		t.Reset(wait)
 	case at.After(armed.Add(time.Millisecond)):
 		t.Stop()

@@ -933,7 +933,9 @@ func (n *Node) noteAbove(now time.Time, m wire.Message) {
 //   - a node without a group, after its first beacon (which every node
 //     hears, and coordinators answer with their high-water marks);
 //   - a coordinator alone in its group (it has no members to heartbeat),
-//     Normal and merging nothing, below a Normal coordinator.
+//     or that heartbeats them by unicast (unicast: unicastHeartbeat's
+//     answer, which the caller has), Normal and merging nothing, below a
+//     Normal coordinator.
 //
 // Everyone else on the LAN learns nothing from such a beacon, and when
 // every node of a cold start multicast, each of N nodes woke for N
@@ -942,7 +944,7 @@ func (n *Node) noteAbove(now time.Time, m wire.Message) {
 // groups, which beaconed more. Silent for PeerTimeout, the higher node no
 // longer counts, and the beacon is multicast again (a partition cut it
 // off).
-func (n *Node) beaconTarget(now time.Time) wire.NodeID {
+func (n *Node) beaconTarget(now time.Time, unicast bool) wire.NodeID {
 	a := n.above
 	if a.id == 0 || now.Sub(a.heard) > n.t.PeerTimeout {
 		return wire.Broadcast
@@ -952,7 +954,7 @@ func (n *Node) beaconTarget(now time.Time) wire.NodeID {
 		if n.announced {
 			return a.id
 		}
-	case n.isCoordinator() && (len(n.members) <= 1 || n.unicastHeartbeat()) && n.state == wire.StateNormal &&
+	case n.isCoordinator() && (len(n.members) <= 1 || unicast) && n.state == wire.StateNormal &&
 		n.pending == nil && n.merge == nil && a.coord:
 		return a.id
 	}
@@ -990,13 +992,12 @@ func (n *Node) unicastHeartbeat() bool {
 
 // heartbeatMembers sends the coordinator's beacon to each member by
 // unicast (unicastHeartbeat).
-func (n *Node) heartbeatMembers(now time.Time) {
+func (n *Node) heartbeatMembers() {
 	for _, m := range n.members {
 		if m.ID != n.id {
 			n.sendBeacon(m.ID)
 		}
 	}
-	n.scheduleBeacon(now)
 }
 
 // beaconPeriod is how often the node beacons in its current state: a
@@ -1087,13 +1088,14 @@ func (n *Node) sendBeacon(to wire.NodeID) {
 func (n *Node) tick(now time.Time) Reason {
 	if !n.nextBeacon.IsZero() && !n.nextBeacon.After(now) {
 		if n.unicastHeartbeat() {
-			n.heartbeatMembers(now)
+			n.heartbeatMembers()
 			if !now.Before(n.nextDiscovery) {
 				n.nextDiscovery = now.Add(n.jitter(n.t.BeaconInterval))
-				n.beaconTo(now, n.beaconTarget(now))
+				n.sendBeacon(n.beaconTarget(now, true))
 			}
+			n.scheduleBeacon(now)
 		} else {
-			n.beaconTo(now, n.beaconTarget(now))
+			n.beaconTo(now, n.beaconTarget(now, false))
 		}
 	}
 	sweep := !now.Before(n.nextSweep)
