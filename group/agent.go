@@ -102,6 +102,7 @@ type Agent struct {
 	pktCounter atomic.Uint64
 	limiter    *sourceLimiter // per source IP, before decoding; nil: off
 	dropLog    *logLimiter    // one "dropped packet" line per reason per logEvery
+	hello      helloPacer     // when copies received prompt a Hello (hello.go)
 	sendMu     sync.Mutex     // guards sendBuf, sealBuf (the loop and challenge replies send)
 	sendBuf    []byte
 	sealBuf    []byte

@@ -240,17 +240,25 @@ func (a *Agent) send(env wire.Envelope, now time.Time) {
 	}
 	multicast := a.tr.MulticastGroup() != ""
 	if multicast {
-		sent, err := a.tr.Multicast(pkt)
-		if err != nil {
-			a.metrics.sendErrors.WithLabelValues("multicast").Inc()
-			a.log.Debug().Err(err).Msg("multicast send failed")
-		}
-		a.metrics.msgsSent.WithLabelValues(t).Add(float64(sent))
-		a.metrics.bytesSent.WithLabelValues(t).Add(float64(sent * len(pkt)))
+		a.multicast(pkt, t)
 	}
 	for _, addr := range a.peers.unicastBroadcastTargets(multicast) {
 		a.writeTo(pkt, addr, t)
+		if multicast {
+			a.metrics.copies.Inc()
+		}
 	}
+}
+
+// multicast sends one datagram to the multicast group and counts it.
+func (a *Agent) multicast(pkt []byte, typ string) {
+	sent, err := a.tr.Multicast(pkt)
+	if err != nil {
+		a.metrics.sendErrors.WithLabelValues("multicast").Inc()
+		a.log.Debug().Err(err).Msg("multicast send failed")
+	}
+	a.metrics.msgsSent.WithLabelValues(typ).Add(float64(sent))
+	a.metrics.bytesSent.WithLabelValues(typ).Add(float64(sent * len(pkt)))
 }
 
 // seal encodes msg and, with a key, seals it for to. Call with sendMu

@@ -28,6 +28,7 @@ type metrics struct {
 	bytesRecv     *prometheus.CounterVec // by type
 	dropped       *prometheus.CounterVec // by reason
 	sendErrors    *prometheus.CounterVec // by reason
+	copies        prometheus.Counter
 	persistFails  prometheus.Counter
 	hookRuns      prometheus.Counter
 	hookFailures  prometheus.Counter
@@ -84,6 +85,7 @@ func newMetrics(sinceLastChange func() float64, gossipAlive func() float64) *met
 		bytesRecv:    fv("bytes_received_total", "Wire bytes received and accepted, by message type.", "type"),
 		dropped:      fv("dropped_packets_total", "Received packets dropped, by reason.", "reason"),
 		sendErrors:   fv("send_errors_total", "Messages that could not be sent, by reason.", "reason"),
+		copies:       f("broadcast_copies_total", "Broadcasts also sent by unicast, to members whose process was never heard over multicast."),
 		persistFails: f("persist_failures_total", "Failed saves of the node's state (group-number counter, last group)."),
 		hookRuns:     f("hook_runs_total", "Runs of the --on-change hook."),
 		hookFailures: f("hook_failures_total", "Runs of the --on-change hook that failed or timed out."),

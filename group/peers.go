@@ -36,12 +36,18 @@ type peerInfo struct {
 	boot       uint64       // the process udpAddr belongs to
 	booting    [2]bootAddr  // where processes without a group spoke from, newest first
 	lastUDP    time.Time
-	mcastBoot  uint64    // the last process of id heard over multicast
+	mcastBoot  uint64    // the last process of id heard over multicast (or Hello)
+	mcastPkt   pktID     // the last packet heard over multicast
+	ucastPkt   pktID     // the last packet heard by unicast
 	lastJoin   time.Time // last memberlist Join attempt prompted by a beacon
 	announced  string    // gossip address in its last beacon
 	announceAt time.Time // when that beacon arrived
 	gossipAt   time.Time // when gossip last changed
 }
+
+// pktID names one packet of a sender: its boot and its packet counter. A
+// broadcast copied by unicast keeps the counter of its multicast original.
+type pktID struct{ boot, counter uint64 }
 
 // bootAddr is where one boot of a node spoke from.
 type bootAddr struct {
@@ -115,6 +121,38 @@ func (b *peerBook) noteUDP(id wire.NodeID, prio uint8, boot uint64, inGroup bool
 	p.udpAddr = copyAddr(p.udpAddr, src)
 }
 
+// noteCopy records that the packet (boot, counter) of id arrived, over
+// multicast or by unicast, and reports whether it had already arrived the
+// other way: the sender copied a broadcast to this node by unicast
+// although this node hears its multicast. It runs on every authenticated
+// packet, before the replay window drops the second arrival.
+func (b *peerBook) noteCopy(id wire.NodeID, boot, counter uint64, viaMulticast bool) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	p := b.get(id)
+	if p == nil {
+		return false
+	}
+	this := pktID{boot: boot, counter: counter}
+	if viaMulticast {
+		p.mcastPkt = this
+		return p.ucastPkt == this
+	}
+	p.ucastPkt = this
+	return p.mcastPkt == this
+}
+
+// noteHello records a Hello of boot of id heard over multicast: that
+// process is reached by multicast, so broadcasts need no unicast copy for
+// it (unicastBroadcastTargets).
+func (b *peerBook) noteHello(id wire.NodeID, boot uint64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if p := b.get(id); p != nil {
+		p.mcastBoot = boot
+	}
+}
+
 // copyAddr returns src, reusing old when it is the same address.
 func copyAddr(old, src *net.UDPAddr) *net.UDPAddr {
 	if old != nil && old.IP.Equal(src.IP) && old.Port == src.Port {
@@ -174,11 +212,14 @@ func (b *peerBook) route(id wire.NodeID, boot uint64) *net.UDPAddr {
 // unicastBroadcastTargets returns where a broadcast goes by unicast: every
 // memberlist member, less (with multicast) those whose current process
 // was heard over multicast. Every process multicasts while it boots, so
-// on a LAN that is everyone, and idle participants, which send nothing,
-// still get heartbeats by multicast alone; a member reached only through
-// --join seeds (across a router) gets its copy. A member whose multicast
-// stops working after its boot is not noticed: it misses heartbeats,
-// elects, and is heard again only if its multicast works.
+// on a LAN that is nearly everyone, and idle participants, which send
+// nothing, get heartbeats by multicast alone; a member reached only
+// through --join seeds (across a router) gets its copy. A process that
+// booted and fell quiet before this one listened was not heard: it gets
+// copies until it receives one twice (by multicast too) and multicasts a
+// Hello (see helloPacer). A member whose multicast stops working after
+// that is not noticed: it misses heartbeats, elects, and is heard again
+// only if its multicast works.
 func (b *peerBook) unicastBroadcastTargets(multicast bool) []*net.UDPAddr {
 	b.mu.Lock()
 	defer b.mu.Unlock()

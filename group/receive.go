@@ -28,8 +28,9 @@ var openBufs = sync.Pool{New: func() any { return new([wire.MaxDatagramSize]byte
 // costs more than a map lookup); unseal (with a key: a packet that does not
 // authenticate, or was sealed for another node, is dropped as "auth");
 // decode; ignore our own packets (multicast loopback brings every beacon
-// back); then, with a key, the runtime's Challenge and Response, and the
-// replay window (see challenges).
+// back); the runtime's Hello, and copies that call for one (hello.go);
+// then, with a key, the runtime's Challenge and Response, and the replay
+// window (see challenges).
 //
 // Replay protection runs only with a key, as package wire prescribes:
 // without one, anyone can forge a fresh header, so the window protects
@@ -64,6 +65,19 @@ func (a *Agent) receive(pkt []byte, src *net.UDPAddr, viaMulticast bool) {
 	}
 	if msg.From == a.id && msg.Boot == a.boot {
 		return // my own multicast, looped back
+	}
+	if _, ok := msg.Body.(wire.Hello); ok {
+		// Runtime-only, and only meaningful over multicast. Not
+		// replay-checked: the worst a replayed Hello does is stop or
+		// restart copies to a node that hears multicast anyway.
+		a.metrics.msgsRecv.WithLabelValues(wire.TypeHello.String()).Inc()
+		if viaMulticast {
+			a.peers.noteHello(msg.From, msg.Boot)
+		}
+		return
+	}
+	if msg.From != a.id && a.peers.noteCopy(msg.From, msg.Boot, msg.Counter, viaMulticast) && a.hello.due(now) {
+		a.sendHello()
 	}
 	if a.replay != nil {
 		switch b := msg.Body.(type) {
@@ -189,13 +203,18 @@ func (a *Agent) answerChallenge(msg wire.Message, b wire.Challenge, src *net.UDP
 	a.sendRuntime(wire.Response{Nonce: b.Nonce}, msg.From, src)
 }
 
-// sendRuntime sends a message of the runtime's own (Challenge, Response)
-// to node to at addr, stamped with this boot's next packet counter.
-func (a *Agent) sendRuntime(body wire.Body, to wire.NodeID, addr *net.UDPAddr) {
-	msg := wire.Message{Header: wire.Header{
+// runtimeMessage returns a message of the runtime's own (Challenge,
+// Response, Hello), stamped with this boot's next packet counter.
+func (a *Agent) runtimeMessage(body wire.Body) wire.Message {
+	return wire.Message{Header: wire.Header{
 		Version: wire.Version, Type: body.Type(), From: a.id, Priority: a.cfg.Priority,
 		Boot: a.boot, Counter: a.pktCounter.Add(1), State: wire.StateElection,
 	}, Body: body}
+}
+
+// sendRuntime sends a runtime message to node to at addr.
+func (a *Agent) sendRuntime(body wire.Body, to wire.NodeID, addr *net.UDPAddr) {
+	msg := a.runtimeMessage(body)
 	a.sendMu.Lock()
 	defer a.sendMu.Unlock()
 	if pkt, ok := a.seal(msg, to); ok {

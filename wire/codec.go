@@ -194,7 +194,7 @@ func AppendEncode(dst []byte, m Message) ([]byte, error) {
 			return dst, err
 		}
 		size = beaconFixed + len(b.Addr)
-	case AreYouCoordinator:
+	case AreYouCoordinator, Hello:
 	case Yes:
 		if !b.Query.Valid() {
 			return dst, errorf(ErrMalformed, "wire: malformed Yes: query %d is not a message type", uint8(b.Query))
@@ -253,7 +253,7 @@ func AppendEncode(dst []byte, m Message) ([]byte, error) {
 		out = binary.BigEndian.AppendUint64(out, b.Version)
 		out = binary.BigEndian.AppendUint32(out, b.Size)
 		out = appendTiming(out, b.Timing)
-	case AreYouCoordinator:
+	case AreYouCoordinator, Hello:
 	case Yes:
 		out = append(out, byte(b.Query))
 		out = binary.BigEndian.AppendUint64(out, b.Version)
@@ -497,6 +497,8 @@ func decodeBody(t Type, b []byte) (Body, int, error) {
 		return bc, off + beaconFixed - 1, nil
 	case TypeAreYouCoordinator:
 		return AreYouCoordinator{}, off, nil
+	case TypeHello:
+		return Hello{}, off, nil
 	case TypeYes, TypeNo:
 		size := noSize
 		if t == TypeYes {

@@ -50,6 +50,7 @@ func sampleBodies() map[Type]Body {
 		TypeInvitation:        Invitation{Group: g, Timing: tm},
 		TypeChallenge:         Challenge{Nonce: 0xc0ffee0000c0ffee},
 		TypeResponse:          Response{Nonce: 0xfeedfacefeedface},
+		TypeHello:             Hello{},
 		TypeAccept:            Accept{Group: g},
 		TypeReady: Ready{Group: g, Version: 5, Timing: tm, Total: 5, Offset: 2, Members: []Member{
 			{ID: 9, Priority: 100}, {ID: 2, Priority: 200}, {ID: 0xffffffffffffffff, Priority: 0},
@@ -272,6 +273,8 @@ func randomMessage(r *rand.Rand) Message {
 		body = Challenge{Nonce: u64()}
 	case TypeResponse:
 		body = Response{Nonce: u64()}
+	case TypeHello:
+		body = Hello{}
 	case TypeAccept:
 		body = Accept{Group: grp()}
 	case TypeReady:

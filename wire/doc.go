@@ -35,7 +35,8 @@
 //
 //	Beacon            len(Addr) uint8, Addr (at most MaxAddrLen bytes),
 //	                  HighWater uint64, Version uint64, Size uint32, Timing
-//	AreYouCoordinator (empty)
+//	AreYouCoordinator, Hello:
+//	                  (empty)
 //	Yes               Query uint8, Version uint64
 //	No                Query uint8
 //	AreYouThere, Accept, Election, Answer, Coordinator:

@@ -151,8 +151,9 @@ const (
 	TypeRingAck           Type = 15 // ring: the successor received one hop
 	TypeChallenge         Type = 16 // runtime: prove that this boot of yours is live (replay protection)
 	TypeResponse          Type = 17 // runtime: the answer to a Challenge, from the current boot
+	TypeHello             Type = 18 // runtime, multicast: this boot hears multicast and is heard by it
 
-	typeMax = TypeResponse
+	typeMax = TypeHello
 
 	// NumTypes bounds the type enum: every valid Type is below it, so
 	// arrays indexed by Type can be sized [NumTypes].
@@ -177,6 +178,7 @@ var typeNames = [...]string{
 	TypeRingAck:           "RingAck",
 	TypeChallenge:         "Challenge",
 	TypeResponse:          "Response",
+	TypeHello:             "Hello",
 }
 
 func (t Type) String() string {
@@ -472,6 +474,15 @@ type Response struct {
 	Nonce uint64
 }
 
+// Hello is multicast by a runtime that received one broadcast twice from
+// the same sender, by multicast and as a unicast copy: the sender copies
+// its broadcasts to nodes it never heard over multicast (for --join
+// peers across a router), and a node that went quiet before the sender
+// started listening was never heard. Hearing Hello over multicast, every
+// runtime knows the sender's boot is reachable by multicast and stops its
+// copies. Only the runtimes exchange it; the algorithms never see it.
+type Hello struct{}
+
 func (Beacon) Type() Type            { return TypeBeacon }
 func (AreYouCoordinator) Type() Type { return TypeAreYouCoordinator }
 func (Yes) Type() Type               { return TypeYes }
@@ -489,6 +500,7 @@ func (RingElected) Type() Type       { return TypeRingElected }
 func (RingAck) Type() Type           { return TypeRingAck }
 func (Challenge) Type() Type         { return TypeChallenge }
 func (Response) Type() Type          { return TypeResponse }
+func (Hello) Type() Type             { return TypeHello }
 
 func (b Beacon) String() string {
 	if b.Version == 0 && b.Size == 0 {
@@ -503,6 +515,7 @@ func (b AreYouThere) String() string     { return "AreYouThere(" + b.Group.Strin
 func (b Invitation) String() string      { return "Invitation(" + b.Group.String() + ")" }
 func (b Challenge) String() string       { return fmt.Sprintf("Challenge(%016x)", b.Nonce) }
 func (b Response) String() string        { return fmt.Sprintf("Response(%016x)", b.Nonce) }
+func (Hello) String() string             { return "Hello" }
 func (b Accept) String() string          { return "Accept(" + b.Group.String() + ")" }
 func (b ReadyAck) String() string        { return fmt.Sprintf("ReadyAck(%s v%d)", b.Group, b.Version) }
 func (b Election) String() string        { return "Election(" + b.Group.String() + ")" }

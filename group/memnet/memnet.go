@@ -44,6 +44,7 @@ type Network struct {
 	hosts map[string]*Host
 	side  map[string]int          // partition side by IP; 0 for unlisted
 	cuts  map[[2]string]bool      // one-way cuts (from IP, to IP)
+	deaf  map[[2]string]bool      // one-way multicast-only cuts (from IP, to IP)
 	loss  float64                 // drop probability of each delivery
 	rnd   *rand.Rand              // for loss
 	wires map[string]*Wire        // by "ip:port"
@@ -56,6 +57,7 @@ func New(seed uint64) *Network {
 		hosts: make(map[string]*Host),
 		side:  make(map[string]int),
 		cuts:  make(map[[2]string]bool),
+		deaf:  make(map[[2]string]bool),
 		rnd:   rand.New(rand.NewPCG(seed, 0x6d656d6e6574)),
 		wires: make(map[string]*Wire),
 		goss:  make(map[string]*GossipLayer),
@@ -98,6 +100,14 @@ func (n *Network) Cut(from, to string) {
 	n.cuts[[2]string{from, to}] = true
 }
 
+// CutMulticast drops multicast from → to, one way; unicast still passes,
+// as when to's socket had not joined the group yet or a switch filters it.
+func (n *Network) CutMulticast(from, to string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.deaf[[2]string{from, to}] = true
+}
+
 // SetLoss makes every delivery fail with probability p.
 func (n *Network) SetLoss(p float64) {
 	n.mu.Lock()
@@ -105,12 +115,13 @@ func (n *Network) SetLoss(p float64) {
 	n.loss = p
 }
 
-// Heal removes partitions, cuts and loss.
+// Heal removes partitions, cuts (multicast-only ones too) and loss.
 func (n *Network) Heal() {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	clear(n.side)
 	clear(n.cuts)
+	clear(n.deaf)
 	n.loss = 0
 }
 
@@ -122,6 +133,14 @@ func (n *Network) passes(from, to string) bool {
 		return false
 	}
 	return n.loss == 0 || n.rnd.Float64() >= n.loss
+}
+
+// passesMulticast is passes for a multicast datagram.
+func (n *Network) passesMulticast(from, to string) bool {
+	n.mu.Lock()
+	deaf := n.deaf[[2]string{from, to}]
+	n.mu.Unlock()
+	return !deaf && n.passes(from, to)
 }
 
 // Host is one machine on the network.
@@ -249,7 +268,7 @@ func (w *Wire) Multicast(pkt []byte) (int, error) {
 		if to.noMcast {
 			continue
 		}
-		if to == w || n.passes(w.h.IP(), to.h.IP()) {
+		if to == w || n.passesMulticast(w.h.IP(), to.h.IP()) {
 			to.ep.put(packet{b: append([]byte(nil), pkt...), src: w.addr, mcast: true})
 		}
 	}

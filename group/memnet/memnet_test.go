@@ -197,6 +197,32 @@ func TestPartitions(t *testing.T) {
 	expect(t, l.rx[1], "marker", "healed")
 }
 
+// TestCutMulticast: a multicast-only cut drops 1's multicast at 2, one
+// way, while unicast passes; Heal lifts it.
+func TestCutMulticast(t *testing.T) {
+	l := newLAN(t, 3)
+	l.nw.CutMulticast(ip(1), ip(2))
+	if _, err := l.wires[0].Multicast([]byte("m1")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.wires[1].Multicast([]byte("m2")); err != nil {
+		t.Fatal(err)
+	}
+	l.send(t, 1, 2, "unicast")
+	for i := range 3 {
+		l.send(t, 3, i+1, "marker")
+	}
+	expect(t, l.rx[0], "marker", "m1", "m2")
+	expect(t, l.rx[1], "marker", "m2", "unicast")
+	expect(t, l.rx[2], "marker", "m1", "m2")
+	l.nw.Heal()
+	if _, err := l.wires[0].Multicast([]byte("healed")); err != nil {
+		t.Fatal(err)
+	}
+	l.send(t, 3, 2, "marker")
+	expect(t, l.rx[1], "marker", "healed")
+}
+
 func TestLoss(t *testing.T) {
 	l := newLAN(t, 2)
 	l.nw.SetLoss(1)
