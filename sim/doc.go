@@ -34,7 +34,9 @@
 // one datagram that each other live node reachable from the sender receives
 // independently. Partition puts nodes on sides that cannot talk; Cut drops
 // one direction of one link; both apply when a message is sent and when it
-// would arrive. Crashed nodes receive nothing.
+// would arrive. CutBroadcast drops one direction's broadcasts alone, when
+// they are sent (a node that stopped hearing a peer's multicast while
+// unicast works). Crashed nodes receive nothing.
 //
 // Failure detector. Like memberlist, Detect.Delay (1.5 s) after a crash
 // every live node that can reach the crashed one gets PeerDown for it (each
@@ -66,7 +68,7 @@
 //
 // # Using it
 //
-// Scripted: New, then RunFor, Partition, Cut, Heal, Quiet, SetNet,
+// Scripted: New, then RunFor, Partition, Cut, CutBroadcast, Heal, Quiet, SetNet,
 // SetLoss, Crash, Restart, SetDurable, and the checks CheckConverged,
 // CheckConvergedAmong, CheckFailover, Failover. Random: RandomSchedule(seed)
 // builds a Schedule (N in [2, 20], partitions, cuts, loss, crashes, quiet

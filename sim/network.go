@@ -152,9 +152,14 @@ func (s *Sim) send(n *node, env *wire.Envelope) {
 	}
 	if env.To == wire.Broadcast {
 		for i, o := range s.nodes {
-			if int32(i) != n.slot && o.alive {
-				s.deliver(n.slot, int32(i), m)
+			if int32(i) == n.slot || !o.alive {
+				continue
 			}
+			if len(s.deaf) > 0 && s.deaf[[2]int32{n.slot, int32(i)}] {
+				s.counts.Dropped[DropPartition]++
+				continue
+			}
+			s.deliver(n.slot, int32(i), m)
 		}
 		return
 	}
@@ -380,15 +385,28 @@ func (s *Sim) Cut(from, to wire.NodeID) {
 	s.networkChanged()
 }
 
+// CutBroadcast drops the broadcasts (multicast) from → to, one way;
+// unicast still passes, and the failure detector sees nothing. It models
+// a node that stopped hearing a peer's multicast after the peer's runtime
+// learnt it did (a Hello, package group) and so stopped copying
+// broadcasts to it by unicast: an IGMP-snooping switch that forgot the
+// group, a socket that left it. Heal and Quiet lift it.
+func (s *Sim) CutBroadcast(from, to wire.NodeID) {
+	s.deaf[[2]int32{s.index(from), s.index(to)}] = true
+	s.Note("cut broadcasts %d→%d", from, to)
+}
+
 // cutSlots drops every datagram between two slots, one way.
 func (s *Sim) cutSlots(from, to int32) {
 	s.cuts[[2]int32{from, to}] = true
 }
 
-// Heal removes every partition, cut and per-link loss.
+// Heal removes every partition, cut (broadcast-only ones too) and
+// per-link loss.
 func (s *Sim) Heal() {
 	clear(s.side)
 	clear(s.cuts)
+	clear(s.deaf)
 	clear(s.links)
 	s.Note("heal")
 	s.networkChanged()
@@ -399,6 +417,7 @@ func (s *Sim) Heal() {
 func (s *Sim) Quiet() {
 	clear(s.side)
 	clear(s.cuts)
+	clear(s.deaf)
 	clear(s.links)
 	s.net = LAN()
 	s.Note("quiet (heal, LAN delays, no loss)")

@@ -32,6 +32,7 @@ const (
 	StepRestore                            // crash Node and put back its state file of K saves ago (sane clock)
 	StepClock                              // Node's clock at its next start moves by D (may be negative)
 	StepDuplicateCheck                     // (after StepQuietCheck) start a second process with the ID of the Node-th live node; it must give way
+	StepCutBroadcast                       // cut the broadcasts From → To (unicast passes)
 )
 
 // Step is one step of a Schedule.
@@ -60,6 +61,8 @@ func (st Step) String() string {
 		return fmt.Sprint("partition ", st.Sides)
 	case StepCut:
 		return fmt.Sprintf("cut %d→%d", st.From, st.To)
+	case StepCutBroadcast:
+		return fmt.Sprintf("cut broadcasts %d→%d", st.From, st.To)
 	case StepHeal:
 		return "heal"
 	case StepCrash:
@@ -123,7 +126,7 @@ func (sc Schedule) String() string {
 
 // RandomSchedule generates a schedule from a seed: N in [2, 20], random
 // priorities, then phases of faults — partitions into 2 or 3 sides, one-way
-// cuts, 0–30 % loss, duplication, jitter and reordering, crashes and
+// cuts, one-way cuts of broadcasts alone, 0–30 % loss, duplication, jitter and reordering, crashes and
 // restarts of random nodes and of coordinators, failing saves — with quiet
 // periods (and sometimes a coordinator crash) checked in between, and a
 // final quiet period after which L1 must hold.
@@ -186,6 +189,11 @@ func RandomSchedule(seed int64) Schedule {
 		}
 	}
 	opFaults := op.Intn(3) == 0 // a third of the schedules lose state, move clocks, duplicate IDs
+	// A quarter of the schedules cut multicast alone, one way, between
+	// some nodes (drawn from their own source, so that the other draws
+	// stay as they were).
+	mc := rand.New(rand.NewSource(seed ^ 0x4e110))
+	deafness := mc.Intn(4) == 0
 	t := cfg.Timing
 	ids := func(k int) []wire.NodeID { // k distinct random nodes
 		p := r.Perm(n)[:k]
@@ -278,6 +286,16 @@ func RandomSchedule(seed int64) Schedule {
 				}
 			}
 		}
+		if deafness && mc.Intn(2) == 0 {
+			// One node deaf to the broadcasts of some others, or
+			// of everyone.
+			to := wire.NodeID(1 + mc.Intn(n))
+			for from := wire.NodeID(1); int(from) <= n; from++ {
+				if from != to && mc.Intn(2) == 0 {
+					steps = append(steps, Step{Kind: StepCutBroadcast, From: from, To: to})
+				}
+			}
+		}
 		if opFaults {
 			for k := op.Intn(3); k > 0; k-- {
 				id := wire.NodeID(1 + op.Intn(n))
@@ -330,7 +348,7 @@ func (sc Schedule) Run(trace io.Writer) (*Sim, error) {
 func (s *Sim) Play(steps []Step) error {
 	for i, st := range steps {
 		switch st.Kind {
-		case StepNet, StepPartition, StepCut, StepHeal:
+		case StepNet, StepPartition, StepCut, StepCutBroadcast, StepHeal:
 			// They note themselves.
 		default:
 			s.Note("step %d: %s", i, st)
@@ -352,6 +370,8 @@ func (s *Sim) step(st Step) error {
 		s.Partition(st.Sides...)
 	case StepCut:
 		s.Cut(st.From, st.To)
+	case StepCutBroadcast:
+		s.CutBroadcast(st.From, st.To)
 	case StepHeal:
 		s.Heal()
 	case StepCrash:

@@ -54,7 +54,8 @@ var bigNumber = regexp.MustCompile(`\b\d{10,}\b`)
 //     converge [max=DURATION]: run until L1 holds (lossy networks).
 //   - check-failover [coord=N]: crash the coordinator, run T_failover and
 //     check L2. failed-over IDS [coord=N]: check L2 for these survivors.
-//   - partition IDS IDS..., isolate N, cut FROM TO, heal, quiet,
+//   - partition IDS IDS..., isolate N, cut FROM TO, cut-broadcasts
+//     FROMS TO (multicast alone, one way), heal, quiet,
 //     net [loss=P] [jitter=D] [dup=P] [reorder=P] [reorder-delay=D],
 //     save-failure P (every save fails with probability P).
 //   - crash N, restart N, wipe N, restore N k=K, clock N OFFSET, dup N,
@@ -208,6 +209,11 @@ func (h *script) run(t *testing.T, d *datadriven.TestData) string {
 		h.s.Isolate(nodeID(t, d, 0))
 	case "cut":
 		h.s.Cut(nodeID(t, d, 0), nodeID(t, d, 1))
+	case "cut-broadcasts":
+		to := nodeID(t, d, 1)
+		for _, from := range nodeIDs(t, d, 0) {
+			h.s.CutBroadcast(from, to)
+		}
 	case "heal":
 		h.s.Heal()
 	case "quiet":

@@ -71,6 +71,7 @@ type Sim struct {
 	net    Net
 	side   []int32              // partition side of each slot
 	cuts   map[[2]int32]bool    // one-way cuts (from, to)
+	deaf   map[[2]int32]bool    // one-way broadcast-only cuts (from, to)
 	links  map[[2]int32]float64 // per directed link loss
 	epoch  uint64               // bumped at every partition change
 	detect Detect
@@ -109,6 +110,7 @@ func New(cfg Config) (*Sim, error) {
 		rnd:    rand.New(rand.NewSource(cfg.Seed)),
 		net:    cfg.Net,
 		cuts:   make(map[[2]int32]bool),
+		deaf:   make(map[[2]int32]bool),
 		links:  make(map[[2]int32]float64),
 		byID:   make(map[wire.NodeID][]int32),
 		detect: cfg.Detect,

@@ -394,8 +394,34 @@ wait_up() {
 	return 1
 }
 
+# STAGGER: the pause between two nodes' starts when a peer cannot start
+# all at once (staggered_start).
+STAGGER=0.5
+
+# staggered_start PEER N: start one node every STAGGER seconds and wait
+# for one view. For a peer whose cold start of all N at once failed (in
+# these labs corosync 3.1.7 asserts at N = 16, totemsrp.c orf_token_rtr),
+# so that its idle cost, failovers and heals are still measured in the same
+# run; the notes say so.
+staggered_start() {
+	local p=$1 n=$2 i
+	"${p}_stop_all"
+	clear_views "$p" "$n"
+	for ((i = 1; i <= n; i++)); do
+		"${p}_start" "$i"
+		sleep "$STAGGER"
+	done
+	if wait_up "$p" "$n" && bt wait --peer "$p" --nodes "$n" --timeout 180s; then
+		note "$p" "$n" cold "started again one node every ${STAGGER} s: the idle window, failovers and heals below follow that start"
+		return 0
+	fi
+	note "$p" "$n" cold "started one node every ${STAGGER} s: still no single view within 180 s (load $(loadavg))"
+	"${p}_stop_all"
+	return 1
+}
+
 peer_block() { # PEER N
-	local p=$1 n=$2 t t0 out victim
+	local p=$1 n=$2 t t0 out victim staggered=0
 	section "$p N=$n: $TRIALS cold starts, ${IDLE}s idle, $TRIALS failovers, $TRIALS heals"
 	"${p}_prepare" "$n"
 	for ((t = 1; t <= TRIALS; t++)); do
@@ -404,20 +430,21 @@ peer_block() { # PEER N
 		t0=$EPOCHREALTIME
 		start_all "$p" "$n"
 		if ! wait_up "$p" "$n"; then
-			note "$p" "$n" cold "trial $t: not every process started; see logs/N$n/$p/"
-			"${p}_stop_all"
-			return 1
-		fi
-		if out=$(bt cold --peer "$p" --nodes "$n" --trial "$t" --since "$t0" --timeout 180s); then
+			note "$p" "$n" cold "trial $t: not every process started or stayed up; see logs/N$n/$p/; no further cold starts"
+		elif out=$(bt cold --peer "$p" --nodes "$n" --trial "$t" --since "$t0" --timeout 180s); then
 			echo "$out" >>"$NDJSON"
+			continue
 		else
-			note "$p" "$n" cold "trial $t: no single view within 180 s of the start (load $(loadavg))"
-			"${p}_stop_all"
-			return 1
+			note "$p" "$n" cold "trial $t: no single view within 180 s of the start (load $(loadavg)); no further cold starts"
 		fi
+		staggered_start "$p" "$n" || return 1
+		staggered=1
+		break
 	done
 	sleep 5
 	if out=$(bt idle --peer "$p" --nodes "$n" --window "${IDLE}s"); then
+		((staggered)) && out=$(jq -c --arg s "after a staggered start (one node every ${STAGGER} s)" \
+			'.note = (if .note then $s + "; " + .note else $s end)' <<<"$out")
 		echo "$out" >>"$NDJSON"
 	else
 		note "$p" "$n" idle "the idle window failed (load $(loadavg))"
