@@ -229,8 +229,13 @@ func (a *Agent) reconnectInterval() time.Duration {
 }
 
 // reconnectTick is how often the reconnect loop looks at the seeds and
-// failed members.
-const reconnectTick = time.Second
+// failed members. With multicast and no seeds it only reaps the address
+// book, every reapTick: a timer that fires every second wakes an idle
+// daemon (and the Go runtime's sysmon with it) for nothing.
+const (
+	reconnectTick = time.Second
+	reapTick      = time.Minute
+)
 
 // Seed back-off: a seed that cannot be joined is retried after 1 s, then
 // twice as long each time, up to a minute.
@@ -254,7 +259,11 @@ type seedState struct {
 // what re-merges the two sides of a partition once it heals. It also
 // reaps old address-book entries.
 func (a *Agent) reconnect(ctx context.Context, ml *memberlist.Memberlist) {
-	t := time.NewTicker(reconnectTick)
+	tick := reconnectTick
+	if len(a.cfg.Join) == 0 && a.tr.MulticastGroup() != "" {
+		tick = reapTick // beacons re-merge partitions; nothing to rejoin
+	}
+	t := time.NewTicker(tick)
 	defer t.Stop()
 	seeds := make(map[string]*seedState, len(a.cfg.Join))
 	for _, s := range a.cfg.Join {
