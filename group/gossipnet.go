@@ -194,8 +194,12 @@ func (t *gossipNet) Shutdown() error {
 func (t *gossipNet) readPackets() {
 	defer t.wg.Done()
 	buf := make([]byte, 65536)
+	var r datagramReader = t.udp
+	if ur, err := newUDPReader(t.udp); err == nil {
+		r = ur
+	}
 	for {
-		n, from, err := t.udp.ReadFromUDPAddrPort(buf)
+		n, from, err := r.ReadFromUDPAddrPort(buf)
 		now := time.Now()
 		if err != nil {
 			if t.closed.Load() || errors.Is(err, net.ErrClosed) {

@@ -2,7 +2,9 @@ package group
 
 import (
 	"errors"
+	"fmt"
 	"net"
+	"net/netip"
 	"sync"
 	"time"
 
@@ -92,11 +94,18 @@ func (t *udpTransport) Start(recv func([]byte, *net.UDPAddr, bool)) {
 // readLoop reads datagrams from conn until it is closed. One goroutine per
 // socket.
 func (t *udpTransport) readLoop(conn net.PacketConn, multicast bool, recv func([]byte, *net.UDPAddr, bool)) {
+	r, err := datagramReaderFor(conn)
+	if err != nil {
+		if t.onError != nil {
+			t.onError(err, multicast)
+		}
+		return
+	}
 	// One byte more than the largest valid datagram, to detect (and drop)
 	// longer ones rather than silently truncate them.
 	buf := make([]byte, wire.MaxDatagramSize+1)
 	for {
-		n, src, err := conn.ReadFrom(buf)
+		n, src, err := r.ReadFromUDPAddrPort(buf)
 		if err != nil {
 			select {
 			case <-t.closed:
@@ -114,9 +123,28 @@ func (t *udpTransport) readLoop(conn net.PacketConn, multicast bool, recv func([
 			time.Sleep(10 * time.Millisecond)
 			continue
 		}
-		udp, _ := src.(*net.UDPAddr)
+		var udp *net.UDPAddr
+		if src.IsValid() {
+			udp = net.UDPAddrFromAddrPort(netip.AddrPortFrom(src.Addr().Unmap(), src.Port()))
+		}
 		recv(buf[:n], udp, multicast)
 	}
+}
+
+// datagramReader is what readLoop reads from: a *net.UDPConn, or on Linux
+// a udpReader over one.
+type datagramReader interface {
+	ReadFromUDPAddrPort(buf []byte) (int, netip.AddrPort, error)
+}
+
+// datagramReaderFor returns the reader for one of the transport's sockets
+// (always a *net.UDPConn: net.ListenUDP, or ListenPacket on "udp4").
+func datagramReaderFor(conn net.PacketConn) (datagramReader, error) {
+	uc, ok := conn.(*net.UDPConn)
+	if !ok {
+		return nil, fmt.Errorf("group: transport socket is a %T, not a UDP socket", conn)
+	}
+	return newUDPReader(uc)
 }
 
 func (t *udpTransport) Addr() *net.UDPAddr { return t.addr }

@@ -1,0 +1,58 @@
+package group
+
+import (
+	"bytes"
+	"errors"
+	"net"
+	"net/netip"
+	"testing"
+	"time"
+)
+
+// TestUDPReader: the transport's reader returns each datagram with its
+// source (IPv4 and, where the host has it, IPv6), waits in the netpoller
+// when there is nothing to read, and returns net.ErrClosed once the socket
+// is closed.
+func TestUDPReader(t *testing.T) {
+	for _, tc := range []struct{ network, ip string }{{"udp4", "127.0.0.1"}, {"udp6", "::1"}} {
+		t.Run(tc.network, func(t *testing.T) {
+			rc, err := net.ListenUDP(tc.network, &net.UDPAddr{IP: net.ParseIP(tc.ip)})
+			if err != nil {
+				t.Skipf("no %s loopback here: %v", tc.network, err)
+			}
+			defer rc.Close()
+			sc, err := net.ListenUDP(tc.network, &net.UDPAddr{IP: net.ParseIP(tc.ip)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer sc.Close()
+			r, err := newUDPReader(rc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := netip.MustParseAddrPort(sc.LocalAddr().String())
+			buf := make([]byte, 64)
+			for i, msg := range [][]byte{[]byte("first"), {}, bytes.Repeat([]byte{7}, 64)} {
+				// The second and third are sent after the read began:
+				// the reader must wait for them.
+				go func() {
+					if i > 0 {
+						time.Sleep(20 * time.Millisecond)
+					}
+					sc.WriteToUDP(msg, rc.LocalAddr().(*net.UDPAddr))
+				}()
+				n, src, err := r.ReadFromUDPAddrPort(buf)
+				if err != nil {
+					t.Fatalf("datagram %d: %v", i, err)
+				}
+				if !bytes.Equal(buf[:n], msg) || src != want {
+					t.Fatalf("datagram %d: %q from %v, want %q from %v", i, buf[:n], src, msg, want)
+				}
+			}
+			go func() { time.Sleep(20 * time.Millisecond); rc.Close() }()
+			if _, _, err := r.ReadFromUDPAddrPort(buf); !errors.Is(err, net.ErrClosed) {
+				t.Fatalf("read after close: %v, want net.ErrClosed", err)
+			}
+		})
+	}
+}
