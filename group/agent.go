@@ -29,10 +29,11 @@ import (
 // newest input is dropped and counted, and the protocol's retransmissions
 // and timeouts cover the loss, as they cover a lost datagram.
 const (
-	inboxSize    = 1024 // decoded wire packets waiting for the loop
-	gossipQSize  = 256  // memberlist "peer down" events
-	joinQSize    = 64   // beacon-prompted memberlist Joins
-	subBufSize   = 256  // events buffered per subscriber
+	inboxSize    = 1024          // decoded wire packets waiting for the loop
+	inboxShed    = inboxSize / 2 // beacons wait only below this (limits.go)
+	gossipQSize  = 256           // memberlist "peer down" events
+	joinQSize    = 64            // beacon-prompted memberlist Joins
+	subBufSize   = 256           // events buffered per subscriber
 	maxLoopSleep = time.Second
 	leaveTimeout = 500 * time.Millisecond
 )

@@ -22,7 +22,13 @@ import (
 //     that one flooding address costs a map lookup per packet and cannot
 //     crowd out the others. Dropped as "rate_limited".
 //  2. The inbox, inboxSize decoded packets: when the loop falls behind, new
-//     packets are dropped as "queue_full".
+//     packets are dropped as "queue_full". Beacons go first: once the
+//     inbox is half full (inboxShed) they are dropped as "shed". A beacon
+//     is repeated every interval and says what the next one will say; an
+//     Accept, a ReadyAck or an AreYouThere lost to a full queue costs a
+//     merge or an election. In a 256-node cold start on two cores the top
+//     node received 125,877 beacons in four minutes and dropped 101,660
+//     packets of every kind.
 //  3. The algorithm's own bounds: invitation.MaxGroupSize members and known
 //     peers, maxPeers address-book entries, the replay window's maxPeers
 //     senders.

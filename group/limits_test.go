@@ -480,3 +480,40 @@ func BenchmarkSourceLimiter(b *testing.B) {
 		})
 	}
 }
+
+// TestShedBeacons: once the loop's inbox is half full, beacons are dropped
+// as "shed" and everything else still queues, until the inbox is full.
+func TestShedBeacons(t *testing.T) {
+	cfg := DefaultFastConfig()
+	cfg.Bind, cfg.Port, cfg.Multicast, cfg.API, cfg.DataDir = "127.0.0.1", 0, "off", "", t.TempDir()
+	a, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	src := udpAddr("127.0.0.1:9")
+	hdr := wire.Header{From: 2, Priority: 100, State: wire.StateNormal, Group: wire.GroupNumber{Seq: 1, ID: 2}}
+	beacon := wire.Message{Header: hdr, Body: wire.Beacon{Addr: "127.0.0.1:7951"}}
+	accept := wire.Message{Header: hdr, Body: wire.Accept{Group: wire.GroupNumber{Seq: 9, ID: 3}}}
+	shed := func() float64 { return value(t, a.metrics.dropped.WithLabelValues(dropShed)) }
+
+	for range inboxShed - 1 {
+		a.accept(beacon, src, false, time.Now())
+	}
+	if len(a.inbox) != inboxShed-1 || shed() != 0 {
+		t.Fatalf("below the mark: inbox %d, shed %v", len(a.inbox), shed())
+	}
+	a.accept(beacon, src, false, time.Now()) // the last one that fits below the mark
+	a.accept(beacon, src, false, time.Now()) // shed
+	a.accept(accept, src, false, time.Now()) // queued
+	if len(a.inbox) != inboxShed+1 || shed() != 1 {
+		t.Fatalf("at the mark: inbox %d, shed %v; want %d and 1", len(a.inbox), shed(), inboxShed+1)
+	}
+	for len(a.inbox) < inboxSize {
+		a.accept(accept, src, false, time.Now())
+	}
+	a.accept(accept, src, false, time.Now())
+	if full := value(t, a.metrics.dropped.WithLabelValues(dropQueueFull)); full != 1 || shed() != 1 {
+		t.Fatalf("full inbox: queue_full %v, shed %v; want 1 and 1", full, shed())
+	}
+}

@@ -52,6 +52,7 @@ type metrics struct {
 // Drop reasons the runtime adds to wire.DropReasons.
 const (
 	dropQueueFull   = "queue_full"   // the loop's inbox was full
+	dropShed        = "shed"         // a beacon, while the inbox was half full
 	dropRateLimited = "rate_limited" // the source address sent over Config.RateLimit
 )
 
@@ -125,7 +126,7 @@ func newMetrics(sinceLastChange func() float64, gossipAlive func() float64) *met
 			v.WithLabelValues(t.String())
 		}
 	}
-	for _, r := range append(wire.DropReasons(), dropQueueFull, dropRateLimited) {
+	for _, r := range append(wire.DropReasons(), dropQueueFull, dropShed, dropRateLimited) {
 		m.dropped.WithLabelValues(r)
 	}
 	for _, s := range []wire.State{wire.StateNormal, wire.StateElection, wire.StateReorganization} {

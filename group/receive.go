@@ -112,6 +112,10 @@ func (a *Agent) accept(msg wire.Message, src *net.UDPAddr, viaMulticast bool, no
 	if e := a.log.Trace(); e.Enabled() {
 		e.Str("msg", msg.String()).Stringer("src", src).Bool("multicast", viaMulticast).Msg("recv")
 	}
+	if len(a.inbox) >= inboxShed && msg.Body.Type() == wire.TypeBeacon {
+		a.dropReason(dropShed, nil, src)
+		return
+	}
 	select {
 	case a.inbox <- inbound{msg: msg, src: src}:
 	default:
