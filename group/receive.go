@@ -71,7 +71,7 @@ func (a *Agent) receive(pkt []byte, src *net.UDPAddr, viaMulticast bool) {
 		// replay-checked: the worst a replayed Hello does is stop or
 		// restart copies to a node that hears multicast anyway.
 		a.metrics.msgsRecv.WithLabelValues(wire.TypeHello.String()).Inc()
-		if viaMulticast {
+		if viaMulticast && msg.From != a.id {
 			a.peers.noteHello(msg.From, msg.Boot)
 		}
 		return
