@@ -242,11 +242,12 @@ func (a *Agent) send(env wire.Envelope, now time.Time) {
 	if multicast {
 		a.multicast(pkt, t)
 	}
-	for _, addr := range a.peers.unicastBroadcastTargets(multicast) {
+	targets := a.peers.unicastBroadcastTargets(multicast)
+	for _, addr := range targets {
 		a.writeTo(pkt, addr, t)
-		if multicast {
-			a.metrics.copies.Inc()
-		}
+	}
+	if multicast {
+		a.metrics.copies.Add(float64(len(targets)))
 	}
 }
 
