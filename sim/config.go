@@ -50,6 +50,9 @@ type Config struct {
 	// Net is the initial network model; Sim's methods change it while
 	// running.
 	Net Net
+	// Host is the CPU the nodes share (see Host); the zero value has CPU
+	// to spare. Quiet puts it back after SetHost.
+	Host Host
 	// SaveLatency is how long a save of the counter takes: uniform in
 	// [Min, Max]. Zero means 1–5 ms.
 	SaveLatency [2]time.Duration
@@ -132,6 +135,9 @@ func (c *Config) fill() error {
 	}
 	if c.Net == (Net{}) {
 		c.Net = LAN()
+	}
+	if c.Host.On() && c.Host.Backlog <= 0 {
+		c.Host.Backlog = DefaultBacklog
 	}
 	if c.SaveLatency == [2]time.Duration{} {
 		c.SaveLatency = [2]time.Duration{time.Millisecond, 5 * time.Millisecond}

@@ -38,6 +38,14 @@
 // they are sent (a node that stopped hearing a peer's multicast while
 // unicast works). Crashed nodes receive nothing.
 //
+// Host. Config.Host (and SetHost) models the CPU of the one machine the
+// nodes share, as in a lab of namespaces: every delivery costs it
+// PerDelivery, it has Cores of them, and deliveries wait for it in the
+// order they were sent, so the LAN's own traffic delays every packet. A
+// beacon that would wait more than half of Backlog is shed, any packet
+// that would wait more than Backlog dropped, as the daemon's inbox does.
+// Quiet puts back the configured host.
+//
 // Failure detector. Like memberlist, Detect.Delay (1.5 s) after a crash
 // every live node that can reach the crashed one gets PeerDown for it (each
 // after a further uniform[0, Detect.Jitter]), unless it restarted. With
@@ -68,7 +76,7 @@
 //
 // # Using it
 //
-// Scripted: New, then RunFor, Partition, Cut, CutBroadcast, Heal, Quiet, SetNet,
+// Scripted: New, then RunFor, Partition, Cut, CutBroadcast, Heal, Quiet, SetNet, SetHost,
 // SetLoss, Crash, Restart, SetDurable, and the checks CheckConverged,
 // CheckConvergedAmong, CheckFailover, Failover. Random: RandomSchedule(seed)
 // builds a Schedule (N in [2, 20], partitions, cuts, loss, crashes, quiet

@@ -16,11 +16,12 @@ const (
 	DropPartition                    // sender and receiver on different sides, or cut
 	DropDown                         // receiver down when the message arrived
 	DropUnverified                   // keyed: the sender's boot was not verified yet (Config.Keyed)
+	DropOverload                     // the host's CPU backlog was too long (Host)
 	numDrops
 )
 
 func (r DropReason) String() string {
-	return [...]string{"loss", "partition", "down", "unverified"}[r]
+	return [...]string{"loss", "partition", "down", "unverified", "overload"}[r]
 }
 
 // Counts is the message accounting of a run.
@@ -99,6 +100,9 @@ func (c Counts) String() string {
 	fmt.Fprintf(&b, "%-18s %10d %12d %10d\n", "total", c.TotalSent(), c.TotalBytes(), c.TotalDelivered())
 	fmt.Fprintf(&b, "dropped: loss %d, partition %d, down %d, unverified %d; duplicated %d",
 		c.Dropped[DropLoss], c.Dropped[DropPartition], c.Dropped[DropDown], c.Dropped[DropUnverified], c.Duplicated)
+	if c.Dropped[DropOverload] > 0 {
+		fmt.Fprintf(&b, "; overload %d", c.Dropped[DropOverload])
+	}
 	if c.EncodeErrors > 0 {
 		fmt.Fprintf(&b, "; ENCODE ERRORS %d (first: %s)", c.EncodeErrors, c.FirstEncodeError)
 	}
@@ -209,10 +213,14 @@ func (s *Sim) deliver(from, to int32, m wire.Message) {
 		s.counts.Dropped[DropLoss]++
 		return
 	}
-	s.push(event{at: s.now + s.delay(), kind: evDeliver, node: to, about: from, msg: m})
+	if at, ok := s.queueCPU(s.now+s.delay(), m); ok {
+		s.push(event{at: at, kind: evDeliver, node: to, about: from, msg: m})
+	}
 	if s.net.Dup > 0 && s.rnd.Float64() < s.net.Dup {
 		s.counts.Duplicated++
-		s.push(event{at: s.now + s.delay(), kind: evDeliver, node: to, about: from, msg: m})
+		if at, ok := s.queueCPU(s.now+s.delay(), m); ok {
+			s.push(event{at: at, kind: evDeliver, node: to, about: from, msg: m})
+		}
 	}
 }
 
@@ -420,7 +428,8 @@ func (s *Sim) Quiet() {
 	clear(s.deaf)
 	clear(s.links)
 	s.net = LAN()
-	s.Note("quiet (heal, LAN delays, no loss)")
+	s.host = s.cfg.Host
+	s.Note("quiet (heal, LAN delays, no loss, %s)", s.host)
 	s.networkChanged()
 }
 

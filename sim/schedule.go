@@ -33,6 +33,7 @@ const (
 	StepClock                              // Node's clock at its next start moves by D (may be negative)
 	StepDuplicateCheck                     // (after StepQuietCheck) start a second process with the ID of the Node-th live node; it must give way
 	StepCutBroadcast                       // cut the broadcasts From → To (unicast passes)
+	StepHost                               // set the host model to Host (Quiet puts back the config's)
 )
 
 // Step is one step of a Schedule.
@@ -48,6 +49,8 @@ type Step struct {
 	P float64
 	// K is how many saves back StepRestore goes.
 	K int
+	// Host is the host model StepHost sets.
+	Host Host
 }
 
 func (st Step) String() string {
@@ -65,6 +68,8 @@ func (st Step) String() string {
 		return fmt.Sprintf("cut broadcasts %d→%d", st.From, st.To)
 	case StepHeal:
 		return "heal"
+	case StepHost:
+		return st.Host.String()
 	case StepCrash:
 		return fmt.Sprintf("crash %d", st.Node)
 	case StepCrashCoord:
@@ -126,7 +131,7 @@ func (sc Schedule) String() string {
 
 // RandomSchedule generates a schedule from a seed: N in [2, 20], random
 // priorities, then phases of faults — partitions into 2 or 3 sides, one-way
-// cuts, one-way cuts of broadcasts alone, 0–30 % loss, duplication, jitter and reordering, crashes and
+// cuts, one-way cuts of broadcasts alone, an overloaded host, 0–30 % loss, duplication, jitter and reordering, crashes and
 // restarts of random nodes and of coordinators, failing saves — with quiet
 // periods (and sometimes a coordinator crash) checked in between, and a
 // final quiet period after which L1 must hold.
@@ -194,6 +199,12 @@ func RandomSchedule(seed int64) Schedule {
 	// stay as they were).
 	mc := rand.New(rand.NewSource(seed ^ 0x4e110))
 	deafness := mc.Intn(4) == 0
+	// A quarter of the schedules overload the host the nodes share for
+	// some phases: a CPU that handles 50 to 1,000 deliveries a second,
+	// so that the LAN's own traffic delays and sheds its packets (their
+	// own source again).
+	hs := rand.New(rand.NewSource(seed ^ 0xc0de))
+	overload := hs.Intn(4) == 0
 	t := cfg.Timing
 	ids := func(k int) []wire.NodeID { // k distinct random nodes
 		p := r.Perm(n)[:k]
@@ -296,6 +307,13 @@ func RandomSchedule(seed int64) Schedule {
 				}
 			}
 		}
+		if overload && hs.Intn(2) == 0 {
+			h := Host{Cores: 1 + hs.Intn(2), PerDelivery: time.Millisecond + time.Duration(hs.Int63n(int64(19*time.Millisecond)))}
+			if hs.Intn(3) == 0 {
+				h = Host{} // the load passes
+			}
+			steps = append(steps, Step{Kind: StepHost, Host: h})
+		}
 		if opFaults {
 			for k := op.Intn(3); k > 0; k-- {
 				id := wire.NodeID(1 + op.Intn(n))
@@ -348,7 +366,7 @@ func (sc Schedule) Run(trace io.Writer) (*Sim, error) {
 func (s *Sim) Play(steps []Step) error {
 	for i, st := range steps {
 		switch st.Kind {
-		case StepNet, StepPartition, StepCut, StepCutBroadcast, StepHeal:
+		case StepNet, StepPartition, StepCut, StepCutBroadcast, StepHeal, StepHost:
 			// They note themselves.
 		default:
 			s.Note("step %d: %s", i, st)
@@ -374,6 +392,8 @@ func (s *Sim) step(st Step) error {
 		s.CutBroadcast(st.From, st.To)
 	case StepHeal:
 		s.Heal()
+	case StepHost:
+		s.SetHost(st.Host)
 	case StepCrash:
 		s.Crash(st.Node)
 	case StepCrashCoord:

@@ -75,6 +75,9 @@ type Sim struct {
 	links  map[[2]int32]float64 // per directed link loss
 	epoch  uint64               // bumped at every partition change
 	detect Detect
+	host   Host
+	// cpuFree is when the host's CPU clears its backlog (Host).
+	cpuFree int64
 
 	chk      *invariant.Checker
 	failures []invariant.Violation
@@ -114,6 +117,7 @@ func New(cfg Config) (*Sim, error) {
 		links:  make(map[[2]int32]float64),
 		byID:   make(map[wire.NodeID][]int32),
 		detect: cfg.Detect,
+		host:   cfg.Host,
 		chk:    invariant.New(),
 		buf:    make([]byte, 0, wire.MaxPacketSize),
 		trace:  newRing(cfg.TraceLines),
