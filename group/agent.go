@@ -29,8 +29,8 @@ import (
 // newest input is dropped and counted, and the protocol's retransmissions
 // and timeouts cover the loss, as they cover a lost datagram.
 const (
-	inboxSize    = 1024          // decoded wire packets waiting for the loop
-	inboxShed    = inboxSize / 2 // beacons wait only below this (limits.go)
+	inboxSize    = 1024          // decoded wire packets but beacons waiting for the loop
+	inboxShed    = inboxSize / 2 // beacons waiting for the loop, after every other packet (limits.go)
 	gossipQSize  = 256           // memberlist "peer down" events
 	joinQSize    = 64            // beacon-prompted memberlist Joins
 	subBufSize   = 256           // events buffered per subscriber
@@ -113,6 +113,7 @@ type Agent struct {
 	peers   *peerBook
 
 	inbox    chan inbound
+	beacons  chan inbound // beacons' own lane: the loop takes them last
 	gossipCh chan gossipEvent
 	joinCh   chan string
 	syncDue  time.Time // when the loop next runs syncGossip (loop only; zero: none)
@@ -157,6 +158,7 @@ func New(cfg Config) (*Agent, error) {
 		cfg:      cfg,
 		name:     cfg.Name,
 		inbox:    make(chan inbound, inboxSize),
+		beacons:  make(chan inbound, inboxShed),
 		gossipCh: make(chan gossipEvent, gossipQSize),
 		joinCh:   make(chan string, joinQSize),
 		metaWake: make(chan struct{}, 1),

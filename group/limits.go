@@ -21,14 +21,17 @@ import (
 //     socket reader before anything else (before AES-GCM and decoding), so
 //     that one flooding address costs a map lookup per packet and cannot
 //     crowd out the others. Dropped as "rate_limited".
-//  2. The inbox, inboxSize decoded packets: when the loop falls behind, new
-//     packets are dropped as "queue_full". Beacons go first: once the
-//     inbox is half full (inboxShed) they are dropped as "shed". A beacon
-//     is repeated every interval and says what the next one will say; an
-//     Accept, a ReadyAck or an AreYouThere lost to a full queue costs a
-//     merge or an election. In a 256-node cold start on two cores the top
-//     node received 125,877 beacons in four minutes and dropped 101,660
-//     packets of every kind.
+//  2. Two queues to the loop: beacons, inboxShed of them, and every other
+//     decoded packet, inboxSize. When the loop falls behind, a new packet
+//     that finds its queue full is dropped, as "shed" for a beacon and
+//     "queue_full" for the rest, and the loop takes every other packet
+//     before the next beacon. A beacon is repeated every interval and says
+//     what the next one will say; an Accept, a ReadyAck or an AreYouThere
+//     lost to a full queue, or handled after its window, costs a merge or
+//     an election. In a 256-node cold start on two cores the top node
+//     received 125,877 beacons in four minutes and dropped 101,660 packets
+//     of every kind; with beacons shed at half a shared queue, Accepts
+//     still waited behind 512 beacons.
 //  3. The algorithm's own bounds: invitation.MaxGroupSize members and known
 //     peers, maxPeers address-book entries, the replay window's maxPeers
 //     senders.

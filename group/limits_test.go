@@ -289,7 +289,7 @@ func TestReceiveKeyed(t *testing.T) {
 		return out
 	}
 	dropped := func(reason string) float64 { return metricValue(a.metrics.dropped.WithLabelValues(reason)) }
-	accepted := func() int { return len(a.inbox) }
+	accepted := func() int { return len(a.inbox) + len(a.beacons) }
 	// answer plays node 2 at boot: it opens the challenge node 1 sent and
 	// returns the Response (sealed for node 1), with counter ctr.
 	answer := func(boot, ctr uint64) []byte {
@@ -481,8 +481,8 @@ func BenchmarkSourceLimiter(b *testing.B) {
 	}
 }
 
-// TestShedBeacons: once the loop's inbox is half full, beacons are dropped
-// as "shed" and everything else still queues, until the inbox is full.
+// TestShedBeacons: beacons queue apart, up to inboxShed, and are dropped
+// as "shed" beyond; everything else still queues, up to inboxSize.
 func TestShedBeacons(t *testing.T) {
 	cfg := DefaultFastConfig()
 	cfg.Bind, cfg.Port, cfg.Multicast, cfg.API, cfg.DataDir = "127.0.0.1", 0, "off", "", t.TempDir()
@@ -497,17 +497,16 @@ func TestShedBeacons(t *testing.T) {
 	accept := wire.Message{Header: hdr, Body: wire.Accept{Group: wire.GroupNumber{Seq: 9, ID: 3}}}
 	shed := func() float64 { return value(t, a.metrics.dropped.WithLabelValues(dropShed)) }
 
-	for range inboxShed - 1 {
+	for range inboxShed {
 		a.accept(beacon, src, false, time.Now())
 	}
-	if len(a.inbox) != inboxShed-1 || shed() != 0 {
-		t.Fatalf("below the mark: inbox %d, shed %v", len(a.inbox), shed())
+	if len(a.beacons) != inboxShed || len(a.inbox) != 0 || shed() != 0 {
+		t.Fatalf("beacons' queue filled: beacons %d, inbox %d, shed %v", len(a.beacons), len(a.inbox), shed())
 	}
-	a.accept(beacon, src, false, time.Now()) // the last one that fits below the mark
 	a.accept(beacon, src, false, time.Now()) // shed
 	a.accept(accept, src, false, time.Now()) // queued
-	if len(a.inbox) != inboxShed+1 || shed() != 1 {
-		t.Fatalf("at the mark: inbox %d, shed %v; want %d and 1", len(a.inbox), shed(), inboxShed+1)
+	if len(a.beacons) != inboxShed || len(a.inbox) != 1 || shed() != 1 {
+		t.Fatalf("beacons' queue full: beacons %d, inbox %d, shed %v; want %d, 1 and 1", len(a.beacons), len(a.inbox), shed(), inboxShed)
 	}
 	for len(a.inbox) < inboxSize {
 		a.accept(accept, src, false, time.Now())

@@ -34,6 +34,18 @@ func (a *Agent) loop(ctx context.Context, d *driver.Driver) loopEnd {
 			return endCrashed
 		case in := <-a.inbox:
 			a.handleInbound(d, in, time.Now())
+		case in := <-a.beacons:
+			// Every other packet first. A beacon says again what the
+			// sender's last one said; an Accept or a ReadyAck that
+			// waits behind hundreds of them misses its window. In a
+			// 256-node lab on two cores the top node's queue held
+			// about 512 beacons for minutes (235,289 shed of 286,694
+			// received), and its 169 merges, for 5,206 Accepts
+			// received, sent 333 Readies: groups of one or two.
+			for k := len(a.inbox); k > 0; k-- {
+				a.handleInbound(d, <-a.inbox, time.Now())
+			}
+			a.handleInbound(d, in, time.Now())
 		case ev := <-a.gossipCh:
 			a.peerDown(d, ev, time.Now())
 		case <-timer.C:

@@ -167,9 +167,13 @@ func FuzzReceive(f *testing.F) {
 				if in.msg.From == a.id || in.msg.Body == nil {
 					t.Fatalf("loop got %v", in.msg)
 				}
-				if b, ok := in.msg.Body.(wire.Beacon); ok {
-					a.maybeJoin(in.msg.From, b.Addr, in.msg.Group.ID == in.msg.From, time.Now())
+				continue
+			case in := <-a.beacons:
+				if in.msg.From == a.id || in.msg.Body == nil {
+					t.Fatalf("loop got %v", in.msg)
 				}
+				b := in.msg.Body.(wire.Beacon)
+				a.maybeJoin(in.msg.From, b.Addr, in.msg.Group.ID == in.msg.From, time.Now())
 				continue
 			default:
 			}

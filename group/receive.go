@@ -112,15 +112,15 @@ func (a *Agent) accept(msg wire.Message, src *net.UDPAddr, viaMulticast bool, no
 	if e := a.log.Trace(); e.Enabled() {
 		e.Str("msg", msg.String()).Stringer("src", src).Bool("multicast", viaMulticast).Msg("recv")
 	}
-	if len(a.inbox) >= inboxShed && msg.Body.Type() == wire.TypeBeacon {
-		a.dropReason(dropShed, nil, src)
-		return
+	q, full := a.inbox, dropQueueFull
+	if msg.Body.Type() == wire.TypeBeacon {
+		q, full = a.beacons, dropShed
 	}
 	select {
-	case a.inbox <- inbound{msg: msg, src: src}:
+	case q <- inbound{msg: msg, src: src}:
 	default:
 		if !a.stopping.Load() {
-			a.dropReason(dropQueueFull, nil, src)
+			a.dropReason(full, nil, src)
 		}
 	}
 }
