@@ -321,3 +321,59 @@ func TestInviteWaitFollowsAnnouncedTiming(t *testing.T) {
 		})
 	}
 }
+
+// TestPacedBeacons: a lone coordinator broadcasts its beacon every
+// BeaconInterval while it hears up to 16 broadcasters (itself included),
+// and paces it by their number beyond that (node.go, paced): 64 of them, a
+// beacon every 4 s. Beacons sent to one node and heartbeats are not paced.
+func TestPacedBeacons(t *testing.T) {
+	other := wire.GroupNumber{Seq: 50, ID: 1} // the broadcasters are members of another group, reorganizing
+	for _, tc := range []struct {
+		loud     int // nodes heard broadcasting beacons, every second
+		min, max int // this node's broadcast beacons in 12 s
+	}{
+		{0, 11, 13},
+		{15, 11, 13},
+		{63, 3, 4},
+	} {
+		t.Run(fmt.Sprintf("%d broadcasters", tc.loud), func(t *testing.T) {
+			m := newMachine(t, 900)
+			m.tick(time.Second)
+			if st := m.n.Status(); st.Role() != invitation.Coordinator || st.State != wire.StateNormal {
+				t.Fatalf("setup: %s, want a lone Normal coordinator", st)
+			}
+			count := func() (n int) {
+				for _, e := range m.sent {
+					if _, ok := e.Msg.Body.(wire.Beacon); ok && e.To == wire.Broadcast {
+						if e.Msg.Flags&wire.FlagBroadcast == 0 {
+							t.Fatalf("a broadcast without FlagBroadcast: %v", e.Msg)
+						}
+						n++
+					} else if ok && e.Msg.Flags&wire.FlagBroadcast != 0 {
+						t.Fatalf("a unicast with FlagBroadcast: %v", e.Msg)
+					}
+				}
+				return n
+			}
+			hear := func() {
+				for id := wire.NodeID(2); id < wire.NodeID(2+tc.loud); id++ {
+					m.step(invitation.Receive{Msg: wire.Message{Header: wire.Header{Version: wire.Version, Type: wire.TypeBeacon,
+						From: id, Priority: wire.DefaultPriority, Flags: wire.FlagSettled | wire.FlagBroadcast, Boot: 0xb000 + uint64(id),
+						Group: other, State: wire.StateReorganization}, Body: wire.Beacon{HighWater: 50}}})
+				}
+			}
+			for range 8 { // warm up: the count of broadcasters settles
+				hear()
+				m.tick(time.Second)
+			}
+			m.sent = nil
+			for range 12 {
+				hear()
+				m.tick(time.Second)
+			}
+			if got := count(); got < tc.min || got > tc.max {
+				t.Errorf("%d broadcast beacons in 12 s, want %d to %d", got, tc.min, tc.max)
+			}
+		})
+	}
+}

@@ -187,6 +187,15 @@ type Node struct {
 	// detached. See beaconTarget.
 	above     abovePeer
 	announced bool
+	// loud holds the nodes heard broadcasting beacons (wire.FlagBroadcast)
+	// lately, and when: how many share the LAN's beacon budget (paced).
+	// lastLoud is when this node last broadcast a paced beacon (gate).
+	loud     map[wire.NodeID]time.Time
+	lastLoud time.Time
+	// armedBase is the base period (basePeriod) the beacon schedule
+	// follows: armBeacon brings the next beacon forward only when it
+	// shrinks.
+	armedBase time.Duration
 
 	// Coordinator.
 	up        map[wire.NodeID]*member
@@ -266,6 +275,7 @@ func New(cfg Config, now time.Time) (*Node, error) {
 		maxSeen:  cfg.Durable.floor(),
 		coords:   make(map[wire.NodeID]*peer),
 		fresh:    make(map[wire.NodeID]*freshPeer),
+		loud:     make(map[wire.NodeID]time.Time),
 		up:       make(map[wire.NodeID]*member),
 		backoffs: make(map[wire.NodeID]*backoff),
 		mismatch: make(map[wire.NodeID]wire.Timing),
@@ -349,6 +359,9 @@ func (n *Node) sendBoot(to wire.NodeID, boot uint64, body wire.Body) {
 	}
 	if n.settled {
 		flags |= wire.FlagSettled
+	}
+	if to == wire.Broadcast {
+		flags |= wire.FlagBroadcast
 	}
 	n.out.Messages = append(n.out.Messages, wire.Envelope{To: to, ToBoot: boot, Msg: wire.Message{
 		Header: wire.Header{
@@ -713,6 +726,7 @@ func (n *Node) Step(now time.Time, in Input) {
 func (n *Node) peerDown(now time.Time, id wire.NodeID) Reason {
 	n.forgetCoord(id)
 	delete(n.fresh, id)
+	delete(n.loud, id)
 	switch {
 	case id == n.id:
 	case n.isCoordinator() && n.state == wire.StateNormal:
@@ -779,6 +793,9 @@ func (n *Node) observe(now time.Time, m wire.Message) {
 	case wire.Beacon:
 		n.maxSeen = max(n.maxSeen, b.HighWater)
 		ann = b.Timing
+		if m.Flags&wire.FlagBroadcast != 0 {
+			n.loud[m.From] = now
+		}
 	}
 	wait := time.Duration(0)
 	if !ann.IsZero() {
@@ -1000,11 +1017,69 @@ func (n *Node) heartbeatMembers() {
 	}
 }
 
+// beaconBudget is how many nodes may broadcast beacons at their base
+// period before each slows down: the LAN's broadcast beacons, heartbeats
+// aside, stay near this many per base period however many nodes send
+// them. maxPace caps the slowdown, so that a node is still heard within a
+// minute or so.
+const (
+	beaconBudget = 16
+	maxPace      = 64
+)
+
+// paced stretches d, the period of a beacon to every node, by this node's
+// share of the LAN's beacon budget: the nodes heard broadcasting beacons
+// lately, and itself, over beaconBudget. It is RTCP's rule (RFC 3550
+// §6.2: each of N members reports every N·C/B seconds) applied to
+// beacons. A node that hears up to beaconBudget broadcasters, the common
+// case, is not slowed at all.
+//
+// In a 256-node lab on two cores, nodes in Election or Reorganization,
+// lone coordinators and nodes whose higher node fell silent each
+// multicast a beacon a second: every node received about 290 beacons a
+// second, each a wake-up of its process and a copy to its veth, which
+// kept the host at a load of 600 and every node's queue full, so that
+// merges collected one or two Accepts in their windows and their members
+// timed out and formed groups of their own. Paced, the broadcasts grow
+// with N rather than with N², and the nodes that must be heard still are.
+//
+// How long a peer counts as heard (PeerTimeout) is not stretched with it:
+// a node that falls back to broadcasting is paced anyway, and with both
+// stretched none of three of the simulator's loaded-host starts (256
+// nodes, 300 µs a delivery) converged within a minute.
+func (n *Node) paced(d time.Duration) time.Duration {
+	k := len(n.loud) + 1
+	if k <= beaconBudget {
+		return d
+	}
+	return d * time.Duration(min(k, beaconBudget*maxPace)) / beaconBudget
+}
+
+// paceable reports whether a beacon to to would be paced: one to every
+// node that is not a heartbeat.
+func (n *Node) paceable(to wire.NodeID) bool {
+	return to == wire.Broadcast && !(n.isCoordinator() && len(n.members) > 1)
+}
+
+// gate is the earliest time the node may broadcast its next paced beacon,
+// whatever its state: one paced BeaconInterval after the last, while it
+// hears more broadcasters than the budget (zero otherwise). The period
+// bounds the periodic beacons; the gate bounds those a change of state
+// brings forward (a new group, a lost one, the end of a reorganization),
+// which on an overloaded host come faster than any period.
+func (n *Node) gate(now time.Time) time.Time {
+	if n.lastLoud.IsZero() || len(n.loud)+1 <= beaconBudget || !n.paceable(n.beaconTarget(now, n.unicastHeartbeat())) {
+		return time.Time{}
+	}
+	return n.lastLoud.Add(n.paced(n.t.BeaconInterval))
+}
+
 // beaconPeriod is how often the node beacons in its current state: a
 // coordinator with members every AliveInterval (its beacon is its group's
 // heartbeat), a node without a group every AnswerTimeout during its boot
 // window, an idle participant never (0), anyone else, a coordinator alone
-// in its group among them, every BeaconInterval.
+// in its group among them, every BeaconInterval. A beacon to every node
+// that is not a heartbeat is paced (paced).
 //
 // An idle participant's beacons would tell nobody anything it needs: its
 // coordinator learns of its failure from memberlist, and of its leaving
@@ -1012,6 +1087,17 @@ func (n *Node) heartbeatMembers() {
 // costs its peers nothing, where N participants beaconing every few
 // seconds woke every node of the LAN N times as often.
 func (n *Node) beaconPeriod(now time.Time) time.Duration {
+	p := n.basePeriod(now)
+	if p == 0 || !n.paceable(n.beaconTarget(now, false)) {
+		// None, a heartbeat (its members wait for it), or a quiet
+		// beacon (it wakes one node).
+		return p
+	}
+	return n.paced(p)
+}
+
+// basePeriod is beaconPeriod before pacing.
+func (n *Node) basePeriod(now time.Time) time.Duration {
 	switch {
 	case n.group.IsZero() && n.offer != nil:
 		// An inviter heard it (the invitation waits for the end of the
@@ -1041,12 +1127,21 @@ func (n *Node) beaconPeriod(now time.Time) time.Duration {
 // armBeacon keeps the beacon schedule in step with the state after each
 // input: none for an idle participant; for a node that just left that
 // state (an election, an invitation), a first beacon within its period.
+//
+// Only a change of state brings a scheduled beacon forward, not a change
+// of pace (a broadcaster more or less heard, a higher node heard that
+// makes the next beacon a quiet one): a beacon received that makes the
+// machine send nothing must not move its deadline earlier, which the
+// simulator's lazy deadlines rely on (sim.Config.LazyDeadlines).
 func (n *Node) armBeacon(now time.Time) {
+	base := n.basePeriod(now)
+	shorter := base < n.armedBase
+	n.armedBase = base
 	p := n.beaconPeriod(now)
 	switch {
 	case p == 0:
 		n.nextBeacon = time.Time{}
-	case n.nextBeacon.IsZero(), n.nextBeacon.After(now.Add(p)):
+	case n.nextBeacon.IsZero(), shorter && n.nextBeacon.After(later(now.Add(p), n.gate(now))):
 		// None due, or due later than the new, shorter period allows (a
 		// coordinator that was alone has members to heartbeat now).
 		n.nextBeacon = now.Add(n.jitter(p))
@@ -1069,6 +1164,7 @@ func (n *Node) beaconTo(now time.Time, to wire.NodeID) {
 // scheduleBeacon sets the next periodic beacon one period from now.
 func (n *Node) scheduleBeacon(now time.Time) {
 	n.nextBeacon = time.Time{}
+	n.armedBase = n.basePeriod(now)
 	if p := n.beaconPeriod(now); p > 0 {
 		n.nextBeacon = now.Add(p)
 	}
@@ -1090,12 +1186,29 @@ func (n *Node) tick(now time.Time) Reason {
 		if n.unicastHeartbeat() {
 			n.heartbeatMembers()
 			if !now.Before(n.nextDiscovery) {
-				n.nextDiscovery = now.Add(n.jitter(n.t.BeaconInterval))
-				n.sendBeacon(n.beaconTarget(now, true))
+				to, p := n.beaconTarget(now, true), n.t.BeaconInterval
+				if to == wire.Broadcast {
+					p = n.paced(p)
+				}
+				if g := n.gate(now); now.Before(g) {
+					n.nextDiscovery = g
+				} else {
+					n.nextDiscovery = now.Add(n.jitter(p))
+					n.sendBeacon(to)
+					if to == wire.Broadcast {
+						n.lastLoud = now
+					}
+				}
 			}
 			n.scheduleBeacon(now)
+		} else if g := n.gate(now); now.Before(g) {
+			n.nextBeacon = g
 		} else {
-			n.beaconTo(now, n.beaconTarget(now, false))
+			to := n.beaconTarget(now, false)
+			if n.paceable(to) {
+				n.lastLoud = now
+			}
+			n.beaconTo(now, to)
 		}
 	}
 	sweep := !now.Before(n.nextSweep)
@@ -1143,6 +1256,15 @@ func (n *Node) sweep(now time.Time) {
 	for id, b := range n.backoffs {
 		if now.After(b.until.Add(8 * n.t.CheckInterval)) {
 			delete(n.backoffs, id)
+		}
+	}
+	// A broadcaster counts for two of its periods (two of this node's:
+	// the nodes that share the budget pace alike), and PeerTimeout at
+	// least.
+	keep := max(n.t.PeerTimeout, 2*n.paced(n.t.BeaconInterval))
+	for id, t := range n.loud {
+		if now.Sub(t) > keep {
+			delete(n.loud, id)
 		}
 	}
 }

@@ -21,7 +21,7 @@
 //	     1    1 Type
 //	     2    8 From
 //	    10    1 Priority
-//	    11    1 Flags (bit 0: FlagDegraded, bit 1: FlagSettled; others carried unchanged)
+//	    11    1 Flags (bit 0: FlagDegraded, bit 1: FlagSettled, bit 2: FlagBroadcast; others carried unchanged)
 //	    12    8 Boot (random per start of the sender's process)
 //	    20    8 Counter
 //	    28    8 Group.Seq (zero with Group.ID: the sender is booting)

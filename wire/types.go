@@ -221,6 +221,12 @@ const (
 	// processes that find they share an ID, one still in its boot window
 	// gives way to one that has settled (see invitation.Notice).
 	FlagSettled Flags = 1 << 1
+	// FlagBroadcast: the sender sent the packet to every node (by
+	// multicast, and by unicast copies to nodes that do not hear it). A
+	// receiver counts the nodes that broadcast beacons and paces its own
+	// by that count (design §3.1), so that a LAN's beacons stay within a
+	// budget however many nodes send them. A unicast never carries it.
+	FlagBroadcast Flags = 1 << 2
 )
 
 // Header is carried by every message. The algorithm fills From, Priority,
