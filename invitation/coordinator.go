@@ -125,12 +125,12 @@ const checkDefer = 8
 // then wait for the higher one's invitation (finishCheck's merge delay);
 // with G groups that is G·(G−1) AreYouCoordinators per CheckInterval. At a
 // cold start of 256 nodes on one loaded host, with about a hundred groups
-// at a time, they were most of the traffic, delayed the invitations, and
-// the host never caught up (the simulator's Host model: with the CPU at
-// 300 µs a delivery, 0 of 8 runs converged in 2 minutes; with this rule, 8
-// of 8). A coordinator still checks every checkDefer CheckIntervals, in
-// case the higher one cannot hear it (a one-way cut), and the paper's merge
-// delay applies then as before.
+// at a time, they and their answers were half the traffic, delayed the
+// invitations, and the host never caught up (the simulator's Host model at
+// 300 µs a delivery: 0 of 8 runs converged in 2 minutes; with this rule
+// alone, 8 of 8). A coordinator still checks every checkDefer
+// CheckIntervals, in case the higher one cannot hear it (a one-way cut),
+// and the paper's merge delay applies then as before.
 func (n *Node) outranked(now time.Time) bool {
 	for id, p := range n.coords {
 		if p.isCoordinator(id) && p.state == wire.StateNormal && p.group != n.group && n.rank().Less(p.rank(id)) {

@@ -793,7 +793,7 @@ func (n *Node) observe(now time.Time, m wire.Message) {
 	case wire.Beacon:
 		n.maxSeen = max(n.maxSeen, b.HighWater)
 		ann = b.Timing
-		if m.Flags&wire.FlagBroadcast != 0 {
+		if _, known := n.loud[m.From]; m.Flags&wire.FlagBroadcast != 0 && (known || len(n.loud) < MaxGroupSize) {
 			n.loud[m.From] = now
 		}
 	}
@@ -1188,17 +1188,12 @@ func (n *Node) tick(now time.Time) Reason {
 			if !now.Before(n.nextDiscovery) {
 				to, p := n.beaconTarget(now, true), n.t.BeaconInterval
 				if to == wire.Broadcast {
+					// Not a heartbeat: its members get theirs by
+					// unicast. A period of its own bounds it.
 					p = n.paced(p)
 				}
-				if g := n.gate(now); now.Before(g) {
-					n.nextDiscovery = g
-				} else {
-					n.nextDiscovery = now.Add(n.jitter(p))
-					n.sendBeacon(to)
-					if to == wire.Broadcast {
-						n.lastLoud = now
-					}
-				}
+				n.nextDiscovery = now.Add(n.jitter(p))
+				n.sendBeacon(to)
 			}
 			n.scheduleBeacon(now)
 		} else if g := n.gate(now); now.Before(g) {

@@ -14,8 +14,9 @@ import (
 // Deliveries queue for the CPU in the order they are sent, so a busy host
 // delays every packet by its backlog. A delivery that would wait more than
 // Backlog/2 is shed if it is a beacon, and any that would wait more than
-// Backlog is dropped: the daemon's inbox sheds beacons when half full and
-// drops everything when full (package group).
+// Backlog is dropped: the daemon queues beacons apart, in a queue half the
+// size of the other packets', and drops what finds its queue full
+// (package group).
 //
 // It is the fault a cold start of 256 lab nodes on two cores ran into: the
 // nodes' own traffic delayed and dropped their packets, they formed more
