@@ -133,8 +133,11 @@ func (d *Driver) Tick(now time.Time) bool {
 		if d.deadline.IsZero() || now.Before(d.deadline) {
 			return true
 		}
-		d.node.Step(now, invitation.Tick{})
-		d.carry(now, invitation.Tick{}, false)
+		// Due tells the machine how late this tick is (a stalled
+		// runtime; see invitation.Tick).
+		tick := invitation.Tick{Due: d.deadline}
+		d.node.Step(now, tick)
+		d.carry(now, tick, false)
 	}
 	if d.deadline.IsZero() || now.Before(d.deadline) {
 		return true

@@ -57,6 +57,10 @@ type logInput struct {
 	Peer    uint64      `json:"peer,omitempty"`
 	Durable *logDurable `json:"durable,omitempty"`
 	Err     string      `json:"err,omitempty"`
+	// Due is a tick's deadline in Unix nanoseconds (invitation.Tick.Due);
+	// absent in logs written before it existed, which replay as ticks
+	// without one.
+	Due int64 `json:"due,omitempty"`
 }
 
 type logDurable struct {
@@ -181,7 +185,11 @@ func encodeInput(in invitation.Input) *logInput {
 	case invitation.Receive:
 		return &logInput{Kind: "recv", Msg: encodeMessage(in.Msg)}
 	case invitation.Tick:
-		return &logInput{Kind: "tick"}
+		li := &logInput{Kind: "tick"}
+		if !in.Due.IsZero() {
+			li.Due = in.Due.UnixNano()
+		}
+		return li
 	case invitation.PeerDown:
 		return &logInput{Kind: "peer-down", Peer: uint64(in.ID)}
 	case invitation.Saved:
@@ -205,6 +213,9 @@ func decodeInput(li *logInput) (invitation.Input, error) {
 		}
 		return invitation.Receive{Msg: m}, nil
 	case "tick":
+		if li.Due != 0 {
+			return invitation.Tick{Due: time.Unix(0, li.Due)}, nil
+		}
 		return invitation.Tick{}, nil
 	case "peer-down":
 		return invitation.PeerDown{ID: wire.NodeID(li.Peer)}, nil

@@ -13,7 +13,7 @@ import (
 
 func (n *Node) tickCoordinator(now time.Time) Reason {
 	if m := n.merge; m != nil {
-		if !now.Before(m.deadline) {
+		if !now.Before(n.afterStall(m.deadline)) {
 			n.closeAcceptWindow(now)
 			return ReasonReady
 		}
@@ -27,7 +27,7 @@ func (n *Node) tickCoordinator(now time.Time) Reason {
 	}
 	why := Reason("")
 	if r := n.ready; r != nil {
-		if !now.Before(r.deadline) {
+		if !now.Before(n.afterStall(r.deadline)) {
 			// Members that never acknowledged are dropped: a new
 			// member list (finishReady reports the group's
 			// confirmation itself, if this round formed it).

@@ -244,6 +244,10 @@ type Node struct {
 
 	mismatch map[wire.NodeID]wire.Timing // timing mismatches reported, per peer
 
+	// judgeAfter: after a stall (noteStall), no peer is judged silent
+	// before this time.
+	judgeAfter time.Time
+
 	out     Output
 	last    Status // last reported view, to emit change events
 	lastGen uint64 // gen at the last report
@@ -707,6 +711,7 @@ func (n *Node) Step(now time.Time, in Input) {
 	case Receive:
 		why = n.receive(now, in.Msg)
 	case Tick:
+		n.noteStall(now, in.Due)
 		why = n.tick(now)
 	case PeerDown:
 		why = n.peerDown(now, in.ID)
@@ -720,6 +725,39 @@ func (n *Node) Step(now time.Time, in Input) {
 	}
 	n.armBeacon(now)
 	n.report(now, why)
+}
+
+// noteStall notices that this node was not running when its timers came
+// due: a Tick more than AnswerTimeout after its Due. What the node was
+// told meanwhile may still be waiting in its socket or its runtime's
+// queue, behind the timer. Judged now, a coordinator whose heartbeats
+// waited there would look silent, and so would members whose
+// acknowledgements did; a participant would start an election, a joiner
+// give up its invitation, a coordinator drop its members, each on
+// evidence it has not read. So every such judgment waits one round trip
+// (AnswerTimeout) past the stall, while the probes and retransmissions
+// that precede it go out as usual: a peer that is alive answers them
+// (docs/design.md §3.10). A node that runs on time is unaffected.
+func (n *Node) noteStall(now, due time.Time) {
+	if due.IsZero() {
+		return
+	}
+	at := n.t.AnswerTimeout
+	if !n.group.IsZero() && !n.isCoordinator() {
+		at = n.gt.AnswerTimeout
+	}
+	if now.Sub(due) > at {
+		n.judgeAfter = later(n.judgeAfter, now.Add(at))
+	}
+}
+
+// afterStall returns when a judgment due at t may be made: t, or the end
+// of the round trip that follows a stall (noteStall).
+func (n *Node) afterStall(t time.Time) time.Time {
+	if t.IsZero() {
+		return t
+	}
+	return later(t, n.judgeAfter)
 }
 
 // peerDown handles the failure detector's verdict on id.
@@ -1307,18 +1345,18 @@ func (n *Node) NextDeadline() time.Time {
 		if !n.electAt.IsZero() {
 			add(n.electAt)
 		} else {
-			add(n.election.Deadline())
+			add(n.afterStall(n.election.Deadline()))
 		}
 		return d
 	}
 	if n.isCoordinator() {
 		if n.merge != nil {
 			add(n.merge.resendAt)
-			add(n.merge.deadline)
+			add(n.afterStall(n.merge.deadline))
 		}
 		if n.ready != nil {
 			add(n.ready.resendAt)
-			add(n.ready.deadline)
+			add(n.afterStall(n.ready.deadline))
 		}
 		if n.staleVersion {
 			add(n.nextVersionAt)
@@ -1338,9 +1376,9 @@ func (n *Node) NextDeadline() time.Time {
 	switch n.state {
 	case wire.StateReorganization:
 		add(n.resendAcc)
-		add(n.reorgUntil)
+		add(n.afterStall(n.reorgUntil))
 	case wire.StateNormal:
-		add(n.lastYes.Add(n.aliveTimeout() + 1))
+		add(n.afterStall(n.lastYes.Add(n.aliveTimeout() + 1)))
 		ask := later(n.lastYes.Add(n.gt.AliveInterval+n.gt.AnswerTimeout), n.nextAYT)
 		if !n.behindSince.IsZero() {
 			if stale := later(n.behindSince.Add(n.behindLimit()), n.nextAYT); stale.Before(ask) {
@@ -1348,7 +1386,7 @@ func (n *Node) NextDeadline() time.Time {
 			}
 		}
 		add(ask)
-		add(n.probeUntil)
+		add(n.afterStall(n.probeUntil))
 		if !n.outrankSince.IsZero() && n.pending == nil {
 			add(n.outrankSince.Add(n.t.CheckInterval))
 		}

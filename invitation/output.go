@@ -18,8 +18,13 @@ type Input interface{ isInput() }
 // Receive delivers a message from the network.
 type Receive struct{ Msg wire.Message }
 
-// Tick tells the node what time it is: timers due by then fire.
-type Tick struct{}
+// Tick tells the node what time it is: timers due by then fire. Due is
+// the deadline the runtime armed the tick for (the machine's
+// NextDeadline), or zero if it ticks on a period of its own: a tick long
+// after its Due shows that the node itself was not running (a stalled
+// process on a loaded host, a long pause of the runtime), and the node
+// then gives its peers a round trip before it judges them (Node.afterStall).
+type Tick struct{ Due time.Time }
 
 // PeerDown tells the node that the failure detector (memberlist) declared
 // node ID dead or gone.

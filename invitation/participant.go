@@ -22,10 +22,10 @@ import (
 func (n *Node) tickParticipant(now time.Time) Reason {
 	c := n.group.ID
 	gt := n.gt
-	if now.Sub(n.lastYes) > n.aliveTimeout() {
+	if now.Sub(n.lastYes) > n.aliveTimeout() && !now.Before(n.judgeAfter) {
 		return n.startElection(now)
 	}
-	if !n.probeUntil.IsZero() && !now.Before(n.probeUntil) {
+	if !n.probeUntil.IsZero() && !now.Before(n.afterStall(n.probeUntil)) {
 		n.probeUntil = time.Time{}
 		if !n.lastYes.After(n.probeSince) {
 			return n.startElection(now)
@@ -133,7 +133,7 @@ func (n *Node) maybeTakeOver(now time.Time) Reason {
 }
 
 func (n *Node) tickReorganization(now time.Time) Reason {
-	if !now.Before(n.reorgUntil) {
+	if !now.Before(n.afterStall(n.reorgUntil)) {
 		// The new coordinator never sent Ready: Recovery.
 		n.detach(now)
 		return ReasonRecovery
@@ -291,6 +291,8 @@ func (n *Node) highest(cands []wire.Member) (wire.NodeID, bool) {
 
 func (n *Node) tickElection(now time.Time) Reason {
 	switch {
+	case n.electAt.IsZero() && now.Before(n.judgeAfter):
+		return "" // stalled: read the Answers first (noteStall)
 	case n.electAt.IsZero():
 		n.election.Tick(now)
 	case now.Before(n.electAt):
