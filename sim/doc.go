@@ -46,6 +46,13 @@
 // that would wait more than Backlog dropped, as the daemon's inbox does.
 // Quiet puts back the configured host.
 //
+// Stalls. Pause stops one process for a while without crashing it (a
+// loaded host's run queue, a stop signal, a long runtime pause): its
+// inputs wait, and when it resumes its overdue tick comes first, carrying
+// the deadline it was armed for, then what it was told meanwhile, in
+// order. Quiet resumes every paused node. A quarter of the random
+// schedules pause nodes for up to three seconds.
+//
 // Failure detector. Like memberlist, Detect.Delay (1.5 s) after a crash
 // every live node that can reach the crashed one gets PeerDown for it (each
 // after a further uniform[0, Detect.Jitter]), unless it restarted. With
@@ -77,7 +84,7 @@
 // # Using it
 //
 // Scripted: New, then RunFor, Partition, Cut, CutBroadcast, Heal, Quiet, SetNet, SetHost,
-// SetLoss, Crash, Restart, SetDurable, and the checks CheckConverged,
+// Pause, SetLoss, Crash, Restart, SetDurable, and the checks CheckConverged,
 // CheckConvergedAmong, CheckFailover, Failover. Random: RandomSchedule(seed)
 // builds a Schedule (N in [2, 20], partitions, cuts, loss, crashes, quiet
 // check points); Schedule.Run plays it. Counts gives messages and bytes by

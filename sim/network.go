@@ -431,6 +431,7 @@ func (s *Sim) Quiet() {
 	s.host = s.cfg.Host
 	s.Note("quiet (heal, LAN delays, no loss, %s)", s.host)
 	s.networkChanged()
+	s.resumeAll()
 }
 
 func (s *Sim) networkChanged() {

@@ -15,6 +15,7 @@ const (
 	evPeerDown                      // node is told about (crashed) is down
 	evNetworkNews                   // node's next item of downNews is due
 	evVerify                        // keyed: node's challenge of slot about is answered
+	evResume                        // node's pause ends (Pause)
 )
 
 // event is one entry of the queue. Events are ordered by time, then by the

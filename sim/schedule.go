@@ -34,6 +34,7 @@ const (
 	StepDuplicateCheck                     // (after StepQuietCheck) start a second process with the ID of the Node-th live node; it must give way
 	StepCutBroadcast                       // cut the broadcasts From → To (unicast passes)
 	StepHost                               // set the host model to Host (Quiet puts back the config's)
+	StepPause                              // pause Node's process for D (Quiet resumes it)
 )
 
 // Step is one step of a Schedule.
@@ -70,6 +71,8 @@ func (st Step) String() string {
 		return "heal"
 	case StepHost:
 		return st.Host.String()
+	case StepPause:
+		return fmt.Sprintf("pause %d for %v", st.Node, st.D)
 	case StepCrash:
 		return fmt.Sprintf("crash %d", st.Node)
 	case StepCrashCoord:
@@ -205,6 +208,11 @@ func RandomSchedule(seed int64) Schedule {
 	// own source again).
 	hs := rand.New(rand.NewSource(seed ^ 0xc0de))
 	overload := hs.Intn(4) == 0
+	// A quarter of the schedules stall processes: a node gets no CPU for
+	// up to three seconds, then handles its late timer and what it was
+	// told meanwhile (their own source).
+	ps := rand.New(rand.NewSource(seed ^ 0x57a11))
+	stalls := ps.Intn(4) == 0
 	t := cfg.Timing
 	ids := func(k int) []wire.NodeID { // k distinct random nodes
 		p := r.Perm(n)[:k]
@@ -314,6 +322,12 @@ func RandomSchedule(seed int64) Schedule {
 			}
 			steps = append(steps, Step{Kind: StepHost, Host: h})
 		}
+		if stalls {
+			for k := ps.Intn(3); k > 0; k-- {
+				d := 50*time.Millisecond + time.Duration(ps.Int63n(int64(3*time.Second)))
+				steps = append(steps, Step{Kind: StepPause, Node: wire.NodeID(1 + ps.Intn(n)), D: d})
+			}
+		}
 		if opFaults {
 			for k := op.Intn(3); k > 0; k-- {
 				id := wire.NodeID(1 + op.Intn(n))
@@ -394,6 +408,8 @@ func (s *Sim) step(st Step) error {
 		s.Heal()
 	case StepHost:
 		s.SetHost(st.Host)
+	case StepPause:
+		s.Pause(st.Node, st.D)
 	case StepCrash:
 		s.Crash(st.Node)
 	case StepCrashCoord:

@@ -214,6 +214,8 @@ func (h *script) run(t *testing.T, d *datadriven.TestData) string {
 		for _, from := range nodeIDs(t, d, 0) {
 			h.s.CutBroadcast(from, to)
 		}
+	case "pause":
+		h.s.Pause(nodeID(t, d, 0), duration(t, d, 1))
 	case "heal":
 		h.s.Heal()
 	case "quiet":

@@ -44,6 +44,11 @@ type node struct {
 	tickAt int64 // scheduled tick (virtual), or -1
 	last   invitation.Status
 
+	// pausedUntil is when a paused process resumes (Pause; zero: it
+	// runs), and stash what it was given meanwhile.
+	pausedUntil int64
+	stash       []event
+
 	// Keyed networks (Config.Keyed): the boot of each sender slot this
 	// process has verified, and the one packet held per unverified sender.
 	verified map[int32]uint64
@@ -240,7 +245,14 @@ func (s *Sim) clock(n *node) time.Time { return s.Now().Add(n.offset) }
 func (s *Sim) handle(e *event) {
 	s.events++
 	n := s.nodes[e.node]
+	if s.stashed(n, e) {
+		return
+	}
 	switch e.kind {
+	case evResume:
+		if n.alive && e.inc == n.inc && n.pausedUntil == e.at {
+			s.resume(n)
+		}
 	case evStart:
 		if !n.alive && n.inc == 0 {
 			s.boot(n)
@@ -545,6 +557,7 @@ func (s *Sim) retire(n *node) {
 // checker sees the node down (a duplicate was never its node).
 func (s *Sim) halt(n *node) {
 	s.collectLazy(n)
+	n.pausedUntil, n.stash = 0, nil
 	n.alive = false
 	n.d = nil
 	n.tickAt = -1
