@@ -377,3 +377,77 @@ func TestPacedBeacons(t *testing.T) {
 		})
 	}
 }
+
+// TestStalledParticipant: a participant judges its coordinator on
+// heartbeats it has read. Its ticks come late (Due is the deadline they
+// were armed for); the coordinator is alive (the heartbeats that waited
+// behind the late tick are read just after it, for the first three
+// ticks) or dead. One stall must not start an election when the
+// coordinator is alive; when it is dead, the election must come however
+// late every tick is.
+func TestStalledParticipant(t *testing.T) {
+	g := wire.GroupNumber{Seq: 90, ID: 9}
+	tm := invitation.DefaultTiming()
+	first := func(l time.Duration) func(int) time.Duration {
+		return func(i int) time.Duration {
+			if i == 0 {
+				return l
+			}
+			return 0
+		}
+	}
+	every := func(l time.Duration) func(int) time.Duration { return func(int) time.Duration { return l } }
+	tests := []struct {
+		name  string
+		late  func(tick int) time.Duration
+		alive bool
+		// electBy bounds, after the last heartbeat, when a dead
+		// coordinator's survivor elects; zero: it must not elect
+		// while the coordinator is alive.
+		electBy time.Duration
+	}{
+		{"on time, coordinator dead", every(0), false, tm.AliveTimeout + time.Millisecond},
+		{"one stall of 1.5 s, coordinator alive", first(1500 * time.Millisecond), true, 0},
+		{"two stalls of 1.5 s, coordinator alive", func(i int) time.Duration {
+			if i == 0 || i == 1 {
+				return 1500 * time.Millisecond
+			}
+			return 0
+		}, true, 0},
+		{"one stall of 1.5 s, coordinator dead", first(1500 * time.Millisecond), false,
+			tm.AliveInterval + tm.AnswerTimeout + 1500*time.Millisecond + tm.AnswerTimeout + time.Millisecond},
+		{"every tick 500 ms late, coordinator dead", every(500 * time.Millisecond), false, tm.AliveTimeout + 3*500*time.Millisecond + tm.AnswerTimeout},
+		{"every tick 1.5 s late, coordinator dead", every(1500 * time.Millisecond), false, tm.AliveTimeout + 3*1500*time.Millisecond + tm.AnswerTimeout},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m := joined(t, 3, g, 3, 7, 9)
+			beat := func() { m.recv(9, g, wire.StateNormal, wire.Beacon{Version: 1, Size: 3}) }
+			beat()
+			last := m.now
+			alive := tc.alive
+			for i := 0; i < 12; i++ {
+				dl := m.n.NextDeadline()
+				m.now = later(m.now, dl.Add(tc.late(i)))
+				m.step(invitation.Tick{Due: dl})
+				if alive {
+					beat() // what waited in the socket, read after the tick
+					last = m.now
+				}
+				if st := m.n.Status(); st.State == wire.StateElection {
+					if tc.electBy == 0 && alive {
+						t.Fatalf("tick %d: elected on a stall while its coordinator is alive: %s", i, st)
+					}
+					if took := m.now.Sub(last); tc.electBy != 0 && took > tc.electBy {
+						t.Fatalf("elected %v after the last heartbeat, want by %v", took, tc.electBy)
+					}
+					return
+				}
+				alive = alive && i < 2 // the coordinator dies after the third tick
+			}
+			if tc.electBy != 0 {
+				t.Fatalf("no election after 12 ticks (%v after the last heartbeat): %s", m.now.Sub(last), m.n.Status())
+			}
+		})
+	}
+}

@@ -245,8 +245,8 @@ type Node struct {
 	mismatch map[wire.NodeID]wire.Timing // timing mismatches reported, per peer
 
 	// judgeAfter: after a stall (noteStall), no peer is judged silent
-	// before this time.
-	judgeAfter time.Time
+	// before this time. lastLate is the last tick that came late.
+	judgeAfter, lastLate time.Time
 
 	out     Output
 	last    Status // last reported view, to emit change events
@@ -738,6 +738,14 @@ func (n *Node) Step(now time.Time, in Input) {
 // (AnswerTimeout) past the stall, while the probes and retransmissions
 // that precede it go out as usual: a peer that is alive answers them
 // (docs/design.md §3.10). A node that runs on time is unaffected.
+//
+// A stall earns that round trip only if it is an exception: the node ran
+// on time, since its last late tick, for at least twice as long as this
+// tick is late. On a host so loaded that every tick comes late, each
+// would otherwise push the judgment past the next late tick, and a
+// participant whose coordinator really died would never elect; there the
+// first stall gets its round trip and the judgments that follow are made
+// on what the node has read.
 func (n *Node) noteStall(now, due time.Time) {
 	if due.IsZero() {
 		return
@@ -746,9 +754,14 @@ func (n *Node) noteStall(now, due time.Time) {
 	if !n.group.IsZero() && !n.isCoordinator() {
 		at = n.gt.AnswerTimeout
 	}
-	if now.Sub(due) > at {
-		n.judgeAfter = later(n.judgeAfter, now.Add(at))
+	late := now.Sub(due)
+	if late <= at {
+		return
 	}
+	if n.lastLate.IsZero() || now.Sub(n.lastLate) > 2*late {
+		n.judgeAfter = now.Add(at)
+	}
+	n.lastLate = now
 }
 
 // afterStall returns when a judgment due at t may be made: t, or the end
