@@ -24,7 +24,7 @@ import (
 // with its time, the input and the stamped output.
 //
 //	{"groupd_input_log":1,"config":{...},"seed":-4321,"start":1795430400123456789}
-//	{"t":1795430400323456789,"in":{"kind":"tick"},"out":{...}}
+//	{"t":1795430400323456789,"in":{"kind":"tick","due":1795430400321000000},"out":{...}}
 
 const logVersion = 1
 
