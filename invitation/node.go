@@ -750,10 +750,7 @@ func (n *Node) noteStall(now, due time.Time) {
 	if due.IsZero() {
 		return
 	}
-	at := n.t.AnswerTimeout
-	if !n.group.IsZero() && !n.isCoordinator() {
-		at = n.gt.AnswerTimeout
-	}
+	at := n.gt.AnswerTimeout // the group's round trip (its own when it coordinates or has none)
 	late := now.Sub(due)
 	if late <= at {
 		return

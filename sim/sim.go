@@ -243,11 +243,11 @@ func (s *Sim) RunUntil(cond func(*Sim) bool, poll, max time.Duration) (time.Dura
 func (s *Sim) clock(n *node) time.Time { return s.Now().Add(n.offset) }
 
 func (s *Sim) handle(e *event) {
-	s.events++
 	n := s.nodes[e.node]
 	if s.stashed(n, e) {
-		return
+		return // counted when the paused node handles it
 	}
+	s.events++
 	switch e.kind {
 	case evResume:
 		if n.alive && e.inc == n.inc && n.pausedUntil == e.at {
