@@ -43,18 +43,21 @@ const (
 )
 
 const (
-	groupSize      = 8 + 8                                  // Seq, ID
-	memberSize     = 8 + 1                                  // ID, Priority
-	timingSize     = 7*4 + 1                                // seven durations in ms, Election
-	beaconFixed    = 1 + 8 + 8 + 4 + timingSize             // len(Addr), HighWater, Version, Size, Timing
-	invitationSize = groupSize + timingSize                 // Group, Timing
-	readyFixedSize = groupSize + 8 + timingSize + 4 + 4 + 2 // Group, Version, Timing, Total, Offset, count
-	readyAckSize   = groupSize + 8                          // Group, Version
-	yesSize        = 1 + 8                                  // Query, Version
-	noSize         = 1                                      // Query
-	nonceSize64    = 8                                      // Challenge, Response
-	ringSize       = groupSize + 4 + memberSize             // Group, Round, Candidate or Leader
-	ringAckSize    = 1 + ringSize                           // Of, then as ringSize
+	groupSize      = 8 + 8                                          // Seq, ID
+	memberSize     = 8 + 1                                          // ID, Priority
+	timingSize     = 8*4 + 1                                        // eight durations in ms, Election
+	beaconFixed    = 1 + 8 + 8 + 4 + timingSize + 8 + 1 + groupSize // len(Addr), HighWater, Version, Size, Timing, Beat, AckReq, Term
+	acceptSize     = 2 * groupSize                                  // Group, Term
+	beatAckSize    = groupSize + 8 + 1 + groupSize                  // Group, Beat, Grant, Term
+	declineSize    = 2 * groupSize                                  // Group, Held
+	invitationSize = groupSize + timingSize                         // Group, Timing
+	readyFixedSize = groupSize + 8 + timingSize + 4 + 4 + 2         // Group, Version, Timing, Total, Offset, count
+	readyAckSize   = groupSize + 8                                  // Group, Version
+	yesSize        = 1 + 8                                          // Query, Version
+	noSize         = 1                                              // Query
+	nonceSize64    = 8                                              // Challenge, Response
+	ringSize       = groupSize + 4 + memberSize                     // Group, Round, Candidate or Leader
+	ringAckSize    = 1 + ringSize                                   // Of, then as ringSize
 )
 
 // maxTimingMS is the longest duration Timing carries: uint32 milliseconds.
@@ -205,8 +208,14 @@ func AppendEncode(dst []byte, m Message) ([]byte, error) {
 			return dst, errorf(ErrMalformed, "wire: malformed No: query %d is not a message type", uint8(b.Query))
 		}
 		size = noSize
-	case AreYouThere, Accept, Election, Answer, Coordinator:
+	case AreYouThere, Election, Answer, Coordinator:
 		size = groupSize
+	case Accept:
+		size = acceptSize
+	case BeatAck:
+		size = beatAckSize
+	case Decline:
+		size = declineSize
 	case Invitation:
 		if err := checkTiming(h.Type, b.Timing); err != nil {
 			return dst, err
@@ -253,6 +262,9 @@ func AppendEncode(dst []byte, m Message) ([]byte, error) {
 		out = binary.BigEndian.AppendUint64(out, b.Version)
 		out = binary.BigEndian.AppendUint32(out, b.Size)
 		out = appendTiming(out, b.Timing)
+		out = binary.BigEndian.AppendUint64(out, b.Beat)
+		out = appendBool(out, b.AckReq)
+		out = appendGroup(out, b.Term)
 	case AreYouCoordinator, Hello:
 	case Yes:
 		out = append(out, byte(b.Query))
@@ -270,6 +282,15 @@ func AppendEncode(dst []byte, m Message) ([]byte, error) {
 		out = binary.BigEndian.AppendUint64(out, b.Nonce)
 	case Accept:
 		out = appendGroup(out, b.Group)
+		out = appendGroup(out, b.Term)
+	case BeatAck:
+		out = appendGroup(out, b.Group)
+		out = binary.BigEndian.AppendUint64(out, b.Beat)
+		out = appendBool(out, b.Grant)
+		out = appendGroup(out, b.Term)
+	case Decline:
+		out = appendGroup(out, b.Group)
+		out = appendGroup(out, b.Held)
 	case Election:
 		out = appendGroup(out, b.Group)
 	case Answer:
@@ -317,6 +338,25 @@ func readRing(b []byte) (GroupNumber, uint32, Member) {
 	}
 }
 
+// appendBool appends a boolean as one byte, 0 or 1; readBool refuses any
+// other value, so that the encoding stays canonical.
+func appendBool(b []byte, v bool) []byte {
+	if v {
+		return append(b, 1)
+	}
+	return append(b, 0)
+}
+
+func readBool(t Type, b byte) (bool, error) {
+	switch b {
+	case 0:
+		return false, nil
+	case 1:
+		return true, nil
+	}
+	return false, errorf(ErrMalformed, "wire: malformed %s: boolean byte %d", t, b)
+}
+
 // isRingHop reports whether t is a ring message that RingAck acknowledges.
 func isRingHop(t Type) bool { return t == TypeRingElection || t == TypeRingElected }
 
@@ -343,8 +383,8 @@ func checkTiming(t Type, tm Timing) error {
 	return nil
 }
 
-func (t Timing) durations() [7]time.Duration {
-	return [7]time.Duration{t.AliveInterval, t.AliveTimeout, t.AnswerTimeout, t.AcceptWindow, t.ReadyTimeout, t.ElectionTimeout, t.MemberTimeout}
+func (t Timing) durations() [8]time.Duration {
+	return [8]time.Duration{t.AliveInterval, t.AliveTimeout, t.AnswerTimeout, t.AcceptWindow, t.ReadyTimeout, t.ElectionTimeout, t.MemberTimeout, t.Lease}
 }
 
 func appendTiming(b []byte, t Timing) []byte {
@@ -361,7 +401,7 @@ func readTiming(b []byte) Timing {
 	return Timing{
 		AliveInterval: ms(0), AliveTimeout: ms(1), AnswerTimeout: ms(2),
 		AcceptWindow: ms(3), ReadyTimeout: ms(4), ElectionTimeout: ms(5),
-		MemberTimeout: ms(6), Election: b[28],
+		MemberTimeout: ms(6), Lease: ms(7), Election: b[32],
 	}
 }
 
@@ -494,6 +534,13 @@ func decodeBody(t Type, b []byte) (Body, int, error) {
 		bc.Version = binary.BigEndian.Uint64(b[off+8:])
 		bc.Size = binary.BigEndian.Uint32(b[off+16:])
 		bc.Timing = readTiming(b[off+20:])
+		bc.Beat = binary.BigEndian.Uint64(b[off+20+timingSize:])
+		ack, err := readBool(t, b[off+28+timingSize])
+		if err != nil {
+			return nil, 0, err
+		}
+		bc.AckReq = ack
+		bc.Term = readGroup(b[off+29+timingSize:])
 		return bc, off + beaconFixed - 1, nil
 	case TypeAreYouCoordinator:
 		return AreYouCoordinator{}, off, nil
@@ -529,7 +576,30 @@ func decodeBody(t Type, b []byte) (Body, int, error) {
 			return Challenge{Nonce: nonce}, off + nonceSize64, nil
 		}
 		return Response{Nonce: nonce}, off + nonceSize64, nil
-	case TypeAreYouThere, TypeAccept, TypeElection, TypeAnswer, TypeCoordinator:
+	case TypeAccept, TypeDecline:
+		if err := need(2 * groupSize); err != nil {
+			return nil, 0, err
+		}
+		g, o := readGroup(b[off:]), readGroup(b[off+groupSize:])
+		if t == TypeAccept {
+			return Accept{Group: g, Term: o}, off + 2*groupSize, nil
+		}
+		return Decline{Group: g, Held: o}, off + 2*groupSize, nil
+	case TypeBeatAck:
+		if err := need(beatAckSize); err != nil {
+			return nil, 0, err
+		}
+		grant, err := readBool(t, b[off+groupSize+8])
+		if err != nil {
+			return nil, 0, err
+		}
+		return BeatAck{
+			Group: readGroup(b[off:]),
+			Beat:  binary.BigEndian.Uint64(b[off+groupSize:]),
+			Grant: grant,
+			Term:  readGroup(b[off+groupSize+9:]),
+		}, off + beatAckSize, nil
+	case TypeAreYouThere, TypeElection, TypeAnswer, TypeCoordinator:
 		if err := need(groupSize); err != nil {
 			return nil, 0, err
 		}
@@ -538,8 +608,6 @@ func decodeBody(t Type, b []byte) (Body, int, error) {
 		switch t {
 		case TypeAreYouThere:
 			return AreYouThere{Group: g}, off, nil
-		case TypeAccept:
-			return Accept{Group: g}, off, nil
 		case TypeElection:
 			return Election{Group: g}, off, nil
 		case TypeAnswer:

@@ -40,9 +40,11 @@ func testHeader() Header {
 func sampleBodies() map[Type]Body {
 	g := GroupNumber{Seq: 18, ID: 0x0102030405060708}
 	tm := Timing{AliveInterval: 250 * time.Millisecond, AliveTimeout: 750 * time.Millisecond, AnswerTimeout: 100 * time.Millisecond,
-		AcceptWindow: 200 * time.Millisecond, ReadyTimeout: 500 * time.Millisecond, ElectionTimeout: 4294967295 * time.Millisecond, MemberTimeout: 15 * time.Second, Election: AlgRing}
+		AcceptWindow: 200 * time.Millisecond, ReadyTimeout: 500 * time.Millisecond, ElectionTimeout: 4294967295 * time.Millisecond, MemberTimeout: 15 * time.Second,
+		Lease: 1200 * time.Millisecond, Election: AlgRing}
 	return map[Type]Body{
-		TypeBeacon:            Beacon{Addr: "192.168.1.10:7947", HighWater: 0x0a0b0c0d0e0f1011, Version: 12, Size: 0x01020304, Timing: tm},
+		TypeBeacon: Beacon{Addr: "192.168.1.10:7947", HighWater: 0x0a0b0c0d0e0f1011, Version: 12, Size: 0x01020304, Timing: tm,
+			Beat: 0x2122232425262728, AckReq: true, Term: GroupNumber{Seq: 0x3132333435363738, ID: 0x4142434445464748}},
 		TypeAreYouCoordinator: AreYouCoordinator{},
 		TypeYes:               Yes{Query: TypeAreYouThere, Version: 42},
 		TypeNo:                No{Query: TypeAreYouThere},
@@ -51,7 +53,9 @@ func sampleBodies() map[Type]Body {
 		TypeChallenge:         Challenge{Nonce: 0xc0ffee0000c0ffee},
 		TypeResponse:          Response{Nonce: 0xfeedfacefeedface},
 		TypeHello:             Hello{},
-		TypeAccept:            Accept{Group: g},
+		TypeAccept:            Accept{Group: g, Term: GroupNumber{Seq: 16, ID: 7}},
+		TypeBeatAck:           BeatAck{Group: g, Beat: 0x2122232425262728, Grant: true, Term: GroupNumber{Seq: 16, ID: 7}},
+		TypeDecline:           Decline{Group: g, Held: GroupNumber{Seq: 19, ID: 2}},
 		TypeReady: Ready{Group: g, Version: 5, Timing: tm, Total: 5, Offset: 2, Members: []Member{
 			{ID: 9, Priority: 100}, {ID: 2, Priority: 200}, {ID: 0xffffffffffffffff, Priority: 0},
 		}},
@@ -237,7 +241,7 @@ func randomMessage(r *rand.Rand) Message {
 			return Timing{}
 		}
 		return Timing{AliveInterval: ms(), AliveTimeout: ms(), AnswerTimeout: ms(), AcceptWindow: ms(),
-			ReadyTimeout: ms(), ElectionTimeout: ms(), MemberTimeout: ms(), Election: uint8(r.Uint32())}
+			ReadyTimeout: ms(), ElectionTimeout: ms(), MemberTimeout: ms(), Lease: ms(), Election: uint8(r.Uint32())}
 	}
 	h := Header{
 		From:     NodeID(max(u64(), 1)),
@@ -258,7 +262,8 @@ func randomMessage(r *rand.Rand) Message {
 		for i := range addr {
 			addr[i] = byte(r.Uint32()) // any bytes, not only UTF-8
 		}
-		body = Beacon{Addr: string(addr), HighWater: u64(), Version: u64(), Size: uint32(u64()), Timing: tm()}
+		body = Beacon{Addr: string(addr), HighWater: u64(), Version: u64(), Size: uint32(u64()), Timing: tm(),
+			Beat: u64(), AckReq: r.IntN(2) == 0, Term: grp()}
 	case TypeAreYouCoordinator:
 		body = AreYouCoordinator{}
 	case TypeYes:
@@ -276,7 +281,11 @@ func randomMessage(r *rand.Rand) Message {
 	case TypeHello:
 		body = Hello{}
 	case TypeAccept:
-		body = Accept{Group: grp()}
+		body = Accept{Group: grp(), Term: grp()}
+	case TypeBeatAck:
+		body = BeatAck{Group: grp(), Beat: u64(), Grant: r.IntN(2) == 0, Term: grp()}
+	case TypeDecline:
+		body = Decline{Group: grp(), Held: grp()}
 	case TypeReady:
 		n := r.IntN(MaxReadyMembers + 1)
 		var ms []Member // nil when empty, as Decode returns it
@@ -350,7 +359,7 @@ func TestTruncated(t *testing.T) {
 func TestTruncatedMessage(t *testing.T) {
 	b := readGolden(t, TypeReady)
 	_, err := Decode(b[:len(b)-4])
-	const msg = "wire: truncated Ready: want 135 bytes, have 131"
+	const msg = "wire: truncated Ready: want 139 bytes, have 135"
 	if err == nil || err.Error() != msg {
 		t.Fatalf("got %v, want %q", err, msg)
 	}
@@ -379,7 +388,7 @@ func TestDecodeErrors(t *testing.T) {
 		{"type 99 truncated", []byte{Version, 99}, ErrType, "wire: unknown message type 99"},
 		{"sealed", packet(t, TypeBeacon, func(b []byte) []byte { b[0] = sealedMarker; return b }), ErrAuth, ""},
 		{"too large", make([]byte, MaxPacketSize+1), ErrTooLarge, "wire: packet is 1401 bytes, over the 1400-byte limit"},
-		{"trailing byte", packet(t, TypeAccept, func(b []byte) []byte { return append(b, 0) }), ErrMalformed, "wire: malformed Accept: 1 trailing bytes after the 61-byte message"},
+		{"trailing byte", packet(t, TypeAccept, func(b []byte) []byte { return append(b, 0) }), ErrMalformed, "wire: malformed Accept: 1 trailing bytes after the 77-byte message"},
 		{"trailing after empty body", packet(t, TypeAreYouCoordinator, func(b []byte) []byte { return append(b, 1, 2) }), ErrMalformed, ""},
 		{"state 0", packet(t, TypeYes, func(b []byte) []byte { b[44] = 0; return b }), ErrMalformed, "wire: malformed Yes: invalid state 0"},
 		{"state 4", packet(t, TypeYes, func(b []byte) []byte { b[44] = 4; return b }), ErrMalformed, "wire: malformed Yes: invalid state 4"},
@@ -388,12 +397,12 @@ func TestDecodeErrors(t *testing.T) {
 		{"No bad query", packet(t, TypeNo, func(b []byte) []byte { b[HeaderSize] = 200; return b }), ErrMalformed, "wire: malformed No: query 200 is not a message type"},
 		{"Beacon addr past end", packet(t, TypeBeacon, func(b []byte) []byte { b[HeaderSize]++; return b }), ErrTruncated, ""},
 		{"Beacon addr short", packet(t, TypeBeacon, func(b []byte) []byte { b[HeaderSize]--; return b }), ErrMalformed, ""},
-		// Ready body: Group 45..60, Version 61..68, Timing 69..97, Total 98..101, Offset 102..105, count 106..107.
-		{"Ready offset past total", packet(t, TypeReady, func(b []byte) []byte { b[105] = 3; return b }), ErrMalformed, "wire: malformed Ready: offset 3 + 3 members exceeds total 5"},
-		{"Ready offset overflow", packet(t, TypeReady, func(b []byte) []byte { copy(b[102:106], []byte{0xff, 0xff, 0xff, 0xff}); return b }), ErrMalformed, ""},
-		{"Ready huge count", packet(t, TypeReady, func(b []byte) []byte { b[106], b[107] = 0xff, 0xff; return b }), ErrTruncated, "wire: truncated Ready: want 589923 bytes, have 135"},
-		{"Ready count too small", packet(t, TypeReady, func(b []byte) []byte { b[107] = 2; return b }), ErrMalformed, ""},
-		{"Invitation truncated timing", packet(t, TypeInvitation, func(b []byte) []byte { return b[:len(b)-1] }), ErrTruncated, "wire: truncated Invitation: want 90 bytes, have 89"},
+		// Ready body: Group 45..60, Version 61..68, Timing 69..101, Total 102..105, Offset 106..109, count 110..111.
+		{"Ready offset past total", packet(t, TypeReady, func(b []byte) []byte { b[109] = 3; return b }), ErrMalformed, "wire: malformed Ready: offset 3 + 3 members exceeds total 5"},
+		{"Ready offset overflow", packet(t, TypeReady, func(b []byte) []byte { copy(b[106:110], []byte{0xff, 0xff, 0xff, 0xff}); return b }), ErrMalformed, ""},
+		{"Ready huge count", packet(t, TypeReady, func(b []byte) []byte { b[110], b[111] = 0xff, 0xff; return b }), ErrTruncated, "wire: truncated Ready: want 589927 bytes, have 139"},
+		{"Ready count too small", packet(t, TypeReady, func(b []byte) []byte { b[111] = 2; return b }), ErrMalformed, ""},
+		{"Invitation truncated timing", packet(t, TypeInvitation, func(b []byte) []byte { return b[:len(b)-1] }), ErrTruncated, "wire: truncated Invitation: want 94 bytes, have 93"},
 		{"Challenge trailing byte", packet(t, TypeChallenge, func(b []byte) []byte { return append(b, 0) }), ErrMalformed, "wire: malformed Challenge: 1 trailing bytes after the 53-byte message"},
 		// RingAck body: Of 45, Group 46..61, Round 62..65, Candidate 66..74.
 		{"RingAck of Election", packet(t, TypeRingAck, func(b []byte) []byte { b[HeaderSize] = byte(TypeElection); return b }), ErrMalformed, "wire: malformed RingAck: Election is not a ring hop"},
@@ -420,7 +429,7 @@ func TestDecodeErrors(t *testing.T) {
 // allocate for members that are not in the packet.
 func TestDecodeBoundedAlloc(t *testing.T) {
 	b := bytes.Clone(readGolden(t, TypeReady)[:HeaderSize+readyFixedSize])
-	b[106], b[107] = 0xff, 0xff
+	b[110], b[111] = 0xff, 0xff
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
@@ -621,8 +630,8 @@ func ExampleEncode() {
 	_, err = Decode(b[:50])
 	fmt.Println(err, DropReason(err))
 	// Output:
-	// 90 Invitation(18.3) from=3/100 g=17.3 normal <nil>
-	// wire: truncated Invitation: want 90 bytes, have 50 truncated
+	// 94 Invitation(18.3) from=3/100 g=17.3 normal <nil>
+	// wire: truncated Invitation: want 94 bytes, have 50 truncated
 }
 
 func ExampleSplitReady() {

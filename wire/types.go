@@ -20,20 +20,27 @@ const Broadcast NodeID = 0
 const DefaultPriority uint8 = 100
 
 // Rank orders nodes: a node that cannot persist (Degraded) below every
-// node that can, then by priority, then by ID. The higher rank wins every
-// election and every merge.
+// node that can, then an incumbent leader that does not give way
+// (FlagIncumbent) above every other, then by priority, then by ID. The
+// higher rank wins every election and every merge.
 type Rank struct {
 	// Degraded is set for a node whose data dir cannot be written: it
 	// cannot create group numbers, so it steps aside (FlagDegraded).
 	Degraded bool
-	Priority uint8
-	ID       NodeID
+	// Incumbent is set for a leader that keeps leading when a node of
+	// higher priority returns (FlagIncumbent).
+	Incumbent bool
+	Priority  uint8
+	ID        NodeID
 }
 
 // Less reports whether r ranks below o.
 func (r Rank) Less(o Rank) bool {
 	if r.Degraded != o.Degraded {
 		return r.Degraded
+	}
+	if r.Incumbent != o.Incumbent {
+		return o.Incumbent
 	}
 	if r.Priority != o.Priority {
 		return r.Priority < o.Priority
@@ -42,10 +49,14 @@ func (r Rank) Less(o Rank) bool {
 }
 
 func (r Rank) String() string {
-	if r.Degraded {
-		return fmt.Sprintf("%d/%d(degraded)", r.ID, r.Priority)
+	s := fmt.Sprintf("%d/%d", r.ID, r.Priority)
+	if r.Incumbent {
+		s += "(incumbent)"
 	}
-	return fmt.Sprintf("%d/%d", r.ID, r.Priority)
+	if r.Degraded {
+		s += "(degraded)"
+	}
+	return s
 }
 
 // Member is one node of a group as the coordinator announces it: enough to
@@ -152,8 +163,10 @@ const (
 	TypeChallenge         Type = 16 // runtime: prove that this boot of yours is live (replay protection)
 	TypeResponse          Type = 17 // runtime: the answer to a Challenge, from the current boot
 	TypeHello             Type = 18 // runtime, multicast: this boot hears multicast and is heard by it
+	TypeBeatAck           Type = 19 // member → coordinator: a heartbeat received (liveness; a lease granted)
+	TypeDecline           Type = 20 // invitee → inviter: your number is below one I held
 
-	typeMax = TypeHello
+	typeMax = TypeDecline
 
 	// NumTypes bounds the type enum: every valid Type is below it, so
 	// arrays indexed by Type can be sized [NumTypes].
@@ -179,6 +192,8 @@ var typeNames = [...]string{
 	TypeChallenge:         "Challenge",
 	TypeResponse:          "Response",
 	TypeHello:             "Hello",
+	TypeBeatAck:           "BeatAck",
+	TypeDecline:           "Decline",
 }
 
 func (t Type) String() string {
@@ -202,9 +217,12 @@ func Types() []Type {
 
 // Version is the protocol version this package speaks. Version 2 replaced
 // version 1's boot incarnation with a random boot nonce and added Flags,
-// announced timing, and Challenge and Response; the two do not interoperate
-// (a version-1 packet is dropped as "version").
-const Version uint8 = 2
+// announced timing, and Challenge and Response. Version 3 added the leader
+// lease: heartbeats carry a beat number and the leader's term, members
+// acknowledge them (BeatAck), Accept carries the accepter's highest term,
+// an invitee may Decline, and Timing announces the lease. Versions do not
+// interoperate (a packet of another version is dropped as "version").
+const Version uint8 = 3
 
 // Flags are per-sender bits in the header. Unknown bits are carried
 // unchanged, so a later version may define them.
@@ -227,6 +245,10 @@ const (
 	// by that count (design §3.1), so that a LAN's beacons stay within a
 	// budget however many nodes send them. A unicast never carries it.
 	FlagBroadcast Flags = 1 << 2
+	// FlagIncumbent: the sender leads a group now and does not give way
+	// to a returning higher-priority node (--no-preempt, design §8): it
+	// ranks above every node without the flag, whatever their priority.
+	FlagIncumbent Flags = 1 << 3
 )
 
 // Header is carried by every message. The algorithm fills From, Priority,
@@ -251,7 +273,7 @@ type Header struct {
 
 // Rank returns the sender's rank.
 func (h Header) Rank() Rank {
-	return Rank{Degraded: h.Flags&FlagDegraded != 0, Priority: h.Priority, ID: h.From}
+	return Rank{Degraded: h.Flags&FlagDegraded != 0, Incumbent: h.Flags&FlagIncumbent != 0, Priority: h.Priority, ID: h.From}
 }
 
 // Booting reports whether the sender has not yet formed or joined a group.
@@ -327,10 +349,13 @@ type Timing struct {
 	AcceptWindow    time.Duration
 	ReadyTimeout    time.Duration
 	ElectionTimeout time.Duration
-	// MemberTimeout: a coordinator drops a member silent this long, so
-	// its members beacon at least three times within it.
+	// MemberTimeout: the failure detector's pace (memberlist).
 	MemberTimeout time.Duration
-	Election      uint8
+	// Lease: how long a member's acknowledgement of a heartbeat binds it
+	// to the leader (design §8): a member grants the leader's lease for
+	// this long after the heartbeat it acknowledged.
+	Lease    time.Duration
+	Election uint8
 }
 
 // IsZero reports whether nothing is announced.
@@ -341,8 +366,8 @@ func (t Timing) String() string {
 	if alg == "" {
 		alg = "alg(" + strconv.Itoa(int(t.Election)) + ")"
 	}
-	return fmt.Sprintf("alive=%v/%v answer=%v accept=%v ready=%v election=%v member=%v %s",
-		t.AliveInterval, t.AliveTimeout, t.AnswerTimeout, t.AcceptWindow, t.ReadyTimeout, t.ElectionTimeout, t.MemberTimeout, alg)
+	return fmt.Sprintf("alive=%v/%v answer=%v accept=%v ready=%v election=%v member=%v lease=%v %s",
+		t.AliveInterval, t.AliveTimeout, t.AnswerTimeout, t.AcceptWindow, t.ReadyTimeout, t.ElectionTimeout, t.MemberTimeout, t.Lease, alg)
 }
 
 // Beacon announces a node on the multicast group. Its header says who the
@@ -364,6 +389,14 @@ type Beacon struct {
 	Size    uint32
 	// Timing is the sender's (see Timing).
 	Timing Timing
+	// Beat numbers a coordinator's heartbeats (zero in other beacons);
+	// AckReq asks each member that receives it for a BeatAck, which the
+	// coordinator counts as the member's sign of life and, in quorum
+	// mode, as its grant of the lease. Term is the leader's term (zero
+	// when the sender does not lead).
+	Beat   uint64
+	AckReq bool
+	Term   GroupNumber
 }
 
 // AreYouCoordinator asks the receiver whether it is Normal and coordinator.
@@ -398,9 +431,32 @@ type Invitation struct {
 	Timing Timing
 }
 
-// Accept tells the coordinator of Group that the sender joined it.
+// Accept tells the coordinator of Group that the sender joined it. Term is
+// the highest leadership term the sender has seen: a leader whose own term
+// is lower takes a new one (design §8), so that terms only grow.
 type Accept struct {
 	Group GroupNumber
+	Term  GroupNumber
+}
+
+// BeatAck acknowledges heartbeat Beat of Group's coordinator. It is the
+// member's sign of life. Grant says that the member binds itself to the
+// coordinator's lease (it holds no grant to another leader, and the
+// heartbeat's term is not below Term); Term is the highest term the member
+// has seen.
+type BeatAck struct {
+	Group GroupNumber
+	Beat  uint64
+	Grant bool
+	Term  GroupNumber
+}
+
+// Decline refuses an invitation to Group: the sender held Held, a higher
+// number, and a node's group numbers only grow (design §4). The inviter
+// renumbers above Held and invites again.
+type Decline struct {
+	Group GroupNumber
+	Held  GroupNumber
 }
 
 // Ready carries (part of) the member list of version Version of group
@@ -507,12 +563,24 @@ func (RingAck) Type() Type           { return TypeRingAck }
 func (Challenge) Type() Type         { return TypeChallenge }
 func (Response) Type() Type          { return TypeResponse }
 func (Hello) Type() Type             { return TypeHello }
+func (BeatAck) Type() Type           { return TypeBeatAck }
+func (Decline) Type() Type           { return TypeDecline }
 
 func (b Beacon) String() string {
 	if b.Version == 0 && b.Size == 0 {
 		return fmt.Sprintf("Beacon(%s hw=%d)", b.Addr, b.HighWater)
 	}
-	return fmt.Sprintf("Beacon(%s hw=%d v%d n=%d)", b.Addr, b.HighWater, b.Version, b.Size)
+	beat := ""
+	if b.Beat != 0 {
+		beat = fmt.Sprintf(" #%d", b.Beat)
+		if b.AckReq {
+			beat += "?"
+		}
+	}
+	if !b.Term.IsZero() {
+		beat += " term " + b.Term.String()
+	}
+	return fmt.Sprintf("Beacon(%s hw=%d v%d n=%d%s)", b.Addr, b.HighWater, b.Version, b.Size, beat)
 }
 func (AreYouCoordinator) String() string { return "AreYouCoordinator" }
 func (b Yes) String() string             { return fmt.Sprintf("Yes(%s v%d)", b.Query, b.Version) }
@@ -522,11 +590,26 @@ func (b Invitation) String() string      { return "Invitation(" + b.Group.String
 func (b Challenge) String() string       { return fmt.Sprintf("Challenge(%016x)", b.Nonce) }
 func (b Response) String() string        { return fmt.Sprintf("Response(%016x)", b.Nonce) }
 func (Hello) String() string             { return "Hello" }
-func (b Accept) String() string          { return "Accept(" + b.Group.String() + ")" }
-func (b ReadyAck) String() string        { return fmt.Sprintf("ReadyAck(%s v%d)", b.Group, b.Version) }
-func (b Election) String() string        { return "Election(" + b.Group.String() + ")" }
-func (b Answer) String() string          { return "Answer(" + b.Group.String() + ")" }
-func (b Coordinator) String() string     { return "Coordinator(" + b.Group.String() + ")" }
+func (b Accept) String() string {
+	if b.Term.IsZero() {
+		return "Accept(" + b.Group.String() + ")"
+	}
+	return "Accept(" + b.Group.String() + " term " + b.Term.String() + ")"
+}
+func (b BeatAck) String() string {
+	g := ""
+	if b.Grant {
+		g = " grant"
+	}
+	return fmt.Sprintf("BeatAck(%s #%d%s term %s)", b.Group, b.Beat, g, b.Term)
+}
+func (b Decline) String() string {
+	return "Decline(" + b.Group.String() + " held " + b.Held.String() + ")"
+}
+func (b ReadyAck) String() string    { return fmt.Sprintf("ReadyAck(%s v%d)", b.Group, b.Version) }
+func (b Election) String() string    { return "Election(" + b.Group.String() + ")" }
+func (b Answer) String() string      { return "Answer(" + b.Group.String() + ")" }
+func (b Coordinator) String() string { return "Coordinator(" + b.Group.String() + ")" }
 func (b RingElection) String() string {
 	return fmt.Sprintf("RingElection(%s r%d %s)", b.Group, b.Round, b.Candidate.Rank())
 }
