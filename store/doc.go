@@ -1,5 +1,6 @@
 // Package store keeps a groupd node's durable state: its node ID, the
-// group-number counter, the boot incarnation and the last group it was in.
+// group-number counter, the boot incarnation, the last group it was in and
+// the highest leadership term it has seen.
 //
 // The counter is what makes group numbers unique across crashes (design §1):
 // before a node announces a new group number seq.id it saves a counter ≥ seq
@@ -15,25 +16,31 @@
 //	state.b      slot B (0600)
 //	state.?.tmp  the slot being written; left over only if a Save was interrupted
 //
-// # Slot format (version 1)
+// # Slot format (version 2)
 //
-// Each slot is exactly 60 bytes, big-endian:
+// Each slot is exactly 76 bytes, big-endian:
 //
 //	offset  size  field
 //	     0     4  magic "GRPD"
-//	     4     4  format version, 1
+//	     4     4  format version, 2
 //	     8     8  generation: 1 for the first Save, +1 for every Save
 //	    16     8  node ID (never 0)
 //	    24     8  counter: highest group-number Seq this node may have used
 //	    32     8  boot incarnation
 //	    40     8  last group: Seq
 //	    48     8  last group: coordinator ID
-//	    56     4  CRC-32C (Castagnoli) of bytes 0..55
+//	    56     8  term: Seq (the highest leadership term seen)
+//	    64     8  term: leader ID
+//	    72     4  CRC-32C (Castagnoli) of bytes 0..71
 //
-// A slot is valid when all of these hold: the length is 60, the magic and
-// version match, the checksum matches, the generation is not 0, the node ID
-// is not 0, and a last group created by this node (coordinator ID = node ID)
-// has a Seq not above the counter.
+// Version 1, written before the leader lease, is the same up to the last
+// group, with its CRC at 56 (60 bytes); it loads with a zero term, and the
+// next save writes version 2.
+//
+// A slot is valid when all of these hold: the length is that of its
+// version, the magic and version match, the checksum matches, the
+// generation is not 0, the node ID is not 0, and a last group created by
+// this node (coordinator ID = node ID) has a Seq not above the counter.
 //
 // # Two slots
 //

@@ -22,12 +22,21 @@ type State struct {
 	Incarnation uint64
 	// LastGroup is the group the node was last in (zero if none).
 	LastGroup wire.GroupNumber
+	// Term is the highest leadership term the node has seen (zero if
+	// none): it grants no lease to a leader with a lower one, across
+	// restarts too (docs/design.md §8). Format version 2 added it; a
+	// version-1 file loads with a zero Term.
+	Term wire.GroupNumber
 }
 
 // String describes the state in one line for logs.
 func (st State) String() string {
-	return fmt.Sprintf("id=%d counter=%d incarnation=%d last=%s",
+	s := fmt.Sprintf("id=%d counter=%d incarnation=%d last=%s",
 		st.NodeID, st.Counter, st.Incarnation, st.LastGroup)
+	if !st.Term.IsZero() {
+		s += " term=" + st.Term.String()
+	}
+	return s
 }
 
 // validate checks what Save refuses to write and Load refuses to accept.
@@ -44,50 +53,82 @@ func (st State) validate() error {
 
 const (
 	magic         = "GRPD"
-	formatVersion = 1
-	recordSize    = 60
+	formatVersion = 2
+	recordSize    = 76 // version 2
 	crcOffset     = recordSize - 4
+	// Version 1 (before the term): the same fields up to LastGroup.
+	recordSizeV1 = 60
 )
+
+// sizeOf returns the record size of format version v, or 0 for an
+// unknown version.
+func sizeOf(v uint32) int {
+	switch v {
+	case 1:
+		return recordSizeV1
+	case 2:
+		return recordSize
+	}
+	return 0
+}
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// encode returns the slot record of st at generation gen.
-func encode(gen uint64, st State) []byte {
-	b := make([]byte, 0, recordSize)
+// encode returns the slot record of st at generation gen, in the current
+// format version.
+func encode(gen uint64, st State) []byte { return encodeVersion(formatVersion, gen, st) }
+
+// encodeVersion returns the slot record of st at generation gen in format
+// version v (1 drops the term): decode's inverse, for either version.
+func encodeVersion(v uint32, gen uint64, st State) []byte {
+	b := make([]byte, 0, sizeOf(v))
 	b = append(b, magic...)
-	b = binary.BigEndian.AppendUint32(b, formatVersion)
+	b = binary.BigEndian.AppendUint32(b, v)
 	b = binary.BigEndian.AppendUint64(b, gen)
 	b = binary.BigEndian.AppendUint64(b, uint64(st.NodeID))
 	b = binary.BigEndian.AppendUint64(b, st.Counter)
 	b = binary.BigEndian.AppendUint64(b, st.Incarnation)
 	b = binary.BigEndian.AppendUint64(b, st.LastGroup.Seq)
 	b = binary.BigEndian.AppendUint64(b, uint64(st.LastGroup.ID))
+	if v >= 2 {
+		b = binary.BigEndian.AppendUint64(b, st.Term.Seq)
+		b = binary.BigEndian.AppendUint64(b, uint64(st.Term.ID))
+	}
 	return binary.BigEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
 }
 
 // decode parses a slot record. The error says what is wrong, for an
 // operator; it wraps one of the err* reasons.
 func decode(b []byte) (gen uint64, st State, err error) {
+	gen, st, _, err = decodeVersion(b)
+	return gen, st, err
+}
+
+// decodeVersion is decode, also returning the record's format version.
+func decodeVersion(b []byte) (gen uint64, st State, version uint32, err error) {
 	switch {
 	case len(b) == 0:
-		return 0, State{}, errEmpty
+		return 0, State{}, 0, errEmpty
 	case !strings.HasPrefix(magic, string(b[:min(len(b), len(magic))])):
-		return 0, State{}, fmt.Errorf("%w %q, want %q: not a groupd state file", errMagic, b[:min(len(b), len(magic))], magic)
+		return 0, State{}, 0, fmt.Errorf("%w %q, want %q: not a groupd state file", errMagic, b[:min(len(b), len(magic))], magic)
 	case len(b) < 8:
-		return 0, State{}, fmt.Errorf("%w: %d of %d bytes", errShort, len(b), recordSize)
+		return 0, State{}, 0, fmt.Errorf("%w: %d of %d bytes", errShort, len(b), recordSize)
 	}
-	if v := binary.BigEndian.Uint32(b[4:]); v != formatVersion {
-		return 0, State{}, fmt.Errorf("%w %d: this groupd reads version %d (written by a newer groupd?)",
-			errVersion, v, formatVersion)
+	version = binary.BigEndian.Uint32(b[4:])
+	size := sizeOf(version)
+	if size == 0 {
+		return 0, State{}, 0, fmt.Errorf("%w %d: this groupd reads versions 1 and %d (written by a newer groupd?)",
+			errVersion, version, formatVersion)
 	}
 	switch {
-	case len(b) < recordSize:
-		return 0, State{}, fmt.Errorf("%w: %d of %d bytes", errShort, len(b), recordSize)
-	case len(b) > recordSize:
-		return 0, State{}, fmt.Errorf("%w: %d bytes, want %d", errLong, len(b), recordSize)
+	case len(b) < size:
+		return 0, State{}, 0, fmt.Errorf("%w: %d of %d bytes", errShort, len(b), size)
+	case len(b) > size:
+		return 0, State{}, 0, fmt.Errorf("%w: %d bytes, want %d", errLong, len(b), size)
 	}
-	if stored, sum := binary.BigEndian.Uint32(b[crcOffset:]), crc32.Checksum(b[:crcOffset], castagnoli); stored != sum {
-		return 0, State{}, fmt.Errorf("%w: stored %#08x, computed %#08x", errChecksum, stored, sum)
+	crcAt := size - 4
+	if stored, sum := binary.BigEndian.Uint32(b[crcAt:]), crc32.Checksum(b[:crcAt], castagnoli); stored != sum {
+		return 0, State{}, 0, fmt.Errorf("%w: stored %#08x, computed %#08x", errChecksum, stored, sum)
 	}
 	gen = binary.BigEndian.Uint64(b[8:])
 	st = State{
@@ -99,11 +140,14 @@ func decode(b []byte) (gen uint64, st State, err error) {
 			ID:  wire.NodeID(binary.BigEndian.Uint64(b[48:])),
 		},
 	}
+	if version >= 2 {
+		st.Term = wire.GroupNumber{Seq: binary.BigEndian.Uint64(b[56:]), ID: wire.NodeID(binary.BigEndian.Uint64(b[64:]))}
+	}
 	if gen == 0 {
-		return 0, State{}, fmt.Errorf("%w: generation 0", errContent)
+		return 0, State{}, 0, fmt.Errorf("%w: generation 0", errContent)
 	}
 	if err := st.validate(); err != nil {
-		return 0, State{}, fmt.Errorf("%w: %v", errContent, err)
+		return 0, State{}, 0, fmt.Errorf("%w: %v", errContent, err)
 	}
-	return gen, st, nil
+	return gen, st, version, nil
 }

@@ -20,12 +20,32 @@ var goldenState = State{
 	Counter:     42,
 	Incarnation: 5,
 	LastGroup:   wire.GroupNumber{Seq: 41, ID: 7},
+	Term:        wire.GroupNumber{Seq: 40, ID: 9},
 }
 
-// TestGolden pins format version 1: a change of the encoding fails here
+// TestGoldenV1 reads a file of format version 1, written before the term
+// existed: it loads with a zero term, and re-encodes in version 1 to the
+// very same bytes.
+func TestGoldenV1(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("testdata", "state-v1.golden"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := goldenState
+	want.Term = wire.GroupNumber{}
+	gen, st, v, err := decodeVersion(b)
+	if err != nil || gen != 3 || st != want || v != 1 {
+		t.Fatalf("decode(v1 golden) = %d, %v, version %d, %v; want 3, %v, version 1", gen, st, v, err, want)
+	}
+	if got := encodeVersion(1, gen, st); !bytes.Equal(got, b) {
+		t.Errorf("encodeVersion(1) = %x\nwant               %x", got, b)
+	}
+}
+
+// TestGolden pins format version 2: a change of the encoding fails here
 // instead of making existing state files unreadable.
 func TestGolden(t *testing.T) {
-	path := filepath.Join("testdata", "state-v1.golden")
+	path := filepath.Join("testdata", "state-v2.golden")
 	got := encode(3, goldenState)
 	if *update {
 		if err := os.WriteFile(path, got, 0o644); err != nil {
@@ -49,23 +69,25 @@ func TestGolden(t *testing.T) {
 func TestLayout(t *testing.T) {
 	b := encode(0x0102030405060708, State{
 		NodeID: 0x11, Counter: 0x22, Incarnation: 0x33,
-		LastGroup: wire.GroupNumber{Seq: 0x44, ID: 0x55},
+		LastGroup: wire.GroupNumber{Seq: 0x44, ID: 0x55}, Term: wire.GroupNumber{Seq: 0x66, ID: 0x77},
 	})
 	be := binary.BigEndian
 	fields := []struct {
 		name      string
 		got, want uint64
 	}{
-		{"size", uint64(len(b)), 60},
+		{"size", uint64(len(b)), 76},
 		{"magic", uint64(be.Uint32(b[0:])), uint64(be.Uint32([]byte("GRPD")))},
-		{"version", uint64(be.Uint32(b[4:])), 1},
+		{"version", uint64(be.Uint32(b[4:])), 2},
 		{"generation", be.Uint64(b[8:]), 0x0102030405060708},
 		{"node ID", be.Uint64(b[16:]), 0x11},
 		{"counter", be.Uint64(b[24:]), 0x22},
 		{"incarnation", be.Uint64(b[32:]), 0x33},
 		{"last group seq", be.Uint64(b[40:]), 0x44},
 		{"last group ID", be.Uint64(b[48:]), 0x55},
-		{"crc32c", uint64(be.Uint32(b[56:])), uint64(crc32.Checksum(b[:56], crc32.MakeTable(crc32.Castagnoli)))},
+		{"term seq", be.Uint64(b[56:]), 0x66},
+		{"term ID", be.Uint64(b[64:]), 0x77},
+		{"crc32c", uint64(be.Uint32(b[72:])), uint64(crc32.Checksum(b[:72], crc32.MakeTable(crc32.Castagnoli)))},
 	}
 	for _, f := range fields {
 		if f.got != f.want {
@@ -89,9 +111,10 @@ func FuzzLoad(f *testing.F) {
 	f.Add(a, b, uint8(2))
 	f.Add(a, b, uint8(0))
 	f.Add(b, a, uint8(3))
-	f.Add(a[:59], b, uint8(3))
+	f.Add(a[:75], b, uint8(3))
 	f.Add(a, b[:30], uint8(3))
-	f.Add(a[:59], b[:8], uint8(3))
+	f.Add(a[:75], b[:8], uint8(3))
+	f.Add(encodeVersion(1, 1, goldenState), b, uint8(3))
 	f.Add([]byte{}, []byte("GRPD"), uint8(3))
 	f.Add(append(append([]byte{}, a...), 0), b, uint8(3))
 	for _, c := range corruptions {
@@ -113,11 +136,11 @@ func FuzzLoad(f *testing.F) {
 			}
 			exists = true
 			writeSlot(t, dir, i, files[i])
-			gen, st, err := decode(files[i])
+			gen, st, v, err := decodeVersion(files[i])
 			if err != nil {
 				continue
 			}
-			if !bytes.Equal(encode(gen, st), files[i]) {
+			if !bytes.Equal(encodeVersion(v, gen, st), files[i]) {
 				t.Fatalf("slot %d decodes to %d, %v, which encodes to different bytes", i, gen, st)
 			}
 			gens[i], sts[i], valid[i] = gen, st, true
