@@ -160,7 +160,7 @@ func TestSaveHandshake(t *testing.T) {
 		d.Tick(at(200)) // the boot window ends: a number, saved, then the invitation
 		want := []string{
 			"save counter=201 last=0.0", "send Beacon",
-			"save counter=201 last=201.7", "report recovery, created 201.7", "send Invitation",
+			"save counter=201 last=201.7 term=201.7", "report recovery, created 201.7", "send Invitation",
 		}
 		if got := strings.Join(e.calls, "; "); got != strings.Join(want, "; ") {
 			t.Fatalf("calls:\n got  %s\n want %s", got, strings.Join(want, "; "))
@@ -168,7 +168,7 @@ func TestSaveHandshake(t *testing.T) {
 		// The save's outcome, and what it unblocked, happen at the
 		// Clock's time (203ms), not the tick's.
 		if got := strings.Join(inputs[len(inputs)-3:], "; "); got !=
-			"200ms tick; 203ms saved counter=201 last=0.0; 203ms saved counter=201 last=201.7" {
+			"200ms tick; 203ms saved counter=201 last=0.0; 203ms saved counter=201 last=201.7 term=201.7" {
 			t.Fatalf("inputs: %s", got)
 		}
 		if len(e.early) > 0 {
@@ -207,7 +207,7 @@ func TestSaveHandshake(t *testing.T) {
 		e.calls = nil
 		e.saved = invitation.Durable{Counter: 201}
 		d.Step(at(204), invitation.Saved{Durable: invitation.Durable{Counter: 201}})
-		want := "save counter=201 last=201.7; report recovery, created 201.7"
+		want := "save counter=201 last=201.7 term=201.7; report recovery, created 201.7"
 		if got := strings.Join(e.calls, "; "); got != want {
 			t.Fatalf("calls %s, want %s", got, want)
 		}

@@ -43,6 +43,12 @@ type logConfig struct {
 	LastGroup string           `json:"last_group"`
 	TimingMS  map[string]int64 `json:"timing_ms"`
 	Election  string           `json:"election"`
+	// Since the lease (protocol version 3): the saved term and the
+	// quorum and preemption settings the machine decides by.
+	Term       string `json:"term,omitempty"`
+	Expect     int    `json:"expect,omitempty"`
+	TieBreaker uint64 `json:"tie_breaker,omitempty"`
+	NoPreempt  bool   `json:"no_preempt,omitempty"`
 }
 
 type logLine struct {
@@ -66,6 +72,7 @@ type logInput struct {
 type logDurable struct {
 	Counter   uint64 `json:"counter"`
 	LastGroup string `json:"last_group"`
+	Term      string `json:"term,omitempty"`
 }
 
 type logOutput struct {
@@ -135,7 +142,11 @@ func (l *LogWriter) Err() error {
 
 func encodeConfig(c invitation.Config) logConfig {
 	lc := logConfig{ID: uint64(c.ID), Priority: c.Priority, Boot: c.Boot, Counter: c.Durable.Counter,
-		LastGroup: c.Durable.LastGroup.String(), TimingMS: map[string]int64{}, Election: string(c.Election)}
+		LastGroup: c.Durable.LastGroup.String(), TimingMS: map[string]int64{}, Election: string(c.Election),
+		Expect: c.Quorum.Expect, TieBreaker: uint64(c.Quorum.TieBreaker), NoPreempt: c.NoPreempt}
+	if !c.Durable.Term.IsZero() {
+		lc.Term = c.Durable.Term.String()
+	}
 	for _, f := range invitation.TimingFields() {
 		lc.TimingMS[f.Name] = int64(*f.Field(&c.Timing) / time.Millisecond)
 	}
@@ -147,9 +158,14 @@ func decodeConfig(lc logConfig, seed int64) (invitation.Config, error) {
 	if err != nil {
 		return invitation.Config{}, err
 	}
+	term, err := parseOptionalGroup(lc.Term)
+	if err != nil {
+		return invitation.Config{}, err
+	}
 	c := invitation.Config{ID: wire.NodeID(lc.ID), Priority: lc.Priority, Boot: lc.Boot,
-		Durable:  invitation.Durable{Counter: lc.Counter, LastGroup: last},
-		Election: invitation.Election(lc.Election), Rand: rand.New(rand.NewSource(seed))}
+		Durable:  invitation.Durable{Counter: lc.Counter, LastGroup: last, Term: term},
+		Election: invitation.Election(lc.Election), Rand: rand.New(rand.NewSource(seed)),
+		Quorum: invitation.Quorum{Expect: lc.Expect, TieBreaker: wire.NodeID(lc.TieBreaker)}, NoPreempt: lc.NoPreempt}
 	for _, f := range invitation.TimingFields() {
 		ms, ok := lc.TimingMS[f.Name]
 		if !ok {
@@ -161,7 +177,20 @@ func decodeConfig(lc logConfig, seed int64) (invitation.Config, error) {
 }
 
 func encodeDurable(d invitation.Durable) *logDurable {
-	return &logDurable{Counter: d.Counter, LastGroup: d.LastGroup.String()}
+	ld := &logDurable{Counter: d.Counter, LastGroup: d.LastGroup.String()}
+	if !d.Term.IsZero() {
+		ld.Term = d.Term.String()
+	}
+	return ld
+}
+
+// parseOptionalGroup parses a group number that logs written before it
+// existed leave empty (zero).
+func parseOptionalGroup(s string) (wire.GroupNumber, error) {
+	if s == "" {
+		return wire.GroupNumber{}, nil
+	}
+	return wire.ParseGroupNumber(s)
 }
 
 func decodeDurable(d *logDurable) (invitation.Durable, error) {
@@ -169,7 +198,11 @@ func decodeDurable(d *logDurable) (invitation.Durable, error) {
 		return invitation.Durable{}, errors.New("durable state missing")
 	}
 	g, err := wire.ParseGroupNumber(d.LastGroup)
-	return invitation.Durable{Counter: d.Counter, LastGroup: g}, err
+	if err != nil {
+		return invitation.Durable{}, err
+	}
+	term, err := parseOptionalGroup(d.Term)
+	return invitation.Durable{Counter: d.Counter, LastGroup: g, Term: term}, err
 }
 
 func encodeMessage(m wire.Message) string {

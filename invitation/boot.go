@@ -161,7 +161,7 @@ func (n *Node) replyFresh(now time.Time, from wire.NodeID) {
 		return
 	}
 	*last = now
-	n.sendBeacon(from)
+	n.sendBeacon(from, beatFields{})
 }
 
 // onDuplicate handles a message carrying this node's ID from another boot:

@@ -45,11 +45,26 @@ type Timing struct {
 	// PeerTimeout: a coordinator not heard from for this long is
 	// forgotten (coordinators beacon every AliveInterval).
 	PeerTimeout time.Duration
-	// MemberTimeout bounds how long a failed member stays in its group's
-	// member list: the failure detector (memberlist, the slow, cheap one)
-	// reports it within this time. Idle participants send nothing; the
-	// fast detector is the coordinator's heartbeat.
+	// MemberTimeout is the pace of the slow, cheap failure detector
+	// (memberlist), which reports nodes that are not members of this
+	// node's group (and members too, as a backstop): it reports a dead
+	// node within this time. Members of a group are watched by their
+	// acknowledgements (AckInterval).
 	MemberTimeout time.Duration
+	// AckInterval: how often a coordinator asks its members to
+	// acknowledge a heartbeat (a BeatAck). The acknowledgements are the
+	// members' signs of life: a member silent for AckInterval +
+	// AliveInterval + AnswerTimeout is asked directly and dropped after
+	// ReadyTimeout. In quorum mode they are also the lease's grants, and
+	// come at most every 5/8 of Lease (see AckEvery).
+	AckInterval time.Duration
+	// Lease: how long a member's acknowledgement binds it to its leader
+	// (design §8). A member that acknowledged a heartbeat supports no
+	// other leader for Lease after it; the leader counts the grant for
+	// LeaderLease (a little less, for clock-rate drift) from when it sent
+	// the heartbeat. In quorum mode a leader is primary only while a
+	// majority granted it a lease.
+	Lease time.Duration
 }
 
 // TimingField describes one field of Timing: its flag name (without
@@ -83,17 +98,26 @@ func TimingFields() []TimingField {
 			func(t *Timing) *time.Duration { return &t.MergeDelay }},
 		{"peer-timeout", "a coordinator not heard from for this `DURATION` is forgotten",
 			func(t *Timing) *time.Duration { return &t.PeerTimeout }},
-		{"member-timeout", "a failed member leaves the member list within `DURATION` (memberlist's pace; the coordinator's roll call)",
+		{"member-timeout", "the failure detector (memberlist) reports a dead node within `DURATION`",
 			func(t *Timing) *time.Duration { return &t.MemberTimeout }},
+		{"ack-interval", "`DURATION` between the acknowledgements a coordinator asks of its members (their signs of life; in quorum mode at most 5/8 of the lease)",
+			func(t *Timing) *time.Duration { return &t.AckInterval }},
+		{"lease", "a member that acknowledged a leader's heartbeat supports no other leader for `DURATION` (the leader lease; --expect)",
+			func(t *Timing) *time.Duration { return &t.Lease }},
 	}
 }
 
 // DefaultTiming returns the lan profile. The values not fixed by the
 // design follow from it: ElectionTimeout covers a survivor's probe, the
 // winner's save and one invitation round trip; MergeDelay covers a higher
-// coordinator's Check and invitation; MemberTimeout leaves memberlist's
-// relaxed failure detector (see group.DefaultLANConfig) time to report a
-// dead member, while idle members beacon only every 5 s.
+// coordinator's Check and invitation; MemberTimeout (30 s) paces
+// memberlist's failure detector (see group.DefaultLANConfig), which only
+// has to report nodes outside this node's group: acknowledgements watch
+// the members, and heartbeats the coordinator. AckInterval (1 s) keeps an idle member near one packet a
+// second while its coordinator learns of its loss within about 1.4 s;
+// Lease (1.2 s) lets a cut-off leader step down within about a second of
+// the cut, acknowledgements coming every 750 ms in quorum mode, so that
+// one lost acknowledgement does not end a lease (design §8).
 func DefaultTiming() Timing {
 	return Timing{
 		BeaconInterval:  1000 * time.Millisecond,
@@ -106,7 +130,9 @@ func DefaultTiming() Timing {
 		ElectionTimeout: 500 * time.Millisecond,
 		MergeDelay:      300 * time.Millisecond,
 		PeerTimeout:     3500 * time.Millisecond,
-		MemberTimeout:   15 * time.Second,
+		MemberTimeout:   30 * time.Second,
+		AckInterval:     1000 * time.Millisecond,
+		Lease:           1200 * time.Millisecond,
 	}
 }
 
@@ -147,7 +173,69 @@ func (t Timing) Validate() error {
 	if t.PeerTimeout < 2*t.AliveInterval {
 		return fmt.Errorf("invitation: peer-timeout (%v) must be >= 2 × alive-interval (%v)", t.PeerTimeout, 2*t.AliveInterval)
 	}
+	if t.AckInterval < t.AliveInterval {
+		// Acknowledgements answer heartbeats: none come faster.
+		return fmt.Errorf("invitation: ack-interval (%v) must be >= alive-interval (%v)", t.AckInterval, t.AliveInterval)
+	}
+	if t.Lease < 3*t.AliveInterval {
+		// Acknowledgements in quorum mode come every 5/8 of the lease,
+		// on heartbeats: at least two heartbeats apart, so that one lost
+		// acknowledgement does not end the lease.
+		return fmt.Errorf("invitation: lease (%v) must be >= 3 × alive-interval (%v)", t.Lease, 3*t.AliveInterval)
+	}
 	return nil
+}
+
+// DriftAllowance bounds how much faster or slower one node's monotonic
+// clock may run than another's: 1 %, a hundred times what a crystal
+// oscillator drifts (tens of ppm) and twenty times the most NTP ever slews
+// a clock (500 ppm). The lease relies on it (LeaderLease).
+const DriftAllowance = 0.01
+
+// LeaderLease is how long a leader counts a member's grant, from when it
+// sent the heartbeat the member acknowledged: Lease shortened by the drift
+// allowance on both clocks, Lease·(1−ε)/(1+ε). The member's grant runs for
+// Lease from when it received that heartbeat, later, on its own clock; so
+// with clocks whose rates differ by less than ε, every grant the leader
+// counts has not yet expired at the member, in real time.
+func (t Timing) LeaderLease() time.Duration {
+	return time.Duration(float64(t.Lease) * (1 - DriftAllowance) / (1 + DriftAllowance))
+}
+
+// AckEvery is how often a coordinator asks its members for a BeatAck:
+// AckInterval, and in quorum mode at most 5/8 of the Lease, so that a
+// lease is renewed twice within LeaderLease less a heartbeat, and one lost
+// acknowledgement does not end it.
+func (t Timing) AckEvery(quorum bool) time.Duration {
+	if quorum {
+		return min(t.AckInterval, t.Lease*5/8)
+	}
+	return t.AckInterval
+}
+
+// ackLate is how long a coordinator waits for a member's acknowledgement
+// before it asks the member directly (a Ready of the current list): the
+// acknowledgement period, the heartbeat that carries the request, and a
+// round trip.
+func (t Timing) ackLate(quorum bool) time.Duration {
+	return t.AckEvery(quorum) + t.AliveInterval + t.AnswerTimeout
+}
+
+// MemberLossBound is how long after a member fails, or is cut off, its
+// coordinator publishes a member list without it: its acknowledgements
+// stop (ackLate), it is asked directly, and dropped after ReadyTimeout;
+// AnswerTimeout more for the list's own delivery.
+func (t Timing) MemberLossBound(quorum bool) time.Duration {
+	return t.ackLate(quorum) + t.ReadyTimeout + t.AnswerTimeout
+}
+
+// PrimaryFailoverBound is how long after a primary leader crashes another
+// node is a primary leader (quorum mode), in a connected, quiet network:
+// the survivors elect within FailoverBound, and the grants they gave the
+// dead leader expire at most Lease after its last heartbeat; then one
+// heartbeat and its acknowledgements.
+func (t Timing) PrimaryFailoverBound() time.Duration {
+	return max(t.FailoverBound(), t.Lease) + t.AliveInterval + t.AnswerTimeout
 }
 
 // sweepInterval is how often coordinators and nodes without a group not
@@ -220,13 +308,12 @@ func (t Timing) HealBoundFor(alg Election, n int) time.Duration {
 // heartbeats within an AliveInterval; the highest coordinator's next Check
 // and merge absorb every coordinator that was Normal; one more Check
 // catches any that was busy in a merge of its own. A member that failed
-// meanwhile is reported within MemberTimeout by the failure detector, or
-// found silent by the coordinator's roll call (every MemberTimeout, then
-// ReadyTimeout), and its coordinator then publishes a list without it.
+// meanwhile stops acknowledging heartbeats, and its coordinator publishes
+// a list without it within MemberLossBound.
 func (t Timing) HealBound() time.Duration {
 	settle := t.FailoverBound() + 2*(t.AnswerTimeout+t.ElectionTimeout) + t.bootWindow() + t.inviteWait()
 	round := t.CheckInterval + t.AnswerTimeout + t.mergeTime()
-	return max(settle+t.AliveInterval+2*round, t.MemberTimeout+t.ReadyTimeout+t.mergeTime())
+	return max(settle+t.AliveInterval+2*round, t.MemberLossBound(false)+t.mergeTime())
 }
 
 // announce is what a node tells others of its timing (wire.Timing).
@@ -234,7 +321,7 @@ func (t Timing) announce(alg Election) wire.Timing {
 	a := wire.Timing{
 		AliveInterval: t.AliveInterval, AliveTimeout: t.AliveTimeout, AnswerTimeout: t.AnswerTimeout,
 		AcceptWindow: t.AcceptWindow, ReadyTimeout: t.ReadyTimeout, ElectionTimeout: t.ElectionTimeout,
-		MemberTimeout: t.MemberTimeout, Election: wire.AlgBully,
+		MemberTimeout: t.MemberTimeout, Lease: t.Lease, Election: wire.AlgBully,
 	}
 	if alg == ElectionRing {
 		a.Election = wire.AlgRing
@@ -258,6 +345,7 @@ func (t Timing) adopt(a wire.Timing) Timing {
 	set(&t.ReadyTimeout, a.ReadyTimeout)
 	set(&t.ElectionTimeout, a.ElectionTimeout)
 	set(&t.MemberTimeout, a.MemberTimeout)
+	set(&t.Lease, a.Lease)
 	return t
 }
 
@@ -287,12 +375,18 @@ type Durable struct {
 	Counter uint64
 	// LastGroup is the newest group the node was in. New numbers go
 	// above it too, so that the node's groups are newer than any group
-	// it belonged to, even across a restart.
+	// it belonged to, even across a restart; and the node joins no group
+	// numbered below it (design §4, S5).
 	LastGroup wire.GroupNumber
+	// Term is the highest leadership term the node has seen (its own, its
+	// coordinators', its members'). A node grants no lease to a leader
+	// whose term is below it, so that terms of primary leaders only grow,
+	// across restarts too (design §8).
+	Term wire.GroupNumber
 }
 
 // floor is the lowest sequence a new number may take given what was saved.
-func (d Durable) floor() uint64 { return max(d.Counter, d.LastGroup.Seq) }
+func (d Durable) floor() uint64 { return max(d.Counter, d.LastGroup.Seq, d.Term.Seq) }
 
 // Config describes one node.
 type Config struct {
@@ -313,6 +407,67 @@ type Config struct {
 	Election Election
 	// Rand spreads periodic checks; nil means no jitter.
 	Rand Rand
+	// Quorum turns on primary-partition mode: the node, as a leader, is
+	// primary only while a majority of Quorum.Expect holds its lease
+	// (design §8). The zero value turns it off: every Normal node is
+	// primary.
+	Quorum Quorum
+	// NoPreempt keeps a leader leading when a node of higher priority
+	// returns (keepalived's nopreempt): while it leads a group (in
+	// quorum mode: while it is primary) it ranks above every node that
+	// does not (wire.FlagIncumbent). The returning node joins its group.
+	NoPreempt bool
+	// ViewPrimary computes a leader's primary flag from its member list
+	// alone, as groupd did before the lease: the simulator's negative
+	// control, which must find two primary leaders at once. Never set it
+	// in a daemon.
+	ViewPrimary bool
+}
+
+// Quorum is primary-partition mode: a leader is primary while more than
+// half of Expect nodes (itself included) hold its lease; in an exact half
+// split (Expect even) the half that holds TieBreaker is.
+type Quorum struct {
+	// Expect is the expected cluster size; 0 turns primary-partition
+	// mode off. It must be at least the number of nodes that may run: two
+	// disjoint majorities of a smaller Expect could both be primary.
+	Expect int
+	// TieBreaker makes, in an exact half split, the side holding this
+	// node primary. Zero: neither side is.
+	TieBreaker wire.NodeID
+}
+
+// Enabled reports whether primary-partition mode is on.
+func (q Quorum) Enabled() bool { return q.Expect > 0 }
+
+// Holds reports whether n nodes, holding tb (the tie-breaker) or not, are
+// a quorum.
+func (q Quorum) Holds(n int, tb bool) bool {
+	if q.Expect <= 0 {
+		return true
+	}
+	return 2*n > q.Expect || (2*n == q.Expect && q.TieBreaker != 0 && tb)
+}
+
+// Validate reports a configuration the quorum cannot work with.
+func (q Quorum) Validate() error {
+	if q.Expect < 0 {
+		return fmt.Errorf("invitation: --expect must be >= 0, got %d", q.Expect)
+	}
+	if q.TieBreaker != 0 && q.Expect == 0 {
+		return fmt.Errorf("invitation: --tie-breaker needs --expect")
+	}
+	return nil
+}
+
+func (q Quorum) String() string {
+	if !q.Enabled() {
+		return "off"
+	}
+	if q.TieBreaker != 0 {
+		return fmt.Sprintf("expect %d, tie-breaker %d", q.Expect, q.TieBreaker)
+	}
+	return fmt.Sprintf("expect %d", q.Expect)
 }
 
 // MaxGroupSize bounds a member list the machine accepts from the network,
@@ -339,5 +494,8 @@ func (c *Config) validate() error {
 		return err
 	}
 	c.Election = alg
+	if err := c.Quorum.Validate(); err != nil {
+		return err
+	}
 	return c.Timing.Validate()
 }

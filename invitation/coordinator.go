@@ -14,8 +14,7 @@ import (
 func (n *Node) tickCoordinator(now time.Time) Reason {
 	if m := n.merge; m != nil {
 		if !now.Before(n.afterStall(m.deadline)) {
-			n.closeAcceptWindow(now)
-			return ReasonReady
+			return n.closeAcceptWindow(now)
 		}
 		if !now.Before(m.resendAt) {
 			// Invitations are UDP: repeat them to whoever has not
@@ -49,8 +48,8 @@ func (n *Node) tickCoordinator(now time.Time) Reason {
 	if n.state != wire.StateNormal {
 		return why
 	}
-	if n.ready == nil && !n.nextRollCall.IsZero() && !now.Before(n.nextRollCall) {
-		n.rollCall(now)
+	if len(n.up) > 1 && !n.nextLate.IsZero() && !now.Before(n.afterStall(n.nextLate)) {
+		n.scanLate(now)
 	}
 	if c := n.check; c != nil && !now.Before(c.deadline) {
 		if n.finishCheck(now) {
@@ -264,15 +263,20 @@ func (n *Node) onAccept(now time.Time, m wire.Message, b wire.Accept) {
 	if b.Group != n.group || !n.isCoordinator() {
 		return
 	}
+	n.memberTerm(now, b.Term, false)
+	if mb := n.up[m.From]; mb != nil {
+		mb.heard = now
+		n.lastMemberHeard = now
+	}
 	if mg := n.merge; mg != nil {
 		if _, ok := n.up[m.From]; !ok && len(n.up) < MaxGroupSize {
-			n.up[m.From] = &member{m: wire.Member{ID: m.From, Priority: m.Priority}}
+			n.up[m.From] = &member{m: wire.Member{ID: m.From, Priority: m.Priority}, heard: now}
 		}
 		if _, ok := mg.invited[m.From]; ok {
 			mg.invited[m.From] = true
 		}
 		delete(n.backoffs, m.From)
-		if mg.expect > 0 && len(n.up)-1 >= mg.expect && allTrue(mg.invited) {
+		if mg.expect > 0 && len(n.up)-1 >= mg.expect && allTrue(mg.invited) && len(mg.declined) == 0 {
 			n.closeAcceptWindow(now)
 		}
 		return
@@ -291,7 +295,7 @@ func (n *Node) onAccept(now time.Time, m wire.Message, b wire.Accept) {
 	if len(n.up) >= MaxGroupSize {
 		return
 	}
-	n.up[m.From] = &member{m: wire.Member{ID: m.From, Priority: m.Priority}}
+	n.up[m.From] = &member{m: wire.Member{ID: m.From, Priority: m.Priority}, heard: now}
 	n.publish(now)
 }
 
@@ -306,10 +310,29 @@ func allTrue(m map[wire.NodeID]bool) bool {
 
 // closeAcceptWindow ends the accept window: the group is whoever accepted.
 // An invited coordinator that did not accept is left alone for a while
-// (backoff): under loss, merges that fail spend a number each.
-func (n *Node) closeAcceptWindow(now time.Time) {
+// (backoff): under loss, merges that fail spend a number each. If an
+// invitee declined (it held a higher number), the group is renumbered
+// above it instead, and those who accepted and declined are invited again:
+// a node's group numbers only grow (design §4).
+func (n *Node) closeAcceptWindow(now time.Time) Reason {
 	mg := n.merge
 	n.merge = nil
+	if len(mg.declined) > 0 && !n.degraded() {
+		var again []wire.NodeID
+		for id := range n.up {
+			if id != n.id {
+				again = append(again, id)
+			}
+		}
+		for id := range mg.declined {
+			if n.up[id] == nil {
+				again = append(again, id)
+			}
+		}
+		sort.Slice(again, func(i, j int) bool { return again[i] < again[j] })
+		n.newGroup(now, &pendingGroup{purpose: forMerge, members: again})
+		return ReasonMerge
+	}
 	for _, id := range mg.targets {
 		if mg.invited[id] {
 			continue
@@ -327,6 +350,7 @@ func (n *Node) closeAcceptWindow(now time.Time) {
 	n.version = 0
 	n.newVersion(now)
 	n.report(now, ReasonReady)
+	return ReasonReady
 }
 
 // publish makes a change of the Up set known: with a new member-list
@@ -404,6 +428,10 @@ func (n *Node) onReadyAck(now time.Time, m wire.Message, b wire.ReadyAck) {
 	if b.Group != n.group || !n.isCoordinator() || r == nil || b.Version != r.version {
 		return
 	}
+	if mb := n.up[m.From]; mb != nil {
+		mb.heard = now
+		n.lastMemberHeard = now
+	}
 	delete(r.pending, m.From)
 	if len(r.pending) == 0 {
 		n.finishReady(now)
@@ -420,29 +448,15 @@ func (n *Node) finishReady(now time.Time) {
 	if wasReorg {
 		n.nextCheck = now.Add(n.jitter(n.t.CheckInterval))
 		n.nextBeacon = now
+		n.lastAckReq = time.Time{} // the first heartbeat asks for acknowledgements
 		n.report(now, ReasonConfirmed)
 	}
-	n.nextRollCall = now.Add(n.jitter(n.t.MemberTimeout))
+	if n.nextLate.IsZero() {
+		n.nextLate = now.Add(n.t.ackLate(n.quorumMode()))
+	}
 	if r != nil && len(r.pending) > 0 {
 		n.dropMembers(now, sortedIDs(r.pending))
 	}
-}
-
-// rollCall asks every member, in one multicast, to acknowledge the
-// current member list: a Ready round of the current version. It is the
-// backstop of the slow failure detector: idle participants send nothing,
-// so a member memberlist failed to report as dead would otherwise stay
-// listed forever. The silent are asked again, one by one, and dropped
-// after ReadyTimeout, as in any Ready round. Once per MemberTimeout, it
-// costs the group one packet per member.
-func (n *Node) rollCall(now time.Time) {
-	r := n.newReadyRound(now)
-	if len(r.pending) == 0 {
-		n.nextRollCall = now.Add(n.jitter(n.t.MemberTimeout))
-		return
-	}
-	n.ready = r
-	n.sendReady(wire.Broadcast)
 }
 
 // dropMembers removes members the coordinator believes failed.
@@ -472,7 +486,8 @@ func (n *Node) onAreYouThere(now time.Time, m wire.Message, b wire.AreYouThere) 
 		return
 	}
 	if b.Group == n.group {
-		if _, ok := n.up[m.From]; ok {
+		if mb := n.up[m.From]; mb != nil {
+			mb.heard = now
 			n.send(m.From, wire.Yes{Query: wire.TypeAreYouThere, Version: n.version})
 			return
 		}

@@ -88,7 +88,7 @@ var profiles = map[string]struct {
 func announced(t invitation.Timing, alg invitation.Election) wire.Timing {
 	a := wire.Timing{AliveInterval: t.AliveInterval, AliveTimeout: t.AliveTimeout, AnswerTimeout: t.AnswerTimeout,
 		AcceptWindow: t.AcceptWindow, ReadyTimeout: t.ReadyTimeout, ElectionTimeout: t.ElectionTimeout,
-		MemberTimeout: t.MemberTimeout, Election: wire.AlgBully}
+		MemberTimeout: t.MemberTimeout, Lease: t.Lease, Election: wire.AlgBully}
 	if alg == invitation.ElectionRing {
 		a.Election = wire.AlgRing
 	}
@@ -183,6 +183,15 @@ func (h *harness) newNode(t *testing.T, d *datadriven.TestData) {
 		d.ScanArgs(t, "seed", &seed)
 		cfg.Rand = rand.New(rand.NewSource(seed))
 	}
+	var expect, tb uint64
+	d.MaybeScanArgs(t, "expect", &expect)
+	d.MaybeScanArgs(t, "tb", &tb)
+	cfg.Quorum = invitation.Quorum{Expect: int(expect), TieBreaker: wire.NodeID(tb)}
+	cfg.NoPreempt = d.HasArg("nopreempt")
+	cfg.ViewPrimary = d.HasArg("view-primary")
+	if d.HasArg("term") {
+		cfg.Durable.Term = group(t, d, "term")
+	}
 	h.now = epoch.Add(time.Duration(at) * time.Millisecond)
 	n, err := invitation.New(cfg, h.now)
 	if err != nil {
@@ -253,7 +262,11 @@ func (h *harness) tick(t *testing.T, d *datadriven.TestData, b *strings.Builder)
 	}
 	quiet, beaconOnly, beats := d.HasArg("quiet"), 0, 0
 	same, last := 0, time.Time{}
-	for {
+	for steps := 0; ; steps++ {
+		if steps > 100000 {
+			tail := b.String()
+			d.Fatalf(t, "more than 100000 inputs before %s (at %s); output so far ends:\n%s", ms(end), ms(h.now), tail[max(0, len(tail)-3000):])
+		}
 		dl := h.n.NextDeadline()
 		if !nextBeat.IsZero() && !nextBeat.After(end) && (dl.IsZero() || nextBeat.Before(dl)) {
 			// The message comes before the next deadline.
@@ -412,7 +425,13 @@ func (h *harness) status() string {
 		fmt.Fprintf(&b, " | error %s", st.PersistError)
 	}
 	du := h.n.Durable()
+	if !st.LeaseUntil.IsZero() {
+		fmt.Fprintf(&b, " | lease until %s", ms(st.LeaseUntil))
+	}
 	fmt.Fprintf(&b, " | durable %d %s", du.Counter, du.LastGroup)
+	if !du.Term.IsZero() {
+		fmt.Fprintf(&b, " term %s", du.Term)
+	}
 	if h.n.Stopped() {
 		b.WriteString(" | STOPPED")
 	} else {
@@ -461,6 +480,8 @@ func (h *harness) message(t *testing.T, d *datadriven.TestData) wire.Message {
 				m.Flags |= wire.FlagSettled
 			case "degraded":
 				m.Flags |= wire.FlagDegraded
+			case "incumbent":
+				m.Flags |= wire.FlagIncumbent
 			case "none", "":
 			default:
 				d.Fatalf(t, "unknown flag %q", f)
@@ -482,7 +503,15 @@ func (h *harness) message(t *testing.T, d *datadriven.TestData) wire.Message {
 			d.Fatalf(t, "unknown timing %q", tn)
 		}
 	}
-	var v, size, hw, total, offset, round, cand uint64
+	var v, size, hw, total, offset, round, cand, beat uint64
+	d.MaybeScanArgs(t, "beat", &beat)
+	var term, held wire.GroupNumber
+	if d.HasArg("term") {
+		term = group(t, d, "term")
+	}
+	if d.HasArg("held") {
+		held = group(t, d, "held")
+	}
 	d.MaybeScanArgs(t, "v", &v)
 	d.MaybeScanArgs(t, "n", &size)
 	d.MaybeScanArgs(t, "hw", &hw)
@@ -528,9 +557,11 @@ func (h *harness) message(t *testing.T, d *datadriven.TestData) wire.Message {
 	}
 	// Every body the scripts send, built from the arguments.
 	bodies := []wire.Body{
-		wire.Beacon{HighWater: hw, Version: v, Size: uint32(size), Timing: timing},
+		wire.Beacon{HighWater: hw, Version: v, Size: uint32(size), Timing: timing, Beat: beat, AckReq: d.HasArg("ackreq"), Term: term},
 		wire.AreYouCoordinator{}, wire.Yes{Query: query, Version: v}, wire.No{Query: query},
-		wire.AreYouThere{Group: g}, wire.Invitation{Group: g, Timing: timing}, wire.Accept{Group: g},
+		wire.AreYouThere{Group: g}, wire.Invitation{Group: g, Timing: timing}, wire.Accept{Group: g, Term: term},
+		wire.BeatAck{Group: g, Beat: beat, Grant: d.HasArg("grant"), Term: term},
+		wire.Decline{Group: g, Held: held},
 		wire.Ready{Group: g, Version: v, Timing: timing, Total: uint32(total), Offset: uint32(offset), Members: members},
 		wire.ReadyAck{Group: g, Version: v}, wire.Election{Group: g}, wire.Answer{Group: g},
 		wire.RingElection{Group: g, Round: uint32(round), Candidate: candidate},

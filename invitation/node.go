@@ -49,19 +49,20 @@ type freshTarget struct {
 // group. It is kept small because during a cold start of a large LAN
 // every node may hear every other node coordinate a singleton group.
 type peer struct {
-	group    wire.GroupNumber
-	heard    time.Duration // when, as time since the node's start (monotonic)
-	size     uint32        // its member list's length, from its beacon (0: unknown)
-	prio     uint8
-	state    wire.State
-	degraded bool
-	wait     time.Duration // inviteWait by the timing it announced (0: none heard)
+	group     wire.GroupNumber
+	heard     time.Duration // when, as time since the node's start (monotonic)
+	size      uint32        // its member list's length, from its beacon (0: unknown)
+	prio      uint8
+	state     wire.State
+	degraded  bool
+	incumbent bool
+	wait      time.Duration // inviteWait by the timing it announced (0: none heard)
 }
 
 func (p *peer) isCoordinator(id wire.NodeID) bool { return p.group.ID == id }
 
 func (p *peer) rank(id wire.NodeID) wire.Rank {
-	return wire.Rank{Degraded: p.degraded, Priority: p.prio, ID: id}
+	return wire.Rank{Degraded: p.degraded, Incumbent: p.incumbent, Priority: p.prio, ID: id}
 }
 
 // abovePeer is a node that outranks this one, as last heard.
@@ -85,6 +86,10 @@ type freshPeer struct {
 // member is a coordinator's record of one member of its group.
 type member struct {
 	m wire.Member
+	// heard is when the member last gave a sign of life (an Accept, a
+	// ReadyAck, a BeatAck, an AreYouThere); granted is when the coordinator
+	// sent the latest heartbeat whose acknowledgement granted its lease.
+	heard, granted time.Time
 }
 
 // checkRound is one AreYouCoordinator round.
@@ -106,6 +111,9 @@ type mergeRound struct {
 	// should have once everyone accepted: the window closes at once when
 	// that many have, and runs to its end when it is 0 (unknown).
 	expect int
+	// declined are invitees that held a higher number (Decline): the
+	// window's end renumbers the group and invites them again.
+	declined map[wire.NodeID]bool
 }
 
 // readyRound is a coordinator's delivery of one member-list version.
@@ -200,9 +208,9 @@ type Node struct {
 	// Coordinator.
 	up        map[wire.NodeID]*member
 	nextCheck time.Time
-	// nextRollCall is when a Normal coordinator next asks every member
-	// to acknowledge the current member list (rollCall).
-	nextRollCall time.Time
+	// nextLate is when a member's acknowledgements may next be late
+	// (scanLate).
+	nextLate time.Time
 	// staleVersion: up changed since the published member list, and the
 	// change waits until nextVersionAt (publish).
 	staleVersion  bool
@@ -241,6 +249,33 @@ type Node struct {
 	leader      bool
 	term        wire.GroupNumber
 	leaderSince time.Time
+
+	// The lease (lease.go). A coordinator: its heartbeats' numbers and
+	// send times, when it last asked for acknowledgements, whether it is
+	// primary and until when, and when it last heard any member. A
+	// member: the grant it gave, its coordinator's latest heartbeat and
+	// term, and whether it owes that heartbeat a grant. selfUntil: a
+	// leader that stopped holds a grant to itself until then.
+	q               Quorum
+	noPreempt       bool
+	viewPrimary     bool
+	beat            uint64
+	beats           [beatRing]sentBeat
+	lastAckReq      time.Time
+	primary         bool
+	leaseUntil      time.Time
+	incumbent       bool
+	lastMemberHeard time.Time
+	votes           []leaseVote // scratch for computeLease
+	grant           grant
+	selfUntil       time.Time
+	lastBeatNo      uint64
+	coordTerm       wire.GroupNumber
+	retermAbove     wire.GroupNumber // quorum mode: a member refused a grant for a term below this
+	owe             bool
+	coordIncumbent  bool // my coordinator's last message said it is incumbent
+
+	now time.Time // the last Step's time (NextDeadline reports only later times)
 
 	mismatch map[wire.NodeID]wire.Timing // timing mismatches reported, per peer
 
@@ -286,6 +321,11 @@ func New(cfg Config, now time.Time) (*Node, error) {
 		state:    wire.StateElection,
 		since:    now,
 		born:     now,
+		now:      now,
+
+		q:           cfg.Quorum,
+		noPreempt:   cfg.NoPreempt,
+		viewPrimary: cfg.ViewPrimary,
 	}
 	n.bootEnd = now.Add(n.t.bootWindow())
 	n.detach(now)
@@ -307,7 +347,7 @@ func (n *Node) Stopped() bool { return n.stopped }
 func (n *Node) degraded() bool { return n.persistErr != "" }
 
 func (n *Node) rank() wire.Rank {
-	return wire.Rank{Degraded: n.degraded(), Priority: n.prio, ID: n.id}
+	return wire.Rank{Degraded: n.degraded(), Incumbent: n.incumbent, Priority: n.prio, ID: n.id}
 }
 
 func (n *Node) self() wire.Member { return wire.Member{ID: n.id, Priority: n.prio} }
@@ -334,6 +374,10 @@ func (n *Node) Status() Status {
 		Leader:       n.leader,
 		Term:         n.term,
 		LeaderSince:  n.leaderSince,
+		Primary:      n.primary,
+		Expect:       n.q.Expect,
+		LeaseUntil:   n.leaseUntil,
+		Incumbent:    n.incumbent,
 	}
 }
 
@@ -367,6 +411,9 @@ func (n *Node) sendBoot(to wire.NodeID, boot uint64, body wire.Body) {
 	if to == wire.Broadcast {
 		flags |= wire.FlagBroadcast
 	}
+	if n.incumbent {
+		flags |= wire.FlagIncumbent
+	}
 	n.out.Messages = append(n.out.Messages, wire.Envelope{To: to, ToBoot: boot, Msg: wire.Message{
 		Header: wire.Header{
 			Version:  wire.Version,
@@ -391,8 +438,10 @@ func (n *Node) report(now time.Time, why Reason) {
 	n.updateLeader(now)
 	old := n.last
 	if n.state == old.State && n.group == old.Group && n.version == old.Version &&
-		n.persistErr == old.PersistError && n.gen == n.lastGen && n.leader == old.Leader && n.term == old.Term {
-		n.last.Counter = n.durable.Counter // not a change of view
+		n.persistErr == old.PersistError && n.gen == n.lastGen && n.leader == old.Leader && n.term == old.Term &&
+		n.primary == old.Primary && n.incumbent == old.Incumbent {
+		// Not a change of view: a lease renewed, a counter saved.
+		n.last.Counter, n.last.LeaseUntil = n.durable.Counter, n.leaseUntil
 		return
 	}
 	cur := n.Status()
@@ -408,6 +457,9 @@ func (n *Node) updateLeader(now time.Time) {
 		n.leader, n.term, n.leaderSince = false, wire.GroupNumber{}, time.Time{}
 	case !n.leader && n.isCoordinator() && n.state == wire.StateNormal && !n.stopped:
 		n.leader, n.term, n.leaderSince = true, n.group, now
+		if !n.quorumMode() {
+			n.noteTerm(now, n.term) // every leadership acts (in quorum mode: once primary)
+		}
 	}
 }
 
@@ -444,7 +496,9 @@ func (n *Node) resetRoles() {
 	n.mergeWith = nil
 	n.merge = nil
 	n.ready = nil
-	n.nextRollCall = time.Time{}
+	n.nextLate = time.Time{}
+	n.lastAckReq = time.Time{}
+	n.owe, n.lastBeatNo, n.coordTerm, n.coordIncumbent = false, 0, wire.GroupNumber{}, false
 	n.staleVersion = false
 	n.nextVersionAt = time.Time{}
 	n.probeUntil = time.Time{}
@@ -537,6 +591,9 @@ func (n *Node) saved(now time.Time, d Durable) Reason {
 	if n.durable.LastGroup.Less(d.LastGroup) {
 		n.durable.LastGroup = d.LastGroup
 	}
+	if n.durable.Term.Less(d.Term) {
+		n.durable.Term = d.Term
+	}
 	why := Reason("")
 	if n.degraded() {
 		n.persistErr, n.retryAt = "", time.Time{}
@@ -591,10 +648,15 @@ func (n *Node) createGroup(now time.Time, p *pendingGroup) {
 	prevMembers := n.members
 	n.resetRoles()
 	g := wire.GroupNumber{Seq: p.seq, ID: n.id}
+	if !n.leader && !n.quorumMode() && n.want.Term.Less(g) {
+		// Its term once the group is Normal (updateLeader): saved with
+		// the group (setGroup asks), in one write.
+		n.want.Term = g
+	}
 	n.setGroup(now, g)
 	n.out.Created = append(n.out.Created, g)
 	n.gt, n.galg = n.t, n.alg
-	n.up[n.id] = &member{m: n.self()}
+	n.up[n.id] = &member{m: n.self(), heard: now}
 	n.nextCheck = now.Add(n.jitter(n.t.CheckInterval))
 	n.nextBeacon = now // announce the new group (and beat) at once
 
@@ -696,9 +758,13 @@ func (n *Node) Step(now time.Time, in Input) {
 	if n.stopped {
 		return
 	}
+	n.now = now
 	if !n.settled && !now.Before(n.bootEnd) {
 		n.settled = true
 	}
+	// The lease may have run out since the last input: decide on the
+	// flag this input's messages carry.
+	n.updateLease(now)
 	if _, tick := in.(Tick); !tick && !n.nextSweep.IsZero() && !now.Before(n.nextSweep.Add(-n.t.sweepInterval()/2)) {
 		// Early, on whatever input comes (a heartbeat, mostly), rather
 		// than on a timer of its own: an idle node then wakes only for
@@ -720,8 +786,16 @@ func (n *Node) Step(now time.Time, in Input) {
 	case SaveFailed:
 		why = n.saveFailed(now, in.Durable, in.Err)
 	}
+	if w := n.maybeReterm(now); why == "" {
+		why = w
+	}
+	n.payOwed(now)
+	n.updateLease(now)
 	if why == "" {
 		why = ReasonMembers
+		if n.primary != n.last.Primary && n.group == n.last.Group && n.state == n.last.State {
+			why = ReasonLease
+		}
 	}
 	n.armBeacon(now)
 	n.report(now, why)
@@ -818,6 +892,10 @@ func (n *Node) receive(now time.Time, m wire.Message) Reason {
 		return n.onReady(now, m, b)
 	case wire.ReadyAck:
 		n.onReadyAck(now, m, b)
+	case wire.BeatAck:
+		n.onBeatAck(now, m, b)
+	case wire.Decline:
+		return n.onDecline(now, m, b)
 	case wire.Election, wire.Answer, wire.RingElection, wire.RingElected, wire.RingAck:
 		return n.onElectionMessage(now, m)
 	}
@@ -838,6 +916,12 @@ func (n *Node) observe(now time.Time, m wire.Message) {
 		ann = b.Timing
 	case wire.AreYouThere:
 		n.seen(now, m.From, b.Group)
+	case wire.Accept:
+		n.seen(now, m.From, b.Term)
+	case wire.BeatAck:
+		n.seen(now, m.From, b.Term)
+	case wire.Decline:
+		n.seen(now, m.From, b.Held)
 	case wire.Beacon:
 		n.maxSeen = max(n.maxSeen, b.HighWater)
 		ann = b.Timing
@@ -852,6 +936,7 @@ func (n *Node) observe(now time.Time, m wire.Message) {
 	}
 	if m.From == n.group.ID && m.Group.ID == m.From {
 		n.coordDegraded = m.Flags&wire.FlagDegraded != 0
+		n.coordIncumbent = m.Flags&wire.FlagIncumbent != 0
 		if !n.isCoordinator() && n.state == wire.StateNormal && n.pending == nil {
 			n.noteOutrank(now)
 		}
@@ -903,6 +988,7 @@ func (n *Node) observe(now time.Time, m wire.Message) {
 	}
 	p.prio = m.Priority
 	p.degraded = m.Flags&wire.FlagDegraded != 0
+	p.incumbent = m.Flags&wire.FlagIncumbent != 0
 	if p.group != m.Group {
 		p.size = 0
 	}
@@ -1055,12 +1141,12 @@ func (n *Node) unicastHeartbeat() bool {
 	return 4*k <= lan
 }
 
-// heartbeatMembers sends the coordinator's beacon to each member by
+// heartbeatMembers sends the coordinator's heartbeat hb to each member by
 // unicast (unicastHeartbeat).
-func (n *Node) heartbeatMembers() {
+func (n *Node) heartbeatMembers(hb beatFields) {
 	for _, m := range n.members {
 		if m.ID != n.id {
-			n.sendBeacon(m.ID)
+			n.sendBeacon(m.ID, hb)
 		}
 	}
 }
@@ -1202,7 +1288,13 @@ func (n *Node) beacon(now time.Time) { n.beaconTo(now, wire.Broadcast) }
 // beaconTo sends the node's periodic beacon now, to every node or to one,
 // and schedules the next.
 func (n *Node) beaconTo(now time.Time, to wire.NodeID) {
-	n.sendBeacon(to)
+	n.sendBeacon(to, beatFields{})
+	n.beaconSent(now, to)
+}
+
+// beaconSent notes that the periodic beacon went to to, and schedules
+// the next.
+func (n *Node) beaconSent(now time.Time, to wire.NodeID) {
 	if to == wire.Broadcast && n.group.IsZero() {
 		n.announced = true
 	}
@@ -1218,12 +1310,14 @@ func (n *Node) scheduleBeacon(now time.Time) {
 	}
 }
 
-// sendBeacon sends the node's beacon to every node or to one.
-func (n *Node) sendBeacon(to wire.NodeID) {
+// sendBeacon sends the node's beacon to every node or to one; hb makes it
+// a numbered heartbeat (heartbeat).
+func (n *Node) sendBeacon(to wire.NodeID, hb beatFields) {
 	b := wire.Beacon{HighWater: max(n.maxSeen, n.want.Counter, n.durable.Counter), Timing: n.t.announce(n.alg)}
 	if n.isCoordinator() {
 		b.Version, b.Size = n.version, uint32(len(n.members))
 		b.Timing = n.gt.announce(n.galg)
+		b.Beat, b.AckReq, b.Term = hb.no, hb.ack, n.term
 	}
 	n.send(to, b)
 }
@@ -1232,7 +1326,7 @@ func (n *Node) sendBeacon(to wire.NodeID) {
 func (n *Node) tick(now time.Time) Reason {
 	if !n.nextBeacon.IsZero() && !n.nextBeacon.After(now) {
 		if n.unicastHeartbeat() {
-			n.heartbeatMembers()
+			n.heartbeatMembers(n.heartbeat(now))
 			if !now.Before(n.nextDiscovery) {
 				to, p := n.beaconTarget(now, true), n.t.BeaconInterval
 				if to == wire.Broadcast {
@@ -1241,7 +1335,7 @@ func (n *Node) tick(now time.Time) Reason {
 					p = n.paced(p)
 				}
 				n.nextDiscovery = now.Add(n.jitter(p))
-				n.sendBeacon(to)
+				n.sendBeacon(to, beatFields{})
 			}
 			n.scheduleBeacon(now)
 		} else if g := n.gate(now); now.Before(g) {
@@ -1251,7 +1345,8 @@ func (n *Node) tick(now time.Time) Reason {
 			if n.paceable(to) {
 				n.lastLoud = now
 			}
-			n.beaconTo(now, to)
+			n.sendBeacon(to, n.heartbeat(now))
+			n.beaconSent(now, to)
 		}
 	}
 	sweep := !now.Before(n.nextSweep)
@@ -1373,9 +1468,10 @@ func (n *Node) NextDeadline() time.Time {
 		}
 		if n.state == wire.StateNormal {
 			add(n.nextCheck)
-			if n.ready == nil && n.merge == nil {
-				add(n.nextRollCall)
+			if n.merge == nil && len(n.up) > 1 && !n.nextLate.IsZero() {
+				add(n.afterStall(n.nextLate))
 			}
+			add(n.leaseDeadline())
 			if n.check != nil {
 				add(n.check.deadline)
 			}
@@ -1399,6 +1495,11 @@ func (n *Node) NextDeadline() time.Time {
 		add(n.afterStall(n.probeUntil))
 		if !n.outrankSince.IsZero() && n.pending == nil {
 			add(n.outrankSince.Add(n.t.CheckInterval))
+		}
+		if n.owe {
+			if f := n.grantFreeAt(n.group.ID); f.After(n.now) {
+				add(f)
+			}
 		}
 	}
 	return d

@@ -54,7 +54,10 @@ func (i Saved) String() string      { return "saved " + i.Durable.String() }
 func (i SaveFailed) String() string { return "save-failed " + i.Durable.String() + ": " + i.Err }
 
 func (d Durable) String() string {
-	return fmt.Sprintf("counter=%d last=%s", d.Counter, d.LastGroup)
+	if d.Term.IsZero() {
+		return fmt.Sprintf("counter=%d last=%s", d.Counter, d.LastGroup)
+	}
+	return fmt.Sprintf("counter=%d last=%s term=%s", d.Counter, d.LastGroup, d.Term)
 }
 
 // Output is what the machine asks its runtime to do. Messages may be sent
@@ -129,7 +132,37 @@ type Status struct {
 	Term wire.GroupNumber
 	// LeaderSince is when the current leadership began.
 	LeaderSince time.Time
+	// Primary reports whether the node's group is the primary partition
+	// as of the last input: without a quorum every Normal node is; with
+	// one, a leader is while a majority holds its lease, and a
+	// participant while its member list holds a majority. A leader's
+	// primary ends at LeaseUntil even if no input comes: readers must
+	// check it (PrimaryAt).
+	Primary bool
+	// Expect is the quorum's expected cluster size (Config.Quorum), 0
+	// when primary-partition mode is off.
+	Expect int
+	// LeaseUntil is when a primary leader's lease ends unless renewed,
+	// on the clock the machine is given; zero when the node is not a
+	// primary leader in quorum mode, or its lease cannot end (a quorum
+	// of one).
+	LeaseUntil time.Time
+	// Incumbent reports that the node ranks above every node that does
+	// not lead (Config.NoPreempt, wire.FlagIncumbent).
+	Incumbent bool
 }
+
+// PrimaryAt reports whether the node is primary at now: Primary, and
+// before LeaseUntil when a lease bounds it. A runtime reads it at the
+// moment it answers, so that a process that wakes from a pause never
+// reports a lease that ran out meanwhile.
+func (s Status) PrimaryAt(now time.Time) bool {
+	return s.Primary && (s.LeaseUntil.IsZero() || now.Before(s.LeaseUntil))
+}
+
+// PrimaryLeader reports whether the node is a leader and primary at now:
+// the one signal on which an application should act alone.
+func (s Status) PrimaryLeader(now time.Time) bool { return s.Leader && s.PrimaryAt(now) }
 
 // Coordinator is the coordinator of the node's group: the node that
 // created the group number.
@@ -148,7 +181,7 @@ func (s Status) Degraded() bool { return s.PersistError != "" }
 
 // Rank is the node's rank, degraded included.
 func (s Status) Rank() wire.Rank {
-	return wire.Rank{Degraded: s.Degraded(), Priority: s.Priority, ID: s.ID}
+	return wire.Rank{Degraded: s.Degraded(), Incumbent: s.Incumbent, Priority: s.Priority, ID: s.ID}
 }
 
 // MemberIDs returns the member IDs in order.
@@ -168,6 +201,9 @@ func (s Status) String() string {
 	extra := ""
 	if s.Leader {
 		extra += " leader(term " + s.Term.String() + ")"
+	}
+	if s.Primary && s.Expect > 0 {
+		extra += " primary"
 	}
 	if s.Degraded() {
 		extra += " degraded"
@@ -189,6 +225,7 @@ const (
 	ReasonPersistFailed Reason = "persist-failed" // could not save
 	ReasonSaved         Reason = "saved"          // a save succeeded after failures
 	ReasonYielded       Reason = "yielded"        // another process holds this node's ID
+	ReasonLease         Reason = "lease"          // a leader's lease began or ended (quorum mode), or its term grew
 )
 
 // Event reports a change of the node's view: state, group, role, member

@@ -93,6 +93,7 @@ func (n *Node) behindLimit() time.Duration {
 func (n *Node) coordRank() wire.Rank {
 	r := n.memberRank(n.group.ID)
 	r.Degraded = n.coordDegraded
+	r.Incumbent = n.coordIncumbent
 	return r
 }
 
@@ -139,7 +140,7 @@ func (n *Node) tickReorganization(now time.Time) Reason {
 		return ReasonRecovery
 	}
 	if !now.Before(n.resendAcc) {
-		n.send(n.group.ID, wire.Accept{Group: n.group})
+		n.send(n.group.ID, wire.Accept{Group: n.group, Term: n.want.Term})
 		n.resendAcc = now.Add(n.gt.AnswerTimeout)
 	}
 	return ""
@@ -156,6 +157,7 @@ func (n *Node) onHeartbeat(now time.Time, m wire.Message, b wire.Beacon) {
 	if n.state == wire.StateNormal {
 		n.lastYes = now
 		n.noteBeat(now)
+		n.onMemberHeartbeat(now, b)
 	}
 	switch {
 	case n.state != wire.StateNormal || b.Version <= n.version:
@@ -394,7 +396,7 @@ func (n *Node) onInvitation(now time.Time, m wire.Message, b wire.Invitation) Re
 	if g == n.group {
 		// A duplicate: repeat the Accept in case it was lost.
 		if !n.isCoordinator() {
-			n.send(g.ID, wire.Accept{Group: g})
+			n.send(g.ID, wire.Accept{Group: g, Term: n.want.Term})
 		}
 		return ""
 	}
@@ -423,6 +425,10 @@ func (n *Node) onInvitation(now time.Time, m wire.Message, b wire.Invitation) Re
 		}
 	case n.election != nil:
 		accept = higher || m.From == n.group.ID || n.degraded()
+	case n.state == wire.StateReorganization && direct && m.From == n.group.ID && n.group.Less(g):
+		// My inviter renumbered its new group (an invitee declined the
+		// number, design §4): follow it.
+		accept = true
 	case n.state != wire.StateNormal:
 		accept = false
 	case n.isCoordinator():
@@ -431,6 +437,13 @@ func (n *Node) onInvitation(now time.Time, m wire.Message, b wire.Invitation) Re
 		accept = m.From == n.group.ID || (direct && n.coordRank().Less(m.Rank()))
 	}
 	if !accept {
+		return ""
+	}
+	if held := n.want.LastGroup; g.Less(held) {
+		// A node's group numbers only grow (design §4, S5): tell the
+		// inviter the number I held; it renumbers above it and invites
+		// me again.
+		n.send(g.ID, wire.Decline{Group: g, Held: held})
 		return ""
 	}
 	// Bring my whole group along: my members if I coordinate, or the
@@ -477,7 +490,7 @@ func (n *Node) join(now time.Time, g wire.GroupNumber, a wire.Timing) {
 	n.coordDegraded = false
 	n.reorgUntil = now.Add(n.gt.reorgTimeout())
 	n.resendAcc = now.Add(n.gt.AnswerTimeout)
-	n.send(g.ID, wire.Accept{Group: g})
+	n.send(g.ID, wire.Accept{Group: g, Term: n.want.Term})
 }
 
 func (n *Node) onReady(now time.Time, m wire.Message, b wire.Ready) Reason {

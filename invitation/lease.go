@@ -1,0 +1,463 @@
+package invitation
+
+import (
+	"slices"
+	"time"
+
+	"github.com/groupd/groupd/wire"
+)
+
+// This file holds the leader lease (design §8): numbered heartbeats that
+// members acknowledge, the grants those acknowledgements carry, the lease a
+// leader holds while a quorum grants it, member liveness read from the same
+// acknowledgements, and terms that only grow.
+//
+// A coordinator numbers its heartbeats and remembers when it sent each of
+// the last beatRing. Every AckEvery it asks for an acknowledgement
+// (Beacon.AckReq); each member answers with a BeatAck. That answer is the
+// member's sign of life, so the coordinator learns of a lost member within
+// MemberLossBound, where the failure detector took seconds.
+//
+// The BeatAck also grants the lease: a member that grants leader C binds
+// itself for Lease from the moment it received the heartbeat, and grants
+// no other leader until that has run out. The leader counts the grant for
+// LeaderLease from the moment it sent the heartbeat: earlier, and shorter
+// by the clocks' drift allowance, so every grant it counts is still held
+// by the member, in real time. In quorum mode a leader is primary while
+// itself and enough members to make a quorum hold grants it counts. Two
+// quorums share a node, and a node holds one grant at a time, so two
+// leaders are never primary at once. The price is paid at failover: a new
+// leader is primary only once the grants its members gave the old one have
+// run out, at most Lease after the old one's last heartbeat.
+//
+// A node that restarted has forgotten the grants it gave, so it grants
+// nothing, and counts no vote of its own, for Lease after its start. A
+// leader that stops leading keeps a grant to itself until its lease would
+// have ended, so whatever it ran as the leader (groupd exec's child) is
+// stopped before another leader can be primary.
+//
+// Terms: every heartbeat carries the leader's term; every Accept and
+// BeatAck the member's term floor (saved, Durable.Term). A leader that must
+// go above a term takes a new one: its current group number (above every
+// number its members held, design §4), or a new number for its group when
+// that is not higher. What raises the floor depends on the mode:
+//
+//   - Without a quorum every leader acts, so every term counts: a node's
+//     floor is every term it saw (its coordinators', its own, its
+//     members'), and a leader whose members saw a higher term takes a new
+//     one at once. Terms grow along every chain of leaderships a node
+//     takes part in.
+//   - In quorum mode only primary leaders act, so only terms that a
+//     quorum may have granted count: a member raises its floor to a term
+//     when it first grants it (saved before the grant leaves), a leader to
+//     its own when it first becomes primary. A member grants no lease to a
+//     leader whose term is below its floor, and a leader that is refused a
+//     grant for its term while it is not primary takes a new one. Two
+//     quorums share a member, so the terms of successive primary leaders
+//     grow, and a store that refuses lower terms never takes a stale
+//     leader's write; a leader that absorbs a minority that elected a
+//     leader of its own keeps its term as long as it does not need those
+//     members' grants (their leader was never primary).
+
+// beatRing is how many of its last heartbeats a coordinator remembers, by
+// number, to read a BeatAck's send time: at the lan profile's four
+// heartbeats a second, 8 s.
+const beatRing = 32
+
+// sentBeat is one heartbeat the coordinator sent.
+type sentBeat struct {
+	no uint64
+	at time.Time
+}
+
+// beatFields is what a heartbeat adds to a coordinator's beacon.
+type beatFields struct {
+	no  uint64
+	ack bool
+}
+
+// grant is the lease this node granted: to a leader, until a time on its
+// own clock.
+type grant struct {
+	to    wire.NodeID
+	until time.Time
+}
+
+// quorumMode reports whether a lease decides this node's primary flag.
+func (n *Node) quorumMode() bool { return n.q.Enabled() && !n.viewPrimary }
+
+// heartbeat numbers the coordinator's next heartbeat and decides whether it
+// asks for acknowledgements: every AckEvery, and on every heartbeat while
+// a quorum-mode leader is not primary (it needs its grants now).
+func (n *Node) heartbeat(now time.Time) beatFields {
+	if !n.isCoordinator() || len(n.members) <= 1 {
+		return beatFields{}
+	}
+	n.beat++
+	n.beats[n.beat%beatRing] = sentBeat{no: n.beat, at: now}
+	hb := beatFields{no: n.beat}
+	if n.state != wire.StateNormal {
+		return hb // members in Reorganization do not acknowledge
+	}
+	q := n.quorumMode()
+	if n.lastAckReq.IsZero() || now.Sub(n.lastAckReq) >= n.t.AckEvery(q)-n.t.AliveInterval/2 || (q && !n.primary) {
+		hb.ack = true
+		n.lastAckReq = now
+	}
+	return hb
+}
+
+// beatSent returns when heartbeat no was sent, if it is remembered.
+func (n *Node) beatSent(no uint64) (time.Time, bool) {
+	b := n.beats[no%beatRing]
+	if no == 0 || b.no != no {
+		return time.Time{}, false
+	}
+	return b.at, true
+}
+
+// onBeatAck handles a member's acknowledgement of a heartbeat.
+func (n *Node) onBeatAck(now time.Time, m wire.Message, b wire.BeatAck) {
+	if b.Group != n.group || !n.isCoordinator() {
+		return
+	}
+	mb := n.up[m.From]
+	if mb == nil {
+		return
+	}
+	mb.heard = now
+	n.lastMemberHeard = now
+	n.memberTerm(now, b.Term, !b.Grant)
+	if !b.Grant {
+		return
+	}
+	if at, ok := n.beatSent(b.Beat); ok && at.After(mb.granted) {
+		mb.granted = at
+	}
+}
+
+// memberTerm handles the term floor a member reported (in an Accept, or a
+// BeatAck that granted or was refused): without a quorum, a leader must
+// go above every term its members saw; in quorum mode, only above a floor
+// that refused it a grant, and only once it needs it (it is not primary).
+func (n *Node) memberTerm(now time.Time, t wire.GroupNumber, refused bool) {
+	if !n.quorumMode() {
+		n.noteTerm(now, t)
+		return
+	}
+	if refused && n.retermAbove.Less(t) {
+		n.retermAbove = t
+	}
+}
+
+// noteTerm raises this node's term floor to t, and saves it.
+func (n *Node) noteTerm(now time.Time, t wire.GroupNumber) {
+	if n.want.Term.Less(t) {
+		n.want.Term = t
+		if t.Seq > n.maxSeen {
+			n.maxSeen = t.Seq
+		}
+		n.requestSave(now)
+	}
+}
+
+// onMemberHeartbeat is a participant's part of the lease: it remembers
+// the heartbeat's number and term, and acknowledges it when asked, or
+// when it owes a grant it can now give.
+func (n *Node) onMemberHeartbeat(now time.Time, b wire.Beacon) {
+	if b.Beat == 0 {
+		return
+	}
+	n.lastBeatNo = b.Beat
+	n.coordTerm = b.Term
+	if !n.quorumMode() {
+		n.noteTerm(now, b.Term) // every leader's term counts (its grants do not)
+	}
+	if b.AckReq || n.owe {
+		n.ackBeat(now, b.AckReq)
+	}
+}
+
+// ackBeat acknowledges my coordinator's latest heartbeat, granting its
+// lease if I may. asked says the coordinator asked; otherwise an
+// acknowledgement goes only to give a grant I owe.
+func (n *Node) ackBeat(now time.Time, asked bool) {
+	c := n.group.ID
+	if n.quorumMode() && n.mayGrantTerm(now, c) && n.want.Term.Less(n.coordTerm) {
+		// The first grant of this term raises the floor; it leaves once
+		// the floor is saved (mayGrant), so a restart never forgets it.
+		n.noteTerm(now, n.coordTerm)
+	}
+	ok := n.mayGrant(now, c)
+	if !asked && !ok {
+		return
+	}
+	n.owe = !ok
+	if ok {
+		n.grant = grant{to: c, until: now.Add(max(n.gt.Lease, n.t.Lease))}
+	}
+	n.send(c, wire.BeatAck{Group: n.group, Beat: n.lastBeatNo, Grant: ok, Term: n.want.Term})
+}
+
+// mayGrant reports whether this node may grant leader c its lease now: it
+// has run for a Lease since it started (it forgot the grants of its
+// previous life), holds no grant to another leader and no lease of its own
+// that may still run, and c's term is not below the highest it has seen,
+// which is saved.
+func (n *Node) mayGrant(now time.Time, c wire.NodeID) bool {
+	if !n.mayGrantTerm(now, c) {
+		return false
+	}
+	return c == n.id || !n.coordTerm.Less(n.want.Term) && !n.durable.Term.Less(n.coordTerm)
+}
+
+// mayGrantTerm is mayGrant but for the term: the start-up wait, and grants
+// to another leader or of its own lease that may still run.
+func (n *Node) mayGrantTerm(now time.Time, c wire.NodeID) bool {
+	if now.Before(n.born.Add(n.t.Lease)) {
+		return false
+	}
+	if g := n.grant; g.to != 0 && g.to != c && now.Before(g.until) {
+		return false
+	}
+	return c == n.id || !now.Before(n.selfUntil)
+}
+
+// grantFreeAt is when mayGrant may next change without an input: the end
+// of the start-up wait, of a grant to another leader, or of my own lease.
+func (n *Node) grantFreeAt(c wire.NodeID) time.Time {
+	t := n.born.Add(n.t.Lease)
+	if g := n.grant; g.to != 0 && g.to != c {
+		t = later(t, g.until)
+	}
+	if c != n.id {
+		t = later(t, n.selfUntil)
+	}
+	return t
+}
+
+// payOwed sends the grant a participant owes its coordinator once it may.
+func (n *Node) payOwed(now time.Time) {
+	if n.owe && n.idleParticipant() && n.lastBeatNo != 0 && n.mayGrant(now, n.group.ID) {
+		n.ackBeat(now, false)
+	}
+}
+
+// leaseVote is one member's grant, as the leader counts it.
+type leaseVote struct {
+	until time.Time
+	tb    bool // the member is the tie-breaker
+}
+
+// updateLease recomputes whether the node is primary, and until when. A
+// leader that stops being a primary leader keeps a grant to itself until
+// its lease would have ended (see mayGrant).
+func (n *Node) updateLease(now time.Time) {
+	wasUntil, was := n.leaseUntil, n.primary
+	n.primary, n.leaseUntil = n.computeLease(now)
+	if n.primary && !was && n.leader && n.quorumMode() {
+		n.noteTerm(now, n.term) // a primary term counts from now on
+	}
+	if !wasUntil.IsZero() && (n.leaseUntil.IsZero() || !n.isCoordinator()) {
+		n.selfUntil = later(n.selfUntil, wasUntil)
+	}
+	n.incumbent = n.noPreempt && n.leader && n.state == wire.StateNormal && len(n.members) > 1 &&
+		(n.primary || (!n.quorumMode() && now.Sub(n.lastMemberHeard) < n.t.ackLate(false)))
+}
+
+// computeLease decides the primary flag (design §8): without a quorum,
+// every Normal node is primary; with one, a participant is while its
+// member list holds a quorum (its view: only a leader's flag is a lease),
+// and a leader while itself, free of other grants, and members whose
+// grants it counts make a quorum, until the grant that completes the
+// quorum runs out.
+func (n *Node) computeLease(now time.Time) (bool, time.Time) {
+	if n.stopped || n.state != wire.StateNormal || n.group.IsZero() {
+		return false, time.Time{}
+	}
+	if !n.q.Enabled() {
+		return true, time.Time{}
+	}
+	tb := n.q.TieBreaker
+	if !n.isCoordinator() || n.viewPrimary {
+		return n.q.Holds(len(n.members), tb != 0 && n.hasMember(tb)), time.Time{}
+	}
+	if now.Before(n.grantFreeAt(n.id)) {
+		return false, time.Time{}
+	}
+	ll := n.t.LeaderLease()
+	if n.q.Holds(1, tb == n.id) {
+		// A quorum of one: the lease is the node's own, renewed as time
+		// passes, so that a leader that stops keeps its grant to itself
+		// for as long as its readers may have read a lease.
+		return true, now.Add(ll)
+	}
+	votes := n.votes[:0]
+	for id, mb := range n.up {
+		if id == n.id || mb.granted.IsZero() {
+			continue
+		}
+		if u := mb.granted.Add(ll); u.After(now) {
+			votes = append(votes, leaseVote{until: u, tb: id == tb})
+		}
+	}
+	slices.SortFunc(votes, func(a, b leaseVote) int { return b.until.Compare(a.until) })
+	n.votes = votes
+	hasTB := tb == n.id
+	for k, v := range votes {
+		hasTB = hasTB || v.tb
+		if n.q.Holds(k+2, hasTB) {
+			return true, v.until
+		}
+	}
+	return false, time.Time{}
+}
+
+// hasMember reports whether id is in the member list.
+func (n *Node) hasMember(id wire.NodeID) bool {
+	_, ok := slices.BinarySearchFunc(n.members, id, func(m wire.Member, id wire.NodeID) int {
+		switch {
+		case m.ID < id:
+			return -1
+		case m.ID > id:
+			return 1
+		}
+		return 0
+	})
+	return ok
+}
+
+// leaseDeadline is when the lease next needs a look without an input: its
+// end, or when this node's own vote becomes free.
+func (n *Node) leaseDeadline() time.Time {
+	if !n.quorumMode() || !n.isCoordinator() || n.state != wire.StateNormal {
+		return time.Time{}
+	}
+	if n.primary {
+		return n.leaseUntil
+	}
+	if f := n.grantFreeAt(n.id); f.After(n.now) {
+		return f
+	}
+	return time.Time{}
+}
+
+// maybeReterm gives a leader that must go above a term a new one (see the
+// file's comment on terms): its group number, which is above every number
+// its members held (they decline lower ones), or, if that is not above the
+// term, a new number for its group. The new term begins a new leadership.
+func (n *Node) maybeReterm(now time.Time) Reason {
+	above := n.want.Term
+	if n.quorumMode() {
+		above = n.retermAbove
+		if n.primary {
+			return "" // it has its quorum: no need yet
+		}
+	}
+	if !n.leader || !n.isCoordinator() || n.state != wire.StateNormal || n.pending != nil || !n.term.Less(above) {
+		return ""
+	}
+	if above.Less(n.group) {
+		n.retermAbove = wire.GroupNumber{}
+		n.term, n.leaderSince = n.group, now
+		if !n.quorumMode() {
+			n.noteTerm(now, n.term)
+		}
+		return ReasonLease
+	}
+	if n.degraded() {
+		return "" // it cannot create a number; a healthy node will invite it
+	}
+	n.renumber(now, nil)
+	return ReasonMerge
+}
+
+// renumber gives the coordinator's group a new number, inviting its
+// members and extra (nodes that declined the old number): a number above
+// everything heard, for a Decline or a term its number is not above.
+func (n *Node) renumber(now time.Time, extra []wire.NodeID) {
+	var members []wire.NodeID
+	for id := range n.up {
+		if id != n.id {
+			members = append(members, id)
+		}
+	}
+	for _, id := range extra {
+		if id != n.id && n.up[id] == nil {
+			members = append(members, id)
+		}
+	}
+	slices.Sort(members)
+	n.newGroup(now, &pendingGroup{purpose: forMerge, members: members})
+}
+
+// onDecline handles an invitee that held a number above the one it was
+// invited to. During the accept window the decliners are invited again
+// when it closes, with a new number; a Normal coordinator (the invitee was
+// a late joiner) renumbers its group now.
+func (n *Node) onDecline(now time.Time, m wire.Message, b wire.Decline) Reason {
+	if b.Group != n.group || !n.isCoordinator() || n.degraded() || n.pending != nil {
+		return ""
+	}
+	if mg := n.merge; mg != nil {
+		if mg.declined == nil {
+			mg.declined = make(map[wire.NodeID]bool)
+		}
+		if len(mg.declined) < MaxGroupSize {
+			mg.declined[m.From] = true
+		}
+		return ""
+	}
+	if n.state != wire.StateNormal {
+		return ""
+	}
+	n.renumber(now, []wire.NodeID{m.From})
+	return ReasonMerge
+}
+
+// scanLate asks members whose acknowledgements stopped, by a Ready of the
+// current list, whether they are there; the Ready round drops them after
+// ReadyTimeout. It runs when the earliest member may be late.
+func (n *Node) scanLate(now time.Time) {
+	late := n.t.ackLate(n.quorumMode())
+	var next time.Time
+	var silent []wire.NodeID
+	for id, mb := range n.up {
+		if id == n.id {
+			continue
+		}
+		if due := mb.heard.Add(late); now.Before(due) {
+			if next.IsZero() || due.Before(next) {
+				next = due
+			}
+		} else if n.ready == nil || !n.ready.pending[id] {
+			silent = append(silent, id)
+		}
+	}
+	if next.IsZero() {
+		next = now.Add(late)
+	}
+	n.nextLate = next
+	if len(silent) == 0 {
+		return
+	}
+	slices.Sort(silent)
+	if n.ready == nil {
+		n.ready = &readyRound{
+			version:  n.version,
+			pending:  make(map[wire.NodeID]bool, len(silent)),
+			deadline: now.Add(n.t.ReadyTimeout),
+			resendAt: now.Add(n.t.AnswerTimeout),
+		}
+	}
+	for _, id := range silent {
+		n.ready.pending[id] = true
+		n.sendReady(id)
+	}
+}
+
+// Lease returns whether the node is primary and, for a quorum-mode leader,
+// when its lease ends unless renewed (zero otherwise), as of the last
+// input: what a runtime publishes after every input, cheaply, since a
+// lease is renewed without any change of view (no Event).
+func (n *Node) Lease() (primary bool, until time.Time) { return n.primary, n.leaseUntil }
