@@ -1,5 +1,6 @@
 // Package client talks to a groupd daemon's local HTTP API: the one client
-// of GET /v1/status, /v1/members, /v1/events, /metrics and /healthz, used
+// of GET /v1/status, /v1/members, /v1/events, /v1/leader, /metrics and
+// /healthz, used
 // by the groupd command, the benchmarks, the timeline and the tests.
 //
 // The API's JSON shapes are package group's types (Status, Member, Event),
@@ -245,6 +246,41 @@ func (c *Client) MembersRaw(ctx context.Context) ([]byte, []group.Member, error)
 func (c *Client) Members(ctx context.Context) ([]group.Member, error) {
 	_, ms, err := c.MembersRaw(ctx)
 	return ms, err
+}
+
+// Leader asks GET /v1/leader: whether this node is the leader an
+// application may act on (200) or not (503), with the daemon's answer,
+// which carries the lease still to run in quorum mode. Other statuses are
+// an *HTTPError.
+func (c *Client) Leader(ctx context.Context) (group.LeaderAnswer, error) {
+	ctx, cancel := context.WithTimeout(ctx, RequestTimeout)
+	defer cancel()
+	const path = "/v1/leader"
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+path, nil)
+	if err != nil {
+		return group.LeaderAnswer{}, fmt.Errorf("GET %s: %w", path, err)
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return group.LeaderAnswer{}, c.connError(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	if err != nil {
+		return group.LeaderAnswer{}, fmt.Errorf("reading %s from daemon at %s: %w", path, c.addr, err)
+	}
+	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusServiceUnavailable {
+		line := strings.TrimSpace(strings.SplitN(string(b), "\n", 2)[0])
+		return group.LeaderAnswer{}, &HTTPError{Addr: c.addr, Path: path, Status: resp.Status, Code: resp.StatusCode, Body: line}
+	}
+	var ans group.LeaderAnswer
+	if err := json.Unmarshal(b, &ans); err != nil {
+		return group.LeaderAnswer{}, fmt.Errorf("daemon at %s sent a leader answer that is not valid: %w", c.addr, err)
+	}
+	if ans.Leader != (resp.StatusCode == http.StatusOK) {
+		return group.LeaderAnswer{}, fmt.Errorf("daemon at %s answered %s with leader=%v", c.addr, resp.Status, ans.Leader)
+	}
+	return ans, nil
 }
 
 // Healthy returns nil when GET /healthz answers 200, the *HTTPError when

@@ -121,7 +121,8 @@ type Agent struct {
 	meta     atomic.Pointer[[]byte]
 	ml       atomic.Pointer[memberlist.Memberlist]
 
-	pub publisher // status, subscribers, leadership (publish.go)
+	pub   publisher // status, subscribers, leadership (publish.go)
+	lease lease     // a quorum-mode leader's lease, as the loop last computed it (primary.go)
 
 	started  atomic.Bool
 	running  atomic.Bool // the loop runs: /healthz is ok unless persist_error
@@ -186,7 +187,9 @@ func New(cfg Config) (*Agent, error) {
 	a.log = cfg.Logger.With().Str("component", "group").Uint64("node", uint64(a.id)).Logger()
 	a.glog = cfg.Logger.With().Str("component", "memberlist").Uint64("node", uint64(a.id)).Logger()
 	a.peers = newPeerBook(a.id)
-	a.metrics = newMetrics(a.sinceLastChange, a.gossipAlive)
+	a.metrics = newMetrics(liveGauges{sinceLastChange: a.sinceLastChange, gossipAlive: a.gossipAlive,
+		leader:  func() float64 { return boolGauge(a.Status().IsLeader()) },
+		primary: func() float64 { return boolGauge(a.Status().Primary) }})
 	a.pub.init(a)
 	if cfg.Key != nil {
 		s, err := wire.NewSealer(cfg.Key, cfg.AcceptKeys...)
@@ -261,7 +264,7 @@ func (a *Agent) openStore() error {
 	}
 	a.id = boot.State.NodeID
 	a.incarnation = boot.State.Incarnation
-	a.durable = invitation.Durable{Counter: boot.State.Counter, LastGroup: boot.State.LastGroup}
+	a.durable = invitation.Durable{Counter: boot.State.Counter, LastGroup: boot.State.LastGroup, Term: boot.State.Term}
 	for _, w := range boot.Warnings {
 		a.cfg.Logger.Warn().Str("component", "group").Err(w).Msg("skipped an invalid state slot; the next save rewrites it")
 	}

@@ -24,6 +24,9 @@ import (
 //	GET /v1/events   newline-delimited JSON Events, flushed per line; the
 //	                 first is a "snapshot"; ends when the client goes away
 //	                 or the agent stops
+//	GET /v1/leader   200 while this node is the leader to act on (in quorum
+//	                 mode: while it holds its lease), else 503; the term in
+//	                 X-Groupd-Term; LeaderAnswer as JSON
 //	GET /metrics     Prometheus metrics (the agent's own registry)
 //	GET /healthz     200 "ok" while the event loop runs and the state can be
 //	                 saved; else 503 "not running" or "persist error: ..."
@@ -112,6 +115,7 @@ func (a *Agent) Handler() http.Handler {
 		writeJSON(w, a.Members())
 	})
 	mux.HandleFunc("GET /v1/events", a.serveEvents)
+	mux.HandleFunc("GET /v1/leader", a.serveLeader)
 	// The live view only reads the endpoints above, with the same access
 	// rules: whoever can read the API can see the page.
 	mux.Handle("GET /ui/", ui.Handler())
@@ -141,6 +145,64 @@ func (a *Agent) Handler() http.Handler {
 		mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
 	}
 	return mux
+}
+
+// LeaderAnswer is the body of GET /v1/leader. The status code says the
+// answer alone: 200 while this node is the leader an application may act
+// on (Status.IsLeader: in quorum mode, while it holds its lease, checked
+// as the request is answered), 503 otherwise; the term is also in the
+// X-Groupd-Term header. Load-balancer health checks and readiness probes
+// read the code; `groupd exec` reads the lease.
+type LeaderAnswer struct {
+	Leader bool   `json:"leader"`
+	ID     NodeID `json:"id"`
+	Name   string `json:"name"`
+	// Term is the leadership's term ("" when not leader): a fencing
+	// number that only grows from one leadership to the next.
+	Term    string `json:"term"`
+	Group   string `json:"group"`
+	Primary bool   `json:"primary"`
+	Expect  int    `json:"expect"`
+	// LeaseRemainingMS is how long the lease still runs, in
+	// milliseconds, as measured when the answer was made (quorum mode,
+	// while leader): a reader that stops acting by its own clock's send
+	// time plus this never outlives the lease.
+	LeaseRemainingMS *int64 `json:"lease_remaining_ms,omitempty"`
+	// LeaderID and LeaderName: who leads this node's group (its
+	// coordinator once Normal).
+	LeaderID   NodeID    `json:"leader_id"`
+	LeaderName string    `json:"leader_name"`
+	Time       time.Time `json:"time"`
+}
+
+// serveLeader answers GET /v1/leader (see LeaderAnswer).
+func (a *Agent) serveLeader(w http.ResponseWriter, r *http.Request) {
+	now := time.Now()
+	st := a.Status()
+	ans := LeaderAnswer{Leader: st.IsLeader(), ID: st.ID, Name: st.Name, Group: st.Group.String(),
+		Primary: st.Primary, Expect: st.Expect, Time: now.UTC()}
+	if st.State == StateNormal {
+		ans.LeaderID, ans.LeaderName = st.Coordinator, st.CoordinatorName
+	}
+	code := http.StatusServiceUnavailable
+	if ans.Leader {
+		code = http.StatusOK
+		ans.Term = st.Term.String()
+		w.Header().Set("X-Groupd-Term", ans.Term)
+		if st.Expect > 0 {
+			ms := a.lease.remaining(now).Milliseconds()
+			ans.LeaseRemainingMS = &ms
+		}
+	}
+	b, err := json.Marshal(ans)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	w.Write(append(b, '\n'))
 }
 
 func writeJSON(w http.ResponseWriter, v any) {

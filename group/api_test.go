@@ -63,7 +63,7 @@ func keys(m map[string]any) []string {
 }
 
 var statusKeys = []string{"boot", "coordinator", "coordinator_name", "counter", "degraded", "duplicate_id", "expect",
-	"group", "id", "incarnation", "leader", "leader_since", "member_priorities", "members", "name", "persist_error",
+	"group", "id", "incarnation", "leader", "leader_since", "lease_until", "member_priorities", "members", "name", "persist_error",
 	"primary", "priority", "role", "since", "state", "tags", "term", "time", "timing_mismatches", "version"}
 
 func TestAPIHandlers(t *testing.T) {
@@ -367,7 +367,7 @@ func TestStatusJSONRoundTrip(t *testing.T) {
 	want := `{"id":3,"name":"db3","priority":100,"state":"reorganization","role":"participant","group":"17.5",` +
 		`"coordinator":5,"coordinator_name":"db5","members":[1,2,3],"member_priorities":[100,255,0],"version":2,` +
 		`"since":"2026-11-21T10:00:00Z","counter":16,"incarnation":5,"boot":"beef","persist_error":"disk full",` +
-		`"degraded":true,"time":"2026-11-21T10:00:01.000000005Z","primary":false,"expect":5,"leader":false,` +
+		`"degraded":true,"time":"2026-11-21T10:00:01.000000005Z","primary":false,"lease_until":null,"expect":5,"leader":false,` +
 		`"leader_since":null,"term":"","tags":{"a":"b"},` +
 		`"duplicate_id":{"boot":7,"addr":"10.0.0.9:7950","since":"2026-11-21T10:00:00Z"},"timing_mismatches":[]}`
 	if string(b) != want {

@@ -139,8 +139,16 @@ type Config struct {
 	// invitation.ElectionBully (default) or ElectionRing. Every node of a
 	// LAN must use the same one.
 	Election invitation.Election
-	// Quorum turns on primary-partition mode (see Quorum).
+	// Quorum turns on primary-partition mode (see Quorum): a leader is
+	// primary, and IsLeader, only while a majority of Quorum.Expect holds
+	// its lease.
 	Quorum Quorum
+	// NoPreempt keeps a leader leading when a node of higher priority
+	// returns (keepalived's nopreempt): the returning node joins its
+	// group instead of taking over, which saves a leader change and, in
+	// quorum mode, a Lease without a primary leader. The default
+	// preempts: the highest-ranked node leads, as priorities say.
+	NoPreempt bool
 	// Key, when set, is the 32-byte shared key: it seals every wire
 	// packet (AES-256-GCM) and is memberlist's encryption key. Nil sends
 	// everything in the clear (the agent warns at start).
@@ -320,12 +328,12 @@ func (c Config) Validate() error {
 	}
 	if err := c.Timing.Validate(); err != nil {
 		// invitation's message names the flag; drop its package prefix.
-		return configErrorf("group: %s", strings.TrimPrefix(err.Error(), "invitation: "))
+		return configErrorf("group: %s", trimInvitation(err))
 	}
 	if _, err := invitation.ParseElection(string(c.Election)); err != nil {
 		return configErrorf("group: --election %q: want bully or ring", c.Election)
 	}
-	if err := c.Quorum.validate(); err != nil {
+	if err := validateQuorum(c.Quorum); err != nil {
 		return err
 	}
 	if c.Key != nil && len(c.Key) != wire.KeySize {
@@ -457,6 +465,10 @@ func parseAPI(s string) (network, addr string, err error) {
 // (DHCP, a new port) reclaim its name once it has been dead that long;
 // memberlist's default (never) would lock it out until the dead entry is
 // reaped (GossipToTheDeadTime, 30 s).
+// trimInvitation drops package invitation's prefix from its errors, whose
+// messages name the flags.
+func trimInvitation(err error) string { return strings.TrimPrefix(err.Error(), "invitation: ") }
+
 func memberlistConfig(t invitation.Timing) *memberlist.Config {
 	mc := memberlist.DefaultLANConfig()
 	mc.ProbeInterval = max(t.MemberTimeout/5, 100*time.Millisecond)

@@ -32,7 +32,8 @@ import (
 //	GROUPD_OLD_ROLE     the role before the change
 //	GROUPD_PRIMARY      1 if the group is the primary partition, else 0
 //	GROUPD_NAME         this node's name; GROUPD_COORDINATOR_NAME the coordinator's
-//	GROUPD_LEADER       1 while this node leads, else 0
+//	GROUPD_LEADER       1 while this node leads (Status.IsLeader: in quorum
+//	                    mode, while it holds its lease), else 0
 //	GROUPD_TERM         the leadership's term (leader-start: the new one;
 //	                    leader-stop: the one that ended), else empty
 //	GROUPD_DEGRADED     1 while this node cannot save its state
@@ -42,7 +43,10 @@ import (
 // on "confirmed" (a coordinator confirmed again after a merge or a heal),
 // and once for each leadership transition, with GROUPD_EVENT leader-start
 // or leader-stop (a leader's last hook before the daemon stops is its
-// leader-stop; it gets up to a second to run). Runs are serialised: one at a time, in order, in the runner's own
+// leader-stop; it gets up to a second to run). A leader-start whose
+// leadership ended before its turn came (its lease ran out while earlier
+// hooks ran) is skipped, and its leader-stop runs. Runs are serialised:
+// one at a time, in order, in the runner's own
 // goroutine, so the event loop never waits for a hook. If events arrive
 // faster than hooks finish, the queue is bounded (hookQueueMax): a new
 // event that finds it full is merged into the last queued one, which keeps
@@ -99,12 +103,17 @@ func hookEnv(e Event) []string {
 	if e.Old != nil {
 		oldGroup, oldRole = e.Old.Group.String(), e.Old.Role.String()
 	}
-	term := ""
+	leader, term := n.IsLeader(), ""
 	switch {
-	case n.Leader:
+	case e.Reason == ReasonLeaderStart:
+		leader, term = true, n.Term.String()
+	case e.Reason == ReasonLeaderStop:
+		leader = false
+		if e.Old != nil {
+			term = e.Old.Term.String() // the term that ended
+		}
+	case leader:
 		term = n.Term.String()
-	case e.Reason == ReasonLeaderStop && e.Old != nil:
-		term = e.Old.Term.String() // the term that ended
 	}
 	return []string{
 		"GROUPD_EVENT=" + e.Reason,
@@ -119,7 +128,7 @@ func hookEnv(e Event) []string {
 		"GROUPD_OLD_GROUP=" + oldGroup,
 		"GROUPD_OLD_ROLE=" + oldRole,
 		"GROUPD_PRIMARY=" + boolEnv(n.Primary),
-		"GROUPD_LEADER=" + boolEnv(n.Leader),
+		"GROUPD_LEADER=" + boolEnv(leader),
 		"GROUPD_TERM=" + term,
 		"GROUPD_DEGRADED=" + boolEnv(n.Degraded),
 	}
@@ -140,6 +149,10 @@ type hookRunner struct {
 	mu      sync.Mutex
 	queue   []Event
 	running bool // a hook runs now
+
+	// leads, if set, reports whether the node leads in term now: a
+	// leader-start whose leadership already ended is skipped.
+	leads func(term GroupNumber) bool
 }
 
 // newHookRunner starts a runner. Stop it with stop.
@@ -226,6 +239,11 @@ func (r *hookRunner) run() {
 
 // runOne runs the hook once for e and logs the outcome.
 func (r *hookRunner) runOne(e Event) {
+	if e.Reason == ReasonLeaderStart && r.leads != nil && !r.leads(e.New.Term) {
+		r.log.Info().Str("term", e.New.Term.String()).
+			Msg("leader-start hook skipped: the leadership ended (its lease ran out) before the hook's turn; its leader-stop follows")
+		return
+	}
 	ctx, cancel := context.WithTimeout(r.ctx, r.timeout)
 	defer cancel()
 	c := exec.CommandContext(ctx, "/bin/sh", "-c", r.cmd)

@@ -50,7 +50,7 @@ func testEvent(reason string, seq uint64) Event {
 
 func newTestRunner(t *testing.T, cmd string, timeout time.Duration) (*hookRunner, *metrics, *syncBuffer) {
 	t.Helper()
-	m := newMetrics(func() float64 { return 0 }, func() float64 { return 0 })
+	m := newMetrics(liveGauges{})
 	logs := &syncBuffer{}
 	r := newHookRunner(cmd, timeout, zerolog.New(logs), m)
 	t.Cleanup(r.stop)
@@ -189,7 +189,7 @@ rmdir %[1]s`, lock, order, started, gate)
 func TestHookStopKillsRunning(t *testing.T) {
 	dir := t.TempDir()
 	started := filepath.Join(dir, "started")
-	m := newMetrics(func() float64 { return 0 }, func() float64 { return 0 })
+	m := newMetrics(liveGauges{})
 	r := newHookRunner("touch "+started+"; sleep 60", time.Minute, zerolog.Nop(), m)
 	r.enqueue(testEvent("merge", 2))
 	waitFor(t, 5*time.Second, "the hook to start", func() bool { return fileExists(started) })

@@ -147,10 +147,13 @@ func testCrashedDataDir(t *testing.T, mode netMode) {
 }
 
 // TestJoinsKeepLeader: the leader of a group stays leader while a lower
-// node joins, a participant restarts and a partition of lower nodes heals
-// (issue 13): its status never says otherwise, it gets no leader-stop and
-// its OnStartedLeading context stays live. A real failover then gives one
-// leader-start, on the new leader, and the callbacks follow.
+// node joins and a participant restarts (issue 13): its status never says
+// otherwise, it gets no leader-stop and its OnStartedLeading context stays
+// live. A partition of lower nodes that elected a leader of their own then
+// heals: the leader absorbs them and, since their leader's term was above
+// its own, takes a new term (issue 23): one leader-stop and one
+// leader-start, and still leader throughout. A real failover then gives
+// one leader-start, on the new leader, and the callbacks follow.
 func TestJoinsKeepLeader(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t, memMulticast)
@@ -198,7 +201,7 @@ func TestJoinsKeepLeader(t *testing.T) {
 				return
 			case <-time.After(5 * time.Millisecond):
 			}
-			if st := lead.a.Status(); !st.Leader || st.Term != term {
+			if st := lead.a.Status(); !st.Leader {
 				mu.Lock()
 				flaps = append(flaps, st.String())
 				mu.Unlock()
@@ -217,12 +220,33 @@ func TestJoinsKeepLeader(t *testing.T) {
 	c.waitConverged(convergeBound(c))
 	c.start(3, dir)
 	c.waitConverged(convergeBound(c))
+	if st := lead.a.Status(); st.Term != term {
+		t.Errorf("a join and a restart changed the term from %s to %s", term, st.Term)
+	}
+	for _, e := range lead.eventsOf() {
+		if e.Reason == ReasonLeaderStop {
+			t.Errorf("the leader got %s at %v during joins", e.Reason, e.Time)
+		}
+	}
+	cbMu.Lock()
+	for _, cb := range calls {
+		if cb.node == 5 {
+			t.Errorf("the leader's callbacks ran during joins: %v", calls)
+			break
+		}
+	}
+	calls = nil
+	cbMu.Unlock()
 
-	// A partition of lower nodes heals: the leader merges them back
-	// (a new number, same leadership).
+	// A partition of lower nodes heals: the leader merges them back (a
+	// new number). Node 2 led them meanwhile, with a term above 5's, so 5
+	// takes a new term above it: a new leadership, without a moment out
+	// of leadership.
 	c.nw.Partition([]string{hostIP(1), hostIP(2)})
+	var t2 GroupNumber
 	waitFor(t, convergeBound(c), "the lower side to form its own group", func() bool {
 		s1, s2 := c.node(1).a.Status(), c.node(2).a.Status()
+		t2 = s2.Term
 		return s2.IsCoordinator() && s1.Group == s2.Group && len(s2.Members) == 2
 	})
 	c.nw.Heal()
@@ -237,21 +261,30 @@ func TestJoinsKeepLeader(t *testing.T) {
 	if len(flaps) > 0 {
 		t.Errorf("the leader's status left leadership %d times, e.g. %s", len(flaps), flaps[0])
 	}
+	starts, stops := 0, 0
 	for _, e := range lead.eventsOf() {
-		if e.Reason == ReasonLeaderStop {
-			t.Errorf("the leader got %s at %v", e.Reason, e.Time)
+		switch e.Reason {
+		case ReasonLeaderStart:
+			starts++
+		case ReasonLeaderStop:
+			stops++
 		}
 	}
-	if st := lead.a.Status(); st.Term != term {
-		t.Errorf("term went from %s to %s", term, st.Term)
+	if starts != 2 || stops != 1 { // its first leadership, and the new term
+		t.Errorf("the leader got %d leader-start and %d leader-stop, want 2 and 1 (the heal's new term)", starts, stops)
+	}
+	if st := lead.a.Status(); !t2.Less(st.Term) || !term.Less(st.Term) || st.Term != g2 {
+		t.Errorf("after the heal the term is %s; want the new group %s, above 5's old term %s and 2's %s", st.Term, g2, term, t2)
 	}
 	cbMu.Lock()
+	got5 := map[string]int{}
 	for _, cb := range calls {
-		// Node 2 led the lower side of the partition: expected.
 		if cb.node == 5 {
-			t.Errorf("the leader's callbacks ran during joins and heals: %v", calls)
-			break
+			got5[cb.what]++
 		}
+	}
+	if want := map[string]int{"ctx-done": 1, "stop": 1, "start": 1}; !maps.Equal(got5, want) {
+		t.Errorf("the leader's callbacks during the heal: %v, want %v (all calls %v)", got5, want, calls)
 	}
 	calls = nil
 	cbMu.Unlock()

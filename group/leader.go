@@ -11,17 +11,30 @@ import (
 
 // Leadership for embedders, after client-go's leaderelection and raft's
 // LeaderCh: callbacks (Config.Leader) and a latest-value channel
-// (WatchLeader). A node leads from when it first coordinates a Normal group
-// until it stops coordinating (Status.Leader).
+// (WatchLeader). Both follow Status.IsLeader: without a quorum, a node
+// leads from when it first coordinates a Normal group until it stops
+// coordinating; in quorum mode (Config.Quorum), only while it also holds
+// its lease, so that two nodes never lead at once (docs/design.md §8).
 
 // LeaderCallbacks are called as this node's leadership changes. They run on
 // one goroutine of their own, in order, never on the event loop; a slow
 // callback delays the next one, not the protocol.
 type LeaderCallbacks struct {
 	// OnStartedLeading is called, in a goroutine of its own, when this node
-	// starts leading. ctx is cancelled when the leadership ends (before
-	// OnStoppedLeading is called), or when the agent stops: do the
-	// leader's work until then.
+	// starts leading (Status.IsLeader). ctx is cancelled when the
+	// leadership ends (before OnStoppedLeading is called), or when the
+	// agent stops: do the leader's work until then.
+	//
+	// In quorum mode ctx is cancelled when the lease runs out, by a timer
+	// of this process, even if no packet arrives and the event loop is
+	// blocked; a new leader becomes primary only after the grants this
+	// one counted have expired at their members, Lease after the
+	// heartbeats they acknowledged (docs/design.md §8). That guarantee
+	// assumes clocks whose rates differ by less than 1 % and that this
+	// process runs: work that outlives a cancelled ctx (a write already
+	// in flight, a process that was frozen) is not covered, so fence
+	// writes with the term (Leadership.Term, GROUPD_TERM), which only
+	// grows from one leadership to the next.
 	OnStartedLeading func(ctx context.Context)
 	// OnStoppedLeading is called when this node stops leading, after the
 	// context of OnStartedLeading was cancelled, including when the agent
@@ -49,6 +62,11 @@ type leaderRunner struct {
 	done    chan struct{}
 	cancel  context.CancelFunc // the current leadership's
 	running bool               // the goroutine runs
+
+	// base parents every leadership's context; stopBase ends it when
+	// the agent stops.
+	base     context.Context
+	stopBase context.CancelFunc
 }
 
 func (r *leaderRunner) init(cb LeaderCallbacks, log zerolog.Logger) {
@@ -65,7 +83,8 @@ func (r *leaderRunner) start() {
 		return
 	}
 	r.running = true
-	ctx, stop := context.WithCancel(context.Background())
+	r.base, r.stopBase = context.WithCancel(context.Background())
+	ctx, stop := r.base, r.stopBase
 	go func() {
 		defer close(r.done)
 		defer stop()
@@ -145,31 +164,39 @@ func (r *leaderRunner) enqueue(f func(context.Context)) {
 	}
 }
 
-// started queues OnStartedLeading for the leadership of term.
+// started begins the leadership of term: its context now, so that a stop
+// cancels it at once, and OnStartedLeading queued.
 func (r *leaderRunner) started(term GroupNumber) {
-	r.enqueue(func(parent context.Context) {
-		ctx, cancel := context.WithCancel(parent)
-		r.mu.Lock()
-		if r.cancel != nil {
-			r.cancel() // cannot happen: a stop comes in between
-		}
-		r.cancel = cancel
-		r.mu.Unlock()
+	if !r.running {
+		return
+	}
+	ctx, cancel := context.WithCancel(r.base)
+	r.mu.Lock()
+	if r.cancel != nil {
+		r.cancel() // cannot happen: a stop comes in between
+	}
+	r.cancel = cancel
+	r.mu.Unlock()
+	r.enqueue(func(context.Context) {
 		if r.cb.OnStartedLeading != nil {
 			go r.safely(func() { r.cb.OnStartedLeading(ctx) })
 		}
 	})
 }
 
-// stopped queues the end of the current leadership.
+// stopped ends the current leadership: its context is cancelled now, not
+// behind the callbacks queued before it, and OnStoppedLeading queued.
 func (r *leaderRunner) stopped() {
+	if !r.running {
+		return
+	}
+	r.mu.Lock()
+	if r.cancel != nil {
+		r.cancel()
+		r.cancel = nil
+	}
+	r.mu.Unlock()
 	r.enqueue(func(context.Context) {
-		r.mu.Lock()
-		if r.cancel != nil {
-			r.cancel()
-			r.cancel = nil
-		}
-		r.mu.Unlock()
 		if r.cb.OnStoppedLeading != nil {
 			r.cb.OnStoppedLeading()
 		}
@@ -186,8 +213,9 @@ func (r *leaderRunner) newLeader(id NodeID, name string) {
 
 // Leadership is this node's leadership as WatchLeader reports it.
 type Leadership struct {
-	// Leader, Term and Since: whether this node leads, the term it leads
-	// in, and since when (see Status.Leader).
+	// Leader, Term and Since: whether this node leads (Status.IsLeader:
+	// in quorum mode, it holds its lease), the term it leads in, and
+	// since when this leadership, or term, began.
 	Leader bool
 	Term   GroupNumber
 	Since  time.Time
@@ -205,8 +233,14 @@ type leaderWatch struct {
 	last Leadership
 }
 
-func leadershipOf(s Status) Leadership {
-	l := Leadership{Leader: s.Leader, Term: s.Term, Since: s.LeaderSince}
+// leadership returns the node's leadership as WatchLeader reports it, at
+// now. Call with p.mu held.
+func (p *publisher) leadershipNow(now time.Time) Leadership {
+	s := p.live(p.st, now)
+	var l Leadership
+	if s.IsLeader() && p.acting {
+		l = Leadership{Leader: true, Term: p.actTerm, Since: p.actSince}
+	}
 	if s.State == StateNormal {
 		l.LeaderID, l.LeaderName = s.Coordinator, s.CoordinatorName
 	}
@@ -228,7 +262,7 @@ func (a *Agent) WatchLeader() (<-chan Leadership, func()) {
 		close(w.ch)
 		return w.ch, func() {}
 	}
-	w.last = leadershipOf(p.st)
+	w.last = p.leadershipNow(time.Now())
 	w.ch <- w.last
 	p.watchers[w] = struct{}{}
 	var once sync.Once
@@ -244,12 +278,12 @@ func (a *Agent) WatchLeader() (<-chan Leadership, func()) {
 	}
 }
 
-// notifyWatchers puts the leadership of st in every watcher whose value
+// notifyWatchers puts the current leadership in every watcher whose value
 // changed, replacing an unread older one.
-func (p *publisher) notifyWatchers(st Status) {
-	l := leadershipOf(st)
+func (p *publisher) notifyWatchers() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	l := p.leadershipNow(time.Now())
 	for w := range p.watchers {
 		if l == w.last {
 			continue

@@ -58,6 +58,10 @@ func (a *Agent) loop(ctx context.Context, d *driver.Driver) loopEnd {
 		if d.Node().Stopped() {
 			return endYielded
 		}
+		// A lease is renewed without a change of view: publish its end
+		// after every input, for readers and the lease timer.
+		_, until := d.Node().Lease()
+		a.pub.armLease(time.Now(), until)
 		if a.gnet != nil {
 			a.gnet.confirmDue(time.Now())
 		}
@@ -211,7 +215,7 @@ func (e loopEnv) Send(env wire.Envelope) { e.a.send(env, time.Now()) }
 // milliseconds.
 func (e loopEnv) Save(d invitation.Durable) (bool, error) {
 	a := e.a
-	err := a.store.Save(store.State{NodeID: a.id, Counter: d.Counter, Incarnation: a.incarnation, LastGroup: d.LastGroup})
+	err := a.store.Save(store.State{NodeID: a.id, Counter: d.Counter, Incarnation: a.incarnation, LastGroup: d.LastGroup, Term: d.Term})
 	if err != nil {
 		a.metrics.persistFails.Inc()
 	}

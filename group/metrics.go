@@ -37,13 +37,11 @@ type metrics struct {
 	joins         *prometheus.CounterVec // by result
 	state         *prometheus.GaugeVec   // 1 for the current state
 	isCoordinator prometheus.Gauge
-	primary       prometheus.Gauge
 	groupSeq      prometheus.Gauge
 	members       prometheus.Gauge
 
 	created          prometheus.Counter
 	leaderChanges    *prometheus.CounterVec // leader-start, leader-stop
-	leader           prometheus.Gauge
 	degraded         prometheus.Gauge
 	duplicateIDs     prometheus.Counter
 	timingMismatches prometheus.Counter
@@ -56,7 +54,16 @@ const (
 	dropRateLimited = "rate_limited" // the source address sent over Config.RateLimit
 )
 
-func newMetrics(sinceLastChange func() float64, gossipAlive func() float64) *metrics {
+// liveGauges are the gauges read when scraped, not set on changes: a
+// lease runs out without any change the loop reports.
+type liveGauges struct {
+	sinceLastChange, gossipAlive func() float64
+	// leader and primary are 1 while Status.IsLeader and Status.Primary
+	// hold, checked at the moment of the scrape.
+	leader, primary func() float64
+}
+
+func newMetrics(live liveGauges) *metrics {
 	reg := prometheus.NewRegistry()
 	f := func(name, help string) prometheus.Counter {
 		c := prometheus.NewCounter(prometheus.CounterOpts{Namespace: "groupd", Name: name, Help: help})
@@ -100,23 +107,27 @@ func newMetrics(sinceLastChange func() float64, gossipAlive func() float64) *met
 			return v
 		}(),
 		isCoordinator: g("is_coordinator", "1 if the node coordinates its group."),
-		primary:       g("primary", "1 if the node's group is the primary partition (--expect); with --expect unset, 1 while Normal."),
 		groupSeq:      g("group_seq", "Sequence number of the node's current group."),
 		members:       g("members", "Members in the node's current member list."),
 
 		created:          f("groups_created_total", "Group numbers this node created."),
 		leaderChanges:    fv("leader_changes_total", "Leadership transitions of this node, by event (leader-start, leader-stop).", "event"),
-		leader:           g("leader", "1 while this node leads (from its first Normal group as coordinator until it stops coordinating)."),
 		degraded:         g("degraded", "1 while the node cannot save its state (it creates no group number and steps aside)."),
 		duplicateIDs:     f("duplicate_id_total", "Other processes seen using this node's ID."),
 		timingMismatches: f("timing_mismatches_total", "Peers seen announcing other intervals than this node's (each peer once per value)."),
 	}
 	m.leaderChanges.WithLabelValues(ReasonLeaderStart)
 	m.leaderChanges.WithLabelValues(ReasonLeaderStop)
-	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "groupd", Name: "seconds_since_last_change",
-		Help: "Seconds since the node's group last changed."}, sinceLastChange))
-	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "groupd", Name: "gossip_alive_members",
-		Help: "Nodes memberlist lists as alive or suspect, this one included."}, gossipAlive))
+	gf := func(name, help string, f func() float64) {
+		if f == nil {
+			f = func() float64 { return 0 }
+		}
+		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "groupd", Name: name, Help: help}, f))
+	}
+	gf("seconds_since_last_change", "Seconds since the node's group last changed.", live.sinceLastChange)
+	gf("gossip_alive_members", "Nodes memberlist lists as alive or suspect, this one included.", live.gossipAlive)
+	gf("leader", "1 while this node is the leader an application may act on (in quorum mode: while it holds its lease), checked when scraped.", live.leader)
+	gf("primary", "1 if the node's group is the primary partition (--expect; a leader: while it holds its lease), checked when scraped; with --expect unset, 1 while Normal.", live.primary)
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
 	// Initialise the label sets at zero so that rate() and alerts work
@@ -166,11 +177,6 @@ func (m *metrics) observe(e Event) {
 	if e.Old != nil && e.Old.Role != n.Role {
 		m.roleChanges.WithLabelValues(n.Role.String()).Inc()
 	}
-	if n.Primary {
-		m.primary.Set(1)
-	} else {
-		m.primary.Set(0)
-	}
 	for _, s := range []wire.State{wire.StateNormal, wire.StateElection, wire.StateReorganization} {
 		v := 0.0
 		if s == n.State {
@@ -198,4 +204,11 @@ func sinceSeconds(t time.Time) float64 {
 		return 0
 	}
 	return time.Since(t).Seconds()
+}
+
+func boolGauge(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -53,7 +53,7 @@ func TestMetricsCountOnce(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			m := newMetrics(func() float64 { return 0 }, func() float64 { return 0 })
+			m := newMetrics(liveGauges{})
 			for _, e := range tc.events {
 				m.observe(e)
 			}

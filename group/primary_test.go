@@ -1,44 +1,50 @@
 package group
 
 import (
+	"errors"
 	"testing"
-
-	"github.com/groupd/groupd/wire"
+	"time"
 )
 
-func TestQuorumPrimary(t *testing.T) {
-	normal := func(ids ...wire.NodeID) Status { return Status{State: wire.StateNormal, Members: ids} }
-	cases := []struct {
-		name string
-		q    Quorum
-		st   Status
-		want bool
-	}{
-		{"mode off: any Normal group", Quorum{}, normal(1), true},
-		{"mode off: not while electing", Quorum{}, Status{State: wire.StateElection, Members: []wire.NodeID{1, 2, 3}}, false},
-		{"3 of 5", Quorum{Expect: 5}, normal(3, 4, 5), true},
-		{"2 of 5", Quorum{Expect: 5}, normal(1, 2), false},
-		{"5 of 5", Quorum{Expect: 5}, normal(1, 2, 3, 4, 5), true},
-		{"half without tie-breaker", Quorum{Expect: 4}, normal(1, 2), false},
-		{"half holding the tie-breaker", Quorum{Expect: 4, TieBreaker: 2}, normal(1, 2), true},
-		{"half without the tie-breaker", Quorum{Expect: 4, TieBreaker: 2}, normal(3, 4), false},
-		{"more nodes than expected", Quorum{Expect: 2}, normal(1, 2, 3), true},
-		{"reorganizing majority is not primary yet", Quorum{Expect: 3}, Status{State: wire.StateReorganization}, false},
-	}
-	for _, tc := range cases {
-		if got := tc.q.Primary(tc.st); got != tc.want {
-			t.Errorf("%s: Primary = %v, want %v", tc.name, got, tc.want)
+func TestQuorumValidateIsConfigError(t *testing.T) {
+	for _, q := range []Quorum{{Expect: -1}, {TieBreaker: 3}} {
+		if err := validateQuorum(q); !errors.Is(err, ErrConfig) {
+			t.Errorf("%+v: %v, want a configuration error", q, err)
 		}
+	}
+	if err := validateQuorum(Quorum{Expect: 4, TieBreaker: 3}); err != nil {
+		t.Error(err)
 	}
 }
 
-func TestQuorumValidate(t *testing.T) {
-	for _, q := range []Quorum{{Expect: -1}, {TieBreaker: 3}} {
-		if err := q.validate(); err == nil {
-			t.Errorf("%+v accepted", q)
+// TestLeaseReadAtReadTime: a lease is valid only before its end, on the
+// monotonic clock and on the boot clock alike, and reports what remains.
+func TestLeaseReadAtReadTime(t *testing.T) {
+	var l lease
+	now := time.Now()
+	if r := l.remaining(now); r != 0 {
+		t.Fatalf("no lease: remaining %v", r)
+	}
+	l.set(now, now.Add(300*time.Millisecond))
+	if r := l.remaining(now.Add(100 * time.Millisecond)); r <= 0 || r > 200*time.Millisecond {
+		t.Fatalf("remaining after 100ms of 300ms = %v", r)
+	}
+	if r := l.remaining(now.Add(300 * time.Millisecond)); r != 0 {
+		t.Fatalf("remaining at the end = %v, want 0", r)
+	}
+	// The boot clock bounds it too: a lease recorded as ending on the
+	// boot clock already passed is over, whatever the monotonic clock
+	// says (a host that was suspended).
+	l.mu.Lock()
+	l.boot = bootNanos() - 1
+	l.mu.Unlock()
+	if bootNanos() != 0 {
+		if r := l.remaining(now); r != 0 {
+			t.Fatalf("boot clock past the end: remaining %v, want 0", r)
 		}
 	}
-	if err := (Quorum{Expect: 4, TieBreaker: 3}).validate(); err != nil {
-		t.Error(err)
+	l.set(now, time.Time{})
+	if r := l.remaining(now); r != 0 {
+		t.Fatalf("cleared: remaining %v", r)
 	}
 }

@@ -24,8 +24,21 @@ const maxMismatches = 16
 type publisher struct {
 	a *Agent
 
-	mu         sync.Mutex
-	st         Status // the current view (Time: when it became current)
+	// emit serialises change, expire and goodbye, so that their events
+	// reach subscribers, hooks and callbacks in order.
+	emit sync.Mutex
+
+	mu sync.Mutex
+	st Status // the current view (Time: when it became current)
+	// acting is whether the node is the leader an application may act
+	// on (Status.IsLeader), in which term and since when: the leadership
+	// that leader-start and leader-stop report.
+	acting   bool
+	actTerm  GroupNumber
+	actSince time.Time
+	// leaseTimer ends an acting quorum-mode leadership when its lease
+	// runs out, whether or not the loop runs (expire).
+	leaseTimer *time.Timer
 	subs       map[*subscription]struct{}
 	watchers   map[*leaderWatch]struct{}
 	closed     bool
@@ -61,11 +74,27 @@ func (p *publisher) start() { p.leaders.start() }
 // still current and waits for the callbacks' goroutine.
 func (p *publisher) stopLeaders() { p.leaders.close() }
 
-// status returns the current view.
+// status returns the current view, its lease checked now (live).
 func (p *publisher) status() Status {
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.st
+	st := p.st
+	p.mu.Unlock()
+	return p.live(st, time.Now())
+}
+
+// live checks a quorum-mode leader's lease at now: the view says primary
+// as of its last change, and the lease may have run out since, or been
+// renewed (LeaseUntil).
+func (p *publisher) live(st Status, now time.Time) Status {
+	if st.Expect == 0 || st.Role != Coordinator || !st.Primary {
+		return st
+	}
+	if r := p.a.lease.remaining(now); r > 0 {
+		st.LeaseUntil = p.a.lease.get()
+	} else {
+		st.Primary, st.LeaseUntil = false, time.Time{}
+	}
+	return st
 }
 
 // view converts the machine's status into the agent's.
@@ -78,6 +107,7 @@ func (p *publisher) view(s invitation.Status, now time.Time) Status {
 		Degraded: s.Degraded(), Time: now, Expect: a.cfg.Quorum.Expect,
 		Leader: s.Leader, LeaderSince: s.LeaderSince, Term: s.Term, Tags: p.st.Tags,
 		DuplicateID: p.dup, TimingMismatches: p.mismatches,
+		Primary: s.Primary, LeaseUntil: s.LeaseUntil,
 	}
 	st.MemberPriorities = make([]uint8, len(s.Members))
 	for i, m := range s.Members {
@@ -89,7 +119,6 @@ func (p *publisher) view(s invitation.Status, now time.Time) Status {
 	case st.Coordinator != 0:
 		st.CoordinatorName = a.peers.name(st.Coordinator)
 	}
-	st.Primary = a.cfg.Quorum.Primary(st)
 	return st
 }
 
@@ -123,10 +152,13 @@ func (p *publisher) report(now time.Time, out invitation.Output) {
 // transition it may carry.
 func (p *publisher) change(t time.Time, ie invitation.Event) {
 	a := p.a
+	p.emit.Lock()
+	defer p.emit.Unlock()
 	p.mu.Lock()
 	old := p.st
 	cur := p.view(ie.New, t)
 	p.st = cur
+	was := p.acting
 	p.mu.Unlock()
 	e := Event{Time: t, Node: a.id, Name: a.name, Reason: string(ie.Reason), Old: &old, New: cur}
 	p.logChange(e)
@@ -139,52 +171,128 @@ func (p *publisher) change(t time.Time, ie invitation.Event) {
 	if old.Group != cur.Group || old.State != cur.State || old.Leader != cur.Leader || old.Degraded != cur.Degraded {
 		a.publishMeta(cur)
 	}
-	if old.Leader != cur.Leader {
-		p.leadership(t, old, cur)
-	}
+	p.leadership(t, old, cur, was)
 	if cur.State == StateNormal && cur.Coordinator != old.Coordinator || old.State != StateNormal && cur.State == StateNormal {
 		p.leaders.newLeader(cur.Coordinator, cur.CoordinatorName)
 	}
-	p.notifyWatchers(cur)
+	p.notifyWatchers()
 }
 
-// leadership publishes a leader-start or leader-stop event, exactly once
-// per transition, to subscribers, the hook and the callbacks.
-func (p *publisher) leadership(t time.Time, old, cur Status) {
+// leadership publishes the leader-stop and leader-start events that the
+// change old → cur makes, exactly once per transition, to subscribers, the
+// hook and the callbacks: the node stops acting as leader (IsLeader goes
+// false, or its term changes) and starts (it goes true, or takes a new
+// term). was is whether it acted as leader before. A stop because a lease
+// ran out is stamped with the lease's end.
+func (p *publisher) leadership(t time.Time, old, cur Status, was bool) {
+	now := cur.IsLeader()
+	p.mu.Lock()
+	term := p.actTerm
+	if was == now && (!now || term == cur.Term) {
+		p.mu.Unlock()
+		return
+	}
+	p.acting, p.actTerm = now, cur.Term
+	if now {
+		p.actSince = t
+	} else {
+		p.actSince, p.actTerm = time.Time{}, GroupNumber{}
+	}
+	p.mu.Unlock()
+	if was {
+		stop := t
+		if end := old.LeaseUntil; cur.Expect > 0 && cur.Leader && !end.IsZero() && end.Before(stop) {
+			stop = end // the lease ran out then: the loop saw it late
+		}
+		o := old
+		o.Term = term
+		p.transition(stop, ReasonLeaderStop, &o, cur, term)
+	}
+	if now {
+		p.transition(t, ReasonLeaderStart, &old, cur, cur.Term)
+	}
+}
+
+// transition publishes one leader-start or leader-stop.
+func (p *publisher) transition(t time.Time, reason string, old *Status, cur Status, term GroupNumber) {
 	a := p.a
-	reason := ReasonLeaderStart
-	if !cur.Leader {
-		reason = ReasonLeaderStop
-	}
-	o := old
-	e := Event{Time: t, Node: a.id, Name: a.name, Reason: reason, Old: &o, New: cur}
-	ev := a.log.Info().Str("reason", reason).Str("group", cur.Group.String())
-	if cur.Leader {
-		ev = ev.Str("term", cur.Term.String())
-	} else {
-		ev = ev.Str("term", old.Term.String())
-	}
-	ev.Msg(reason)
+	e := Event{Time: t, Node: a.id, Name: a.name, Reason: reason, Old: old, New: cur}
+	a.log.Info().Str("reason", reason).Str("group", cur.Group.String()).Str("term", term.String()).Msg(reason)
 	a.metrics.leaderChanges.WithLabelValues(reason).Inc()
-	if cur.Leader {
-		a.metrics.leader.Set(1)
-	} else {
-		a.metrics.leader.Set(0)
-	}
 	p.deliver(e)
 	if a.hooks != nil {
 		a.hooks.enqueue(e)
 	}
-	if cur.Leader {
-		p.leaders.started(cur.Term)
+	if reason == ReasonLeaderStart {
+		p.leaders.started(term)
 	} else {
 		p.leaders.stopped()
 	}
 }
 
+// armLease makes the lease timer fire when the lease that the loop just
+// computed ends (zero: none), so that an acting leader stops acting then,
+// whatever the loop does (expire). Called by the loop after every input.
+func (p *publisher) armLease(now, until time.Time) {
+	p.a.lease.set(now, until)
+	if until.IsZero() {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.leaseTimer == nil {
+		p.leaseTimer = time.AfterFunc(until.Sub(now), p.expire)
+		return
+	}
+	p.leaseTimer.Reset(until.Sub(now))
+}
+
+// expire ends an acting quorum-mode leadership whose lease ran out, on the
+// lease timer: the loop may be blocked or behind (a stalled host, a long
+// pause), and an application must stop acting as leader when the lease
+// ends, even if no packet and no tick arrives. The machine reports the
+// same when its loop runs again, which then changes nothing here.
+func (p *publisher) expire() {
+	p.emit.Lock()
+	defer p.emit.Unlock()
+	now := time.Now()
+	p.mu.Lock()
+	if !p.acting || p.st.Expect == 0 {
+		p.mu.Unlock()
+		return
+	}
+	if r := p.a.lease.remaining(now); r > 0 {
+		p.leaseTimer.Reset(r) // renewed meanwhile
+		p.mu.Unlock()
+		return
+	}
+	old := p.st
+	end := p.a.lease.get()
+	if end.IsZero() || end.After(now) {
+		end = now
+	}
+	cur := old
+	cur.Primary, cur.LeaseUntil, cur.Time = false, time.Time{}, end
+	p.st = cur
+	p.mu.Unlock()
+	a := p.a
+	a.log.Warn().Str("group", cur.Group.String()).Str("term", old.Term.String()).Time("lease_end", end).
+		Msg("the lease ran out (no quorum acknowledged this leader): no longer primary")
+	e := Event{Time: end, Node: a.id, Name: a.name, Reason: string(invitation.ReasonLease), Old: &old, New: cur}
+	a.metrics.observe(e)
+	p.deliver(e)
+	if a.hooks != nil && hookWorthy(e) {
+		a.hooks.enqueue(e)
+	}
+	p.leadership(end, old, cur, true)
+	p.notifyWatchers()
+}
+
 // goodbye ends a leadership when the agent stops: the node leaves, so it
 // no longer leads.
 func (p *publisher) goodbye(t time.Time) {
+	p.emit.Lock()
+	defer p.emit.Unlock()
 	p.mu.Lock()
 	old := p.st
 	if !old.Leader {
@@ -193,10 +301,15 @@ func (p *publisher) goodbye(t time.Time) {
 	}
 	cur := old
 	cur.Leader, cur.LeaderSince, cur.Term, cur.Time = false, time.Time{}, GroupNumber{}, t
+	cur.Primary, cur.LeaseUntil = false, time.Time{}
 	p.st = cur
+	was := p.acting
 	p.mu.Unlock()
-	p.leadership(t, old, cur)
-	p.notifyWatchers(cur)
+	if p.leaseTimer != nil {
+		p.leaseTimer.Stop()
+	}
+	p.leadership(t, old, cur, was)
+	p.notifyWatchers()
 }
 
 // logChange logs one line per change of the view, with the old and new
@@ -354,7 +467,8 @@ func (p *publisher) close() {
 	}
 }
 
-// Status returns the node's current view of its group.
+// Status returns the node's current view of its group, its lease checked
+// at the moment of the call.
 func (a *Agent) Status() Status {
 	s := a.pub.status()
 	s.Members = append([]NodeID{}, s.Members...)
@@ -382,7 +496,7 @@ func (a *Agent) Subscribe() (<-chan Event, func()) {
 		close(s.ch)
 		return s.ch, func() {}
 	}
-	st := p.st
+	st := p.live(p.st, time.Now())
 	st.Members = append([]NodeID{}, st.Members...)
 	// The snapshot is stamped with when its view became current, not
 	// with now: the loop may already be past a change it has not yet

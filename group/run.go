@@ -44,6 +44,10 @@ func (a *Agent) Run(ctx context.Context) error {
 	if a.cfg.OnChange != "" {
 		a.hooks = newHookRunner(a.cfg.OnChange, a.cfg.HookTimeout,
 			a.cfg.Logger.With().Str("component", "hooks").Uint64("node", uint64(a.id)).Logger(), a.metrics)
+		a.hooks.leads = func(term GroupNumber) bool {
+			st := a.Status()
+			return st.IsLeader() && st.Term == term
+		}
 	}
 	seed := randomSeed()
 	mcfg := invitation.Config{
@@ -54,6 +58,9 @@ func (a *Agent) Run(ctx context.Context) error {
 		Timing:   a.cfg.Timing,
 		Election: a.cfg.Election,
 		Rand:     mrand.New(mrand.NewSource(seed)),
+		Quorum:   a.cfg.Quorum,
+
+		NoPreempt: a.cfg.NoPreempt,
 	}
 	opts := driver.Options{Clock: time.Now, NextCounter: func() uint64 { return a.pktCounter.Add(1) }}
 	var inputLog *driver.LogWriter

@@ -86,8 +86,14 @@ type Status struct {
 	// Time is when this status was taken.
 	Time time.Time
 	// Primary reports whether the node's group is the primary partition
-	// (see Quorum); with Expect 0 every Normal group is.
+	// (see Quorum); with Expect 0 every Normal group is. A leader is
+	// primary only while its lease runs: the agent checks it when the
+	// status is read (Agent.Status), so a process that wakes from a pause
+	// never reports a lease that ran out meanwhile.
 	Primary bool
+	// LeaseUntil is when a primary leader's lease ends unless members
+	// renew it (quorum mode); zero otherwise.
+	LeaseUntil time.Time
 	// Expect is the configured cluster size (--expect), 0 when
 	// primary-partition mode is off.
 	Expect int
@@ -96,8 +102,12 @@ type Status struct {
 	// gives way to another process with its ID, or stops. Merges it
 	// leads, members joining or leaving and its group being renumbered
 	// leave it leader. LeaderSince is when the leadership began, and Term
-	// the group number it began at: a fencing number, higher for a
-	// leadership that follows this one (see docs/design.md).
+	// its term: a fencing number, higher for every leadership that
+	// follows this one (docs/design.md §8). A leader that learns of a
+	// higher term takes a new one.
+	//
+	// In quorum mode a leader may act only while it is also Primary:
+	// IsLeader says that.
 	Leader      bool
 	LeaderSince time.Time
 	Term        GroupNumber
@@ -134,10 +144,13 @@ func (s Status) IsCoordinator() bool {
 	return s.State == StateNormal && s.Role == Coordinator
 }
 
-// IsLeader reports whether the node leads (see Status.Leader). Unlike
-// IsCoordinator it stays true while the node merges other groups into its
-// own or members come and go.
-func (s Status) IsLeader() bool { return s.Leader }
+// IsLeader reports whether the node is the leader an application may act
+// on: it leads (Status.Leader) and, in quorum mode (Expect > 0), is
+// primary, that is, holds its lease as of when the status was read. Two
+// nodes are never such leaders at once (docs/design.md §8). Unlike
+// IsCoordinator, without a quorum it stays true while the node merges
+// other groups into its own or members come and go.
+func (s Status) IsLeader() bool { return s.Leader && (s.Expect == 0 || s.Primary) }
 
 // GroupFormed returns the time the group number says its group was formed
 // at (its sequence read as Unix milliseconds), or zero without a group.
@@ -154,6 +167,9 @@ func (s Status) String() string {
 	lead := ""
 	if s.Leader {
 		lead = " leader(term " + s.Term.String() + ")"
+	}
+	if s.Expect > 0 && s.Primary {
+		lead += " primary"
 	}
 	return fmt.Sprintf("%d %s %s g=%s v%d %v%s", s.ID, s.State, s.Role, s.Group, s.Version, s.Members, lead)
 }
@@ -179,6 +195,7 @@ type statusJSON struct {
 	Degraded         bool              `json:"degraded"`
 	Time             time.Time         `json:"time"`
 	Primary          bool              `json:"primary"`
+	LeaseUntil       *time.Time        `json:"lease_until"`
 	Expect           int               `json:"expect"`
 	Leader           bool              `json:"leader"`
 	LeaderSince      *time.Time        `json:"leader_since"`
@@ -216,6 +233,10 @@ func (s Status) MarshalJSON() ([]byte, error) {
 		t := s.LeaderSince.UTC()
 		j.LeaderSince = &t
 		j.Term = s.Term.String()
+	}
+	if !s.LeaseUntil.IsZero() {
+		t := s.LeaseUntil.UTC()
+		j.LeaseUntil = &t
 	}
 	return json.Marshal(j)
 }
@@ -276,6 +297,9 @@ func (s *Status) UnmarshalJSON(b []byte) error {
 	if j.LeaderSince != nil {
 		s.LeaderSince = *j.LeaderSince
 	}
+	if j.LeaseUntil != nil {
+		s.LeaseUntil = *j.LeaseUntil
+	}
 	if len(j.MemberPriorities) > 0 {
 		s.MemberPriorities = make([]uint8, len(j.MemberPriorities))
 		for i, p := range j.MemberPriorities {
@@ -315,6 +339,7 @@ func (s Status) Machine() invitation.Status {
 		ID: s.ID, Priority: s.Priority, State: s.State, Group: s.Group, Members: ms,
 		Version: s.Version, Since: s.Since, Counter: s.Counter, PersistError: s.PersistError,
 		Leader: s.Leader, Term: s.Term, LeaderSince: s.LeaderSince,
+		Primary: s.Primary, Expect: s.Expect, LeaseUntil: s.LeaseUntil,
 	}
 }
 
@@ -364,14 +389,18 @@ type Member struct {
 }
 
 // Event reasons besides invitation's (recovery, election, merge, invited,
-// ready, members, confirmed, persist-failed, saved, yielded).
+// ready, members, confirmed, persist-failed, saved, yielded, lease).
 const (
 	// ReasonSnapshot is the first event of a stream: the current status,
 	// with no Old.
 	ReasonSnapshot = "snapshot"
 	// ReasonLeaderStart and ReasonLeaderStop follow the event in which the
-	// node became leader, or stopped being leader (Status.Leader), once
-	// per transition; a leader that stops the daemon gets ReasonLeaderStop
+	// node became the leader an application may act on, or stopped being
+	// it (Status.IsLeader: in quorum mode, while its lease runs), once per
+	// transition; a new term is a new leadership (a stop, then a start).
+	// A lease that runs out ends the leadership by a local timer, even if
+	// the loop is blocked: that ReasonLeaderStop is stamped with the
+	// lease's end. A leader that stops the daemon gets ReasonLeaderStop
 	// before it exits.
 	ReasonLeaderStart = "leader-start"
 	ReasonLeaderStop  = "leader-stop"
@@ -387,7 +416,7 @@ type Event struct {
 	Name string    `json:"name"`
 	// Reason is one of invitation's reasons ("recovery", "election",
 	// "merge", "invited", "ready", "members", "confirmed",
-	// "persist-failed", "saved", "yielded"), ReasonLeaderStart,
+	// "persist-failed", "saved", "yielded", "lease"), ReasonLeaderStart,
 	// ReasonLeaderStop or ReasonSnapshot.
 	Reason string `json:"reason"`
 	// Old is the view before the change; nil in a snapshot.

@@ -5,6 +5,7 @@
 //	groupd status [--json]     this node's view of its group, from the local API
 //	groupd members [--json]    the nodes this node knows
 //	groupd watch [--json]      a stream of group changes
+//	groupd exec -- CMD [ARG...] run CMD only while this node leads (holds its lease with --expect)
 //	groupd ui [--listen ADDR]  the URL of the live view in a browser (a proxy for a unix-socket API)
 //	groupd version             version, commit and Go version (also groupd --version)
 //	groupd timeline EVENTS.ndjson -o OUT.svg [--faults FAULTS.ndjson]
@@ -117,6 +118,7 @@ func newApp(args []string, stdout, stderr io.Writer) *cli.App {
 			statusCommand(),
 			membersCommand(),
 			watchCommand(),
+			execCommand(),
 			uiCommand(),
 			versionCommand(),
 			timelineCommand(),

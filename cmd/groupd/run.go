@@ -123,7 +123,9 @@ func runCommand() *cli.Command {
 		&cli.StringFlag{Name: "election", EnvVars: env("election"), Category: election, Value: "bully",
 			Usage: "`ALGORITHM` a failed coordinator's survivors run: bully or ring (a group runs its coordinator's)"},
 		&cli.IntFlag{Name: "expect", EnvVars: env("expect"), Category: election,
-			Usage: "expected cluster size `N`: a group is primary when it holds more than N/2 members (0: off)"},
+			Usage: "expected cluster size `N`: a leader is primary while more than N/2 nodes hold its lease, so two never are (0: off)"},
+		&cli.BoolFlag{Name: "no-preempt", EnvVars: env("no-preempt"), Category: election,
+			Usage: "a leader keeps leading when a node of higher priority returns (keepalived's nopreempt)"},
 		&cli.Uint64Flag{Name: "tie-breaker", EnvVars: env("tie-breaker"), Category: election,
 			Usage: "node `ID` whose side is primary in an exact half split (needs --expect)"},
 		&cli.StringFlag{Name: "on-change", EnvVars: env("on-change"), Category: hooks,
@@ -403,6 +405,7 @@ func configFromFlags(c *cli.Context) (group.Config, runSettings, error) {
 	}
 	cfg.Election = alg
 	cfg.Quorum = group.Quorum{Expect: c.Int("expect"), TieBreaker: wire.NodeID(c.Uint64("tie-breaker"))}
+	cfg.NoPreempt = c.Bool("no-preempt")
 	if cfg.Quorum.Expect < 0 {
 		return cfg, rs, badConfig("--expect must be >= 0, got %d", cfg.Quorum.Expect)
 	}
