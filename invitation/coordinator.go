@@ -310,29 +310,15 @@ func allTrue(m map[wire.NodeID]bool) bool {
 
 // closeAcceptWindow ends the accept window: the group is whoever accepted.
 // An invited coordinator that did not accept is left alone for a while
-// (backoff): under loss, merges that fail spend a number each. If an
-// invitee declined (it held a higher number), the group is renumbered
-// above it instead, and those who accepted and declined are invited again:
-// a node's group numbers only grow (design §4).
+// (backoff): under loss, merges that fail spend a number each. Invitees
+// that declined (they held a higher number) are invited again once the
+// group is Normal, into a new number above theirs (finishReady): a node's
+// group numbers only grow (design §4), and the group forms first, so that
+// a failed save of the new number leaves it whole.
 func (n *Node) closeAcceptWindow(now time.Time) Reason {
 	mg := n.merge
 	n.merge = nil
-	if len(mg.declined) > 0 && !n.degraded() {
-		var again []wire.NodeID
-		for id := range n.up {
-			if id != n.id {
-				again = append(again, id)
-			}
-		}
-		for id := range mg.declined {
-			if n.up[id] == nil {
-				again = append(again, id)
-			}
-		}
-		sort.Slice(again, func(i, j int) bool { return again[i] < again[j] })
-		n.newGroup(now, &pendingGroup{purpose: forMerge, members: again})
-		return ReasonMerge
-	}
+	n.declined = sortedIDs(mg.declined)
 	for _, id := range mg.targets {
 		if mg.invited[id] {
 			continue
@@ -450,6 +436,11 @@ func (n *Node) finishReady(now time.Time) {
 		n.nextBeacon = now
 		n.lastAckReq = time.Time{} // the first heartbeat asks for acknowledgements
 		n.report(now, ReasonConfirmed)
+		if d := n.declined; len(d) > 0 && !n.degraded() && n.pending == nil {
+			n.declined = nil
+			n.renumber(now, d)
+			return
+		}
 	}
 	if n.nextLate.IsZero() {
 		n.nextLate = now.Add(n.t.ackLate(n.quorumMode()))

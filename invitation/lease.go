@@ -253,16 +253,31 @@ type leaseVote struct {
 // leader that stops being a primary leader keeps a grant to itself until
 // its lease would have ended (see mayGrant).
 func (n *Node) updateLease(now time.Time) {
-	wasUntil, was := n.leaseUntil, n.primary
+	wasUntil := n.leaseUntil
 	n.primary, n.leaseUntil = n.computeLease(now)
-	if n.primary && !was && n.leader && n.quorumMode() {
-		n.noteTerm(now, n.term) // a primary term counts from now on
+	if n.primary && n.leader && n.quorumMode() && n.isCoordinator() && n.durable.Term.Less(n.term) {
+		// A primary term counts from now on (it raises the floor), and
+		// only once saved: restarted, this node must not grant a lower
+		// term. The save is asked now; primary once it is done.
+		n.noteTerm(now, n.term)
+		n.primary, n.leaseUntil = false, time.Time{}
 	}
 	if !wasUntil.IsZero() && (n.leaseUntil.IsZero() || !n.isCoordinator()) {
 		n.selfUntil = later(n.selfUntil, wasUntil)
 	}
-	n.incumbent = n.noPreempt && n.leader && n.state == wire.StateNormal && len(n.members) > 1 &&
-		(n.primary || (!n.quorumMode() && now.Sub(n.lastMemberHeard) < n.t.ackLate(false)))
+	switch {
+	case !n.noPreempt || !n.leader:
+		n.incumbent = false
+	case n.state != wire.StateNormal:
+		// Its own merge or Ready round: an incumbent stays one, or the
+		// nodes it invites would rank it below them and refuse.
+	case n.quorumMode():
+		n.incumbent = n.primary
+	default:
+		// It leads members it heard lately (a leader that was frozen
+		// while its members moved on does not).
+		n.incumbent = len(n.members) > 1 && now.Sub(n.lastMemberHeard) < n.t.ackLate(false)
+	}
 }
 
 // computeLease decides the primary flag (design §8): without a quorum,

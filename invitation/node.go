@@ -222,6 +222,7 @@ type Node struct {
 	merge         *mergeRound
 	ready         *readyRound
 	prevGroup     wire.GroupNumber // my previous group, to re-invite its laggards
+	declined      []wire.NodeID    // invitees that declined this group's number: renumber once Normal
 	prevMembers   map[wire.NodeID]bool
 	backoffs      map[wire.NodeID]*backoff
 
@@ -510,6 +511,7 @@ func (n *Node) resetRoles() {
 	n.resendAcc = time.Time{}
 	n.attachAt, n.waitUntil, n.offer = time.Time{}, time.Time{}, nil
 	n.outrankSince, n.behindSince = time.Time{}, time.Time{}
+	n.declined = nil
 	clear(n.up)
 }
 

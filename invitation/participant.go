@@ -47,7 +47,15 @@ const beatDecay = 15.0 / 16
 
 // noteBeat counts a heartbeat of my coordinator, and the ones missed since
 // the last (the coordinator beacons every AliveInterval of its own).
+//
+// The estimate is of the link to this group's coordinator: a node that
+// joins another group starts afresh. Carried over, the misses counted
+// while it was cut off from its old coordinator stretched its timeout in
+// the new group for seconds, past T_failover.
 func (n *Node) noteBeat(now time.Time) {
+	if n.beatGroup != n.group {
+		n.beatRecv, n.beatMiss = 0, 0
+	}
 	if n.beatGroup == n.group && !n.lastBeat.IsZero() {
 		gap := now.Sub(n.lastBeat)
 		missed := float64(max(0, (gap+n.gt.AliveInterval/2)/n.gt.AliveInterval-1))
@@ -102,7 +110,10 @@ func (n *Node) coordRank() wire.Rank {
 // well as on ticks: an idle participant has no periodic tick to notice it
 // on.
 func (n *Node) noteOutrank(now time.Time) bool {
-	if n.degraded() || !n.coordRank().Less(n.rank()) {
+	if n.degraded() || !n.coordRank().Less(n.rank()) || n.noPreempt && !n.coordDegraded {
+		// With NoPreempt a higher node in the group is the norm (it
+		// returned and joined): only a coordinator that cannot save is
+		// taken over.
 		n.outrankSince = time.Time{}
 		return false
 	}
