@@ -105,6 +105,22 @@ type Checker struct {
 	lists    map[groupVersion]*list
 	terms    map[wire.GroupNumber]wire.NodeID // leadership terms held, by holder
 	lastTerm map[wire.NodeID]wire.GroupNumber
+	// held is each node's highest group number held (Reorganization or
+	// Normal), for S5.
+	held map[wire.NodeID]wire.GroupNumber
+	// leads are the primary leaderships (quorum mode) told by Lead, by
+	// node: until when each may act; maxTerm the highest term a primary
+	// leader held, and whose (LP1).
+	leads     map[wire.NodeID]*leadership
+	maxTerm   wire.GroupNumber
+	maxTermOf wire.NodeID
+}
+
+// leadership is one node's primary leadership as the checker knows it.
+type leadership struct {
+	term wire.GroupNumber
+	end  time.Time // when its lease ends; the zero Time while it runs without one
+	open bool      // it runs without a lease (until Unlead)
 }
 
 // New returns a checker with an empty history.
@@ -118,6 +134,75 @@ func New() *Checker {
 		durable:  make(map[wire.NodeID]uint64),
 		coords:   make(map[wire.GroupNumber][]wire.NodeID),
 		lists:    make(map[groupVersion]*list),
+		held:     make(map[wire.NodeID]wire.GroupNumber),
+		leads:    make(map[wire.NodeID]*leadership),
+	}
+}
+
+// HeldFloor sets the group number node's next held number must not be
+// below (S5), as a restart from its state file leaves it: the last group
+// that file holds. Without it the floor is the highest number the node
+// was seen holding, across restarts.
+func (c *Checker) HeldFloor(node wire.NodeID, g wire.GroupNumber) { c.held[node] = g }
+
+// Lead records that node is a primary leader in term at t (quorum mode),
+// its lease running until end; a zero end means a leadership without a
+// lease, which lasts until Unlead. It checks LP1: no other node's primary
+// leadership (a lease counts until its end, even past its holder's crash
+// or stop) runs at t, and a new primary leadership's term is not below the
+// term of any earlier one (above, if another node held it).
+func (c *Checker) Lead(t time.Time, node wire.NodeID, term wire.GroupNumber, end time.Time) []Violation {
+	var out []Violation
+	for o, l := range c.leads {
+		if o == node || !(l.open || l.end.After(t)) {
+			continue
+		}
+		until := "until it stops"
+		if !l.open {
+			until = "until " + FormatTime(l.end)
+		}
+		out = append(out, Violation{Invariant: "LP1", Time: t, Group: term, Nodes: []wire.NodeID{o, node},
+			Detail: fmt.Sprintf("two primary leaders at once: node %d (term %s, %s) and node %d (term %s)", o, l.term, until, node, term)})
+	}
+	l := c.leads[node]
+	fresh := l == nil || l.term != term || (!l.open && !l.end.After(t))
+	if fresh {
+		if term.Less(c.maxTerm) || term == c.maxTerm && c.maxTermOf != node && !c.maxTerm.IsZero() {
+			out = append(out, Violation{Invariant: "LP1", Time: t, Group: term, Nodes: []wire.NodeID{c.maxTermOf, node},
+				Detail: fmt.Sprintf("node %d became a primary leader with term %s after node %d was one with term %s: terms of primary leaders went backwards", node, term, c.maxTermOf, c.maxTerm)})
+		}
+		if c.maxTerm.Less(term) {
+			c.maxTerm, c.maxTermOf = term, node
+		}
+	}
+	if l == nil {
+		l = &leadership{}
+		c.leads[node] = l
+	}
+	if fresh || end.After(l.end) || end.IsZero() {
+		l.term, l.open = term, end.IsZero()
+		if !end.IsZero() {
+			l.end = end
+		}
+	}
+	return out
+}
+
+// StateLost records that node's state file was lost or restored from an
+// older copy: the term floor it kept is gone, and a leader whose term is
+// below an earlier primary leader's may be granted once. LP1's check that
+// terms grow starts again from here (docs/design.md §8 states the
+// assumption); that no two primary leaders overlap does not depend on the
+// state file and is still checked.
+func (c *Checker) StateLost(node wire.NodeID) {
+	c.maxTerm, c.maxTermOf = wire.GroupNumber{}, 0
+}
+
+// Unlead records that node stopped being a primary leader at t. A lease
+// still counts until its end; a leadership without one ends here.
+func (c *Checker) Unlead(t time.Time, node wire.NodeID) {
+	if l := c.leads[node]; l != nil && l.open {
+		l.open, l.end = false, t
 	}
 }
 
@@ -140,7 +225,23 @@ func (c *Checker) Observe(o Observation) []Violation {
 		return nil
 	}
 	v.alive, v.has, v.st = true, true, o.Status
-	return append(c.leadership(o.Time, o.Node, prev, &v.st), c.contribute(o.Time, o.Node, &v.st)...)
+	out := append(c.leadership(o.Time, o.Node, prev, &v.st), c.contribute(o.Time, o.Node, &v.st)...)
+	return append(out, c.heldGrows(o.Time, o.Node, &v.st)...)
+}
+
+// heldGrows checks S5: the group numbers a node holds (Reorganization or
+// Normal) only grow, across invitations, merges, failovers and restarts.
+func (c *Checker) heldGrows(t time.Time, node wire.NodeID, st *invitation.Status) []Violation {
+	if (st.State != wire.StateNormal && st.State != wire.StateReorganization) || st.Group.IsZero() {
+		return nil
+	}
+	last := c.held[node]
+	if st.Group.Less(last) {
+		return []Violation{{Invariant: "S5", Time: t, Group: st.Group, Nodes: []wire.NodeID{node},
+			Detail: fmt.Sprintf("node %d holds group %s after %s: its group numbers went down", node, st.Group, last)}}
+	}
+	c.held[node] = st.Group
+	return nil
 }
 
 // Created records that a node adopted a number it created, and checks S1:

@@ -306,3 +306,90 @@ func TestCheckerLiveness(t *testing.T) {
 		t.Fatalf("Highest = %d, want 2", got)
 	}
 }
+
+// TestLP1 checks the exclusive-leadership invariant on hand-made
+// leaderships: a lease counts to its end (past a stop or a crash), a
+// leadership without one until it stops, and primary leaders' terms grow
+// except across a lost state file.
+func TestLP1(t *testing.T) {
+	type lead struct {
+		ms     int
+		node   wire.NodeID
+		term   wire.GroupNumber
+		end    int // ms; 0: no lease (until unlead)
+		unlead bool
+		lost   bool // the node's state file was lost (StateLost)
+	}
+	cases := []struct {
+		name  string
+		leads []lead
+		want  string // substring of the first violation, "" for none
+	}{
+		{"one leader renewing", []lead{{0, 5, g(10, 5), 1000, false, false}, {500, 5, g(10, 5), 1500, false, false}}, ""},
+		{"successor after the lease's end", []lead{{0, 5, g(10, 5), 1000, false, false}, {1000, 3, g(20, 3), 2000, false, false}}, ""},
+		{"successor before the lease's end", []lead{{0, 5, g(10, 5), 1000, false, false}, {999, 3, g(20, 3), 2000, false, false}}, "two primary leaders at once: node 5"},
+		{"a stop does not end a lease early", []lead{{0, 5, g(10, 5), 1000, false, false}, {100, 5, g(10, 5), 0, true, false}, {500, 3, g(20, 3), 2000, false, false}}, "two primary leaders at once"},
+		{"without a lease: until it stops", []lead{{0, 5, g(10, 5), 0, false, false}, {400, 5, g(10, 5), 0, true, false}, {500, 3, g(20, 3), 0, false, false}}, ""},
+		{"without a lease, not stopped", []lead{{0, 5, g(10, 5), 0, false, false}, {500, 3, g(20, 3), 0, false, false}}, "until it stops"},
+		{"a lower term after a higher", []lead{{0, 3, g(20, 3), 1000, false, false}, {2000, 5, g(10, 5), 3000, false, false}}, "terms of primary leaders went backwards"},
+		{"the same leader again in its term", []lead{{0, 5, g(10, 5), 1000, false, false}, {2000, 5, g(10, 5), 3000, false, false}}, ""},
+		{"a lower term after a lost state file", []lead{{0, 3, g(20, 3), 1000, false, false}, {1500, 3, g(20, 3), 0, false, true}, {2000, 5, g(10, 5), 3000, false, false}}, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := New()
+			var got []Violation
+			for _, l := range tc.leads {
+				switch {
+				case l.lost:
+					c.StateLost(l.node)
+				case l.unlead:
+					c.Unlead(at(l.ms), l.node)
+				default:
+					end := time.Time{}
+					if l.end != 0 {
+						end = at(l.end)
+					}
+					got = append(got, c.Lead(at(l.ms), l.node, l.term, end)...)
+				}
+			}
+			switch {
+			case tc.want == "" && len(got) > 0:
+				t.Errorf("violations %v, want none", got)
+			case tc.want != "" && len(got) == 0:
+				t.Errorf("no violation, want %q", tc.want)
+			case tc.want != "" && !strings.Contains(got[0].String(), tc.want):
+				t.Errorf("violation %s, want %q", got[0], tc.want)
+			}
+		})
+	}
+}
+
+// TestS5 checks that the group numbers a node holds only grow, across
+// restarts from what its state file kept (HeldFloor).
+func TestS5(t *testing.T) {
+	c := New()
+	obs := func(ms int, st invitation.Status) []Violation {
+		return c.Observe(Observation{Time: at(ms), Node: st.ID, Status: st, Alive: true})
+	}
+	if v := obs(0, normal(3, g(20, 5), 1, 3, 5)); len(v) > 0 {
+		t.Fatal(v)
+	}
+	if v := obs(10, reorg(3, g(30, 7))); len(v) > 0 {
+		t.Fatal(v)
+	}
+	if v := obs(20, election(3, g(30, 7))); len(v) > 0 { // an election holds nothing new
+		t.Fatal(v)
+	}
+	v := obs(30, reorg(3, g(25, 9)))
+	if len(v) != 1 || v[0].Invariant != "S5" {
+		t.Fatalf("joined 25.9 after holding 30.7: %v, want one S5", v)
+	}
+	// Restarted from a state file that kept 22.4 only: 25.9 is fine then.
+	c.Crash(at(40), 3)
+	c.Restart(at(41), 3)
+	c.HeldFloor(3, g(22, 4))
+	if v := obs(50, reorg(3, g(25, 9))); len(v) > 0 {
+		t.Fatalf("after a restart from 22.4: %v", v)
+	}
+}

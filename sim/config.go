@@ -37,6 +37,29 @@ type Config struct {
 	// (SetClock changes it for later starts). It moves the wall-clock
 	// floor of the numbers the node creates.
 	ClockOffsets []time.Duration
+	// Drift[i] is node i+1's clock-rate error: its clock runs 1+Drift[i]
+	// times as fast as real (virtual) time, from each start. The lease
+	// assumes rates within invitation.DriftAllowance of each other.
+	Drift []float64
+	// Quorum runs every node in quorum mode (a leader is primary while a
+	// quorum holds its lease): the checker then also verifies that no two
+	// nodes are primary leaders at once and that primary leaders' terms
+	// grow (invariant.Checker.ExclusiveLeaders). Zero: off.
+	Quorum invitation.Quorum
+	// NoPreempt: every node keeps leading when a higher-priority node
+	// returns (invitation.Config.NoPreempt).
+	NoPreempt bool
+	// ViewPrimary computes a leader's primary flag from its member list
+	// alone, without the lease (invitation.Config.ViewPrimary): the
+	// negative control of the exclusive-leadership invariant.
+	ViewPrimary bool
+	// SeedsOnly models discovery without multicast: a broadcast reaches
+	// only the nodes its sender knows, as the daemon copies broadcasts by
+	// unicast to memberlist's members. A node knows the seeds (nodes 1
+	// and 2) from its start, every node it heard from, and every node
+	// those knew (memberlist's gossip), for good: memberlist keeps dead
+	// members and the daemon keeps retrying them.
+	SeedsOnly bool
 	// Keyed models a network with a key: a receiver accepts packets of a
 	// sender's boot only after verifying it (a Challenge and Response,
 	// one round trip; package wire's ReplayWindow).
@@ -164,6 +187,14 @@ func (c *Config) fill() error {
 			return fmt.Errorf("sim: election of node %d: %w", i+1, err)
 		}
 	}
+	for i, d := range c.Drift {
+		if d <= -0.5 || d >= 0.5 {
+			return fmt.Errorf("sim: drift of node %d is %v, want within ±0.5", i+1, d)
+		}
+	}
+	if err := c.Quorum.Validate(); err != nil {
+		return err
+	}
 	if c.TraceLines == 0 {
 		c.TraceLines = 300
 	}
@@ -178,10 +209,12 @@ func (c *Config) fill() error {
 	return nil
 }
 
-// The failure detector model's defaults: relaxed memberlist.
+// The failure detector model's defaults: memberlist as groupd relaxes it
+// (lan: a probe every 6 s, suspicion 12 s below 10 nodes), a backstop
+// since members are watched by their acknowledgements.
 const (
-	defaultDetectDelay  = 6 * time.Second
-	defaultDetectJitter = 3 * time.Second
+	defaultDetectDelay  = 12 * time.Second
+	defaultDetectJitter = 9 * time.Second
 )
 
 func (c *Config) timing(id wire.NodeID) invitation.Timing {
@@ -201,6 +234,13 @@ func (c *Config) election(id wire.NodeID) invitation.Election {
 func (c *Config) clockOffset(id wire.NodeID) time.Duration {
 	if i := int(id) - 1; i < len(c.ClockOffsets) {
 		return c.ClockOffsets[i]
+	}
+	return 0
+}
+
+func (c *Config) drift(id wire.NodeID) float64 {
+	if i := int(id) - 1; i < len(c.Drift) {
+		return c.Drift[i]
 	}
 	return 0
 }

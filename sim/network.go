@@ -159,6 +159,9 @@ func (s *Sim) send(n *node, env *wire.Envelope) {
 			if int32(i) == n.slot || !o.alive {
 				continue
 			}
+			if s.cfg.SeedsOnly && (i >= len(n.knows) || !n.knows[i]) {
+				continue // no multicast: memberlist does not list it yet
+			}
 			if len(s.deaf) > 0 && s.deaf[[2]int32{n.slot, int32(i)}] {
 				s.counts.Dropped[DropPartition]++
 				continue
@@ -256,6 +259,18 @@ func (s *Sim) receive(n *node, from int32, m wire.Message) {
 		}
 	}
 	s.counts.Delivered[m.Body.Type()]++
+	if s.cfg.SeedsOnly {
+		// memberlist: the sender is a member now, and so is every node
+		// it knew of (its gossip, and the push/pull of a join).
+		o := s.nodes[from]
+		if len(n.knows) < len(s.nodes) {
+			n.knows = append(n.knows, make([]bool, len(s.nodes)-len(n.knows))...)
+		}
+		n.knows[from] = true
+		for i, k := range o.knows {
+			n.knows[i] = n.knows[i] || k
+		}
+	}
 	s.input(n, invitation.Receive{Msg: m})
 }
 
@@ -418,6 +433,7 @@ func (s *Sim) Heal() {
 	clear(s.links)
 	s.Note("heal")
 	s.networkChanged()
+	s.rejoinSeeds()
 }
 
 // Quiet heals the network and makes it a quiet LAN: no loss, duplication
@@ -432,6 +448,23 @@ func (s *Sim) Quiet() {
 	s.Note("quiet (heal, LAN delays, no loss, %s)", s.host)
 	s.networkChanged()
 	s.resumeAll()
+	s.rejoinSeeds()
+}
+
+// rejoinSeeds models, without multicast (Config.SeedsOnly), the daemon's
+// reconnect loop, which retries the --join seeds until they answer: once
+// the network is whole again, every live node has joined every live seed
+// (memberlist's push/pull, both ways). Nodes that started while every seed
+// was down know each other only through a seed that runs.
+func (s *Sim) rejoinSeeds() {
+	if !s.cfg.SeedsOnly {
+		return
+	}
+	for _, n := range s.nodes {
+		if n.alive && !n.dup {
+			s.joinSeeds(n)
+		}
+	}
 }
 
 func (s *Sim) networkChanged() {

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"errors"
 	"flag"
 	"os"
 	"strconv"
@@ -75,4 +76,36 @@ func TestRandomSchedules(t *testing.T) {
 		t.Errorf("failing seeds: %v (rerun one with: go test ./sim -run TestRandomSchedules -seed=N -v)", failed)
 	}
 	t.Logf("%d schedules: %v simulated, %d events, in %v", n, simulated, events, time.Since(start))
+}
+
+// TestLeaseNegativeControl runs the random schedules that use quorum mode
+// again with a leader's primary flag taken from its member list alone, as
+// before the lease (Config.ViewPrimary): the checker must find two primary
+// leaders at once (LP1) in some of them, or its check of the lease proves
+// nothing. It prints how many did.
+func TestLeaseNegativeControl(t *testing.T) {
+	n := max(seedCount()/3, 40)
+	runs, caught := 0, 0
+	var first int64
+	for seed := int64(1); runs < n; seed++ {
+		sc := RandomSchedule(seed)
+		if !sc.Config.Quorum.Enabled() {
+			continue
+		}
+		runs++
+		sc.Config.ViewPrimary = true
+		_, err := sc.Run(nil)
+		var f *Failure
+		if errors.As(err, &f) && f.Violations[0].Invariant == "LP1" {
+			caught++
+			if first == 0 {
+				first = seed
+				t.Logf("seed %d, without the lease: %s", seed, f.Violations[0])
+			}
+		}
+	}
+	t.Logf("without the lease, %d of %d quorum-mode schedules had two primary leaders at once", caught, runs)
+	if caught == 0 {
+		t.Errorf("no schedule of %d found two primary leaders without the lease: the LP1 check proves nothing", runs)
+	}
 }

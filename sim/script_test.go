@@ -44,7 +44,10 @@ var bigNumber = regexp.MustCompile(`\b\d{10,}\b`)
 //   - new n=6 [seed=1] [prio=(200,100,...)] [timing=lan|fast]
 //     [timings=(lan,fast,...)] [election=bully|ring]
 //     [elections=(bully,ring,...)] [keyed] [detect=partitions|off]
-//     [spread=DURATION] [clocks=(0,-10s,...)]: a new simulation.
+//     [spread=DURATION] [clocks=(0,-10s,...)] [drifts=(0.005,-0.005,...)]
+//     [expect=N] [tb=ID] [nopreempt] [view-primary] [seeds-only]: a new
+//     simulation (expect: quorum mode; view-primary: the lease's negative
+//     control; seeds-only: discovery without multicast).
 //   - run DURATION: run; prints the numbers created, notices, starts,
 //     crashes and yields. run-until node=N state=S [role=R]
 //     [max=DURATION]: run until node N is in that state.
@@ -65,7 +68,9 @@ var bigNumber = regexp.MustCompile(`\b\d{10,}\b`)
 //   - status (every node's view), notices (raised since the last
 //     notices), counts (datagrams by type since the last counts),
 //     created (how many group numbers were created since the last
-//     created), leader N [same] (node N's leadership; same: unchanged).
+//     created), leader N [same] (node N's leadership; same: unchanged),
+//     primaries (quorum mode: every primary leadership so far, with its
+//     term and when it began and ended, its lease's end).
 //
 // IDS are comma-separated node IDs.
 func TestScripts(t *testing.T) {
@@ -309,6 +314,17 @@ func (h *script) run(t *testing.T, d *datadriven.TestData) string {
 		h.log.created = 0
 	case "leader":
 		h.leaderCmd(t, d, &b)
+	case "primaries":
+		for _, p := range h.s.Primaries() {
+			to := "open"
+			switch {
+			case !p.Open && p.To.After(h.s.Now()):
+				to = "running, lease to " + p.To.Sub(Epoch).Truncate(time.Millisecond).String()
+			case !p.Open:
+				to = p.To.Sub(Epoch).Truncate(time.Millisecond).String()
+			}
+			fmt.Fprintf(&b, "n%d term %s primary %v – %s\n", p.Node, relGroup(p.Term), p.From.Sub(Epoch).Truncate(time.Millisecond), to)
+		}
 	default:
 		d.Fatalf(t, "unknown command %q", d.Cmd)
 	}
@@ -395,6 +411,23 @@ func (h *script) newSim(t *testing.T, d *datadriven.TestData) {
 			cfg.ClockOffsets = append(cfg.ClockOffsets, off)
 		}
 	}
+	if a, ok := d.Arg("drifts"); ok {
+		for _, v := range a.Vals {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				d.Fatalf(t, "drifts: %v", err)
+			}
+			cfg.Drift = append(cfg.Drift, f)
+		}
+	}
+	d.MaybeScanArgs(t, "expect", &cfg.Quorum.Expect)
+	var tb uint64
+	if d.MaybeScanArgs(t, "tb", &tb) {
+		cfg.Quorum.TieBreaker = wire.NodeID(tb)
+	}
+	cfg.NoPreempt = d.HasArg("nopreempt")
+	cfg.ViewPrimary = d.HasArg("view-primary")
+	cfg.SeedsOnly = d.HasArg("seeds-only")
 	cfg.Keyed = d.HasArg("keyed")
 	var det string
 	if d.MaybeScanArgs(t, "detect", &det) {

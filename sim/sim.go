@@ -3,6 +3,7 @@ package sim
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"math/rand"
 	"slices"
 	"strings"
@@ -31,8 +32,11 @@ type node struct {
 	dup    bool   // a second process with another slot's ID
 	// offset is this incarnation's clock offset from the virtual clock;
 	// nextOffset takes effect at the next start (a clock is set at boot,
-	// and the daemon's timers are monotonic while it runs).
+	// and the daemon's timers are monotonic while it runs). drift is its
+	// rate error from bootAt (virtual), this incarnation's start.
 	offset, nextOffset time.Duration
+	drift              float64
+	bootAt             int64
 	maxOffset          time.Duration // the largest offset it ever started with
 	saneClock          bool          // start with a clock not behind any the LAN ran on (random schedules, after state loss)
 
@@ -57,6 +61,15 @@ type node struct {
 	// this process last received: where its unicasts to that ID go, as
 	// the daemon's address book would send them.
 	route map[wire.NodeID]int32
+
+	// knows is, with Config.SeedsOnly, the slots this node's broadcasts
+	// reach (see Config.SeedsOnly).
+	knows []bool
+	// leading: the checker was told this node is a primary leader
+	// (quorum mode), with this lease's end, in virtual time.
+	leading   bool
+	leadUntil int64
+	leadTerm  wire.GroupNumber
 }
 
 // historyLen bounds how many earlier state files a node remembers.
@@ -99,7 +112,23 @@ type Sim struct {
 	trace   ring
 	events  uint64
 	notices []NoticeRecord
+	// primaries are the primary leaderships seen (quorum mode), in the
+	// order they began.
+	primaries []Primary
 }
+
+// Primary is one primary leadership (quorum mode): node Node led in Term,
+// and was primary from From until To, its lease's end (real time on the
+// virtual clock); Open while it still runs.
+type Primary struct {
+	Node     wire.NodeID
+	Term     wire.GroupNumber
+	From, To time.Time
+	Open     bool
+}
+
+// Primaries returns the primary leaderships seen so far (quorum mode).
+func (s *Sim) Primaries() []Primary { return s.primaries }
 
 // NoticeRecord is a notice a node's machine raised (see invitation.Notice).
 type NoticeRecord struct {
@@ -239,8 +268,26 @@ func (s *Sim) RunUntil(cond func(*Sim) bool, poll, max time.Duration) (time.Dura
 	}
 }
 
-// clock is node n's view of the current time.
-func (s *Sim) clock(n *node) time.Time { return s.Now().Add(n.offset) }
+// clock is node n's view of the current time: the virtual clock, its
+// offset, and its drift since it started.
+func (s *Sim) clock(n *node) time.Time {
+	t := s.Now().Add(n.offset)
+	if n.drift != 0 {
+		t = t.Add(time.Duration(n.drift * float64(s.now-n.bootAt)))
+	}
+	return t
+}
+
+// virtual is the virtual time at which n's clock reads t (at least: a
+// tick scheduled then finds its deadline due).
+func (s *Sim) virtual(n *node, t time.Time) int64 {
+	x := int64(t.Sub(Epoch) - n.offset)
+	if n.drift == 0 {
+		return x
+	}
+	// clock = now + drift·(now − bootAt) + offset, solved for now.
+	return int64(math.Ceil((float64(x)+n.drift*float64(n.bootAt))/(1+n.drift))) + 1
+}
 
 func (s *Sim) handle(e *event) {
 	n := s.nodes[e.node]
@@ -443,6 +490,11 @@ func (s *Sim) boot(n *node) {
 	if n.inc == 1 || n.offset > n.maxOffset {
 		n.maxOffset = n.offset
 	}
+	n.bootAt, n.drift = s.now, s.cfg.drift(n.id)
+	if s.cfg.SeedsOnly {
+		n.knows = make([]bool, len(s.nodes))
+		s.joinSeeds(n)
+	}
 	n.boot = splitmix(s.cfg.Seed, n.slot, n.inc, 0xb007) | 1
 	n.verified, n.held, n.route = nil, nil, nil
 	env := &simEnv{s: s, n: n}
@@ -459,6 +511,10 @@ func (s *Sim) boot(n *node) {
 		Timing:   n.timing,
 		Election: n.alg,
 		Rand:     rand.New(rand.NewSource(int64(splitmix(s.cfg.Seed, n.slot, n.inc, 0)))),
+
+		Quorum:      s.cfg.Quorum,
+		NoPreempt:   s.cfg.NoPreempt,
+		ViewPrimary: s.cfg.ViewPrimary,
 	}, s.clock(n), env, opts)
 	if err != nil {
 		// Config was validated in New; this is a bug in the simulator.
@@ -468,10 +524,40 @@ func (s *Sim) boot(n *node) {
 	n.alive = true
 	if !n.dup {
 		s.chk.Restart(s.Now(), n.id)
+		// A node's group numbers only grow, from what its state file
+		// holds (S5): a save that had not landed when it crashed is
+		// lost with it.
+		s.chk.HeldFloor(n.id, n.durable.LastGroup)
 	}
 	s.record(entry{at: s.now, node: n.id, kind: trStart, text: n.durable.String()})
 	s.observe(n, d.Node().Status()) // the view New starts from, before any Event
 	s.after(n)
+}
+
+// joinSeeds is memberlist's join of the seeds (nodes 1 and 2) without
+// multicast: a push/pull with each seed n reaches, which gives each side
+// what the other knew.
+func (s *Sim) joinSeeds(n *node) {
+	if len(n.knows) < len(s.nodes) {
+		n.knows = append(n.knows, make([]bool, len(s.nodes)-len(n.knows))...)
+	}
+	for _, seed := range []wire.NodeID{1, 2} {
+		if int(seed) > s.cfg.N {
+			continue
+		}
+		o := s.nodes[seed-1]
+		n.knows[o.slot] = true
+		if !o.alive || o.slot == n.slot || !s.reachable(n.slot, o.slot) || !s.reachable(o.slot, n.slot) {
+			continue
+		}
+		if len(o.knows) < len(s.nodes) {
+			o.knows = append(o.knows, make([]bool, len(s.nodes)-len(o.knows))...)
+		}
+		for i, k := range o.knows {
+			n.knows[i] = n.knows[i] || k
+		}
+		copy(o.knows, n.knows)
+	}
 }
 
 // simEnv is a node's runtime in the simulation: the driver's Env.
@@ -535,14 +621,77 @@ func (s *Sim) after(n *node) {
 		s.retire(n)
 		return
 	}
+	if s.cfg.Quorum.Enabled() && !n.dup {
+		s.lead(n)
+	}
 	dl := n.d.Deadline()
 	if dl.IsZero() {
 		return
 	}
-	at := max(int64(dl.Sub(Epoch)-n.offset), s.now)
+	at := max(s.virtual(n, dl), s.now)
 	if at != n.tickAt {
 		n.tickAt = at
 		s.push(event{at: at, kind: evTick, node: n.slot, inc: n.inc})
+	}
+}
+
+// lead tells the checker, in quorum mode, when n is a primary leader and
+// until when its lease runs (in real, virtual time), so that it checks
+// that no two nodes are primary leaders at once and that terms grow.
+func (s *Sim) lead(n *node) {
+	primary, until := n.d.Node().Lease()
+	st := n.d.Node().Status()
+	if !primary || !st.Leader {
+		if n.leading {
+			n.leading = false
+			s.endPrimary(n)
+			s.chk.Unlead(s.Now(), n.id)
+		}
+		return
+	}
+	end := time.Time{} // without a lease (the negative control): until it stops
+	if !until.IsZero() {
+		at := s.virtual(n, until)
+		if n.leading && at == n.leadUntil && n.leadTerm == st.Term {
+			return
+		}
+		n.leadUntil = at
+		end = Epoch.Add(time.Duration(at))
+	}
+	s.recordPrimary(n, st.Term, end)
+	n.leading, n.leadTerm = true, st.Term
+	for _, v := range s.chk.Lead(s.Now(), n.id, st.Term, end) {
+		s.fail(v)
+	}
+}
+
+// recordPrimary keeps the record of n's primary leaderships: a new one
+// when it was not leading, or in another term, or after its lease ran
+// out; else the current one's new end.
+func (s *Sim) recordPrimary(n *node, term wire.GroupNumber, end time.Time) {
+	for i := len(s.primaries) - 1; i >= 0; i-- {
+		p := &s.primaries[i]
+		if p.Node != n.id {
+			continue
+		}
+		if n.leading && p.Term == term && (p.Open || p.To.After(s.Now())) {
+			p.To, p.Open = end, end.IsZero()
+			return
+		}
+		break
+	}
+	s.primaries = append(s.primaries, Primary{Node: n.id, Term: term, From: s.Now(), To: end, Open: end.IsZero()})
+}
+
+// endPrimary closes n's open primary leadership without a lease at now.
+func (s *Sim) endPrimary(n *node) {
+	for i := len(s.primaries) - 1; i >= 0; i-- {
+		if p := &s.primaries[i]; p.Node == n.id {
+			if p.Open {
+				p.To, p.Open = s.Now(), false
+			}
+			return
+		}
 	}
 }
 
@@ -563,6 +712,14 @@ func (s *Sim) halt(n *node) {
 	n.tickAt = -1
 	if !n.dup {
 		s.chk.Crash(s.Now(), n.id)
+		if n.leading {
+			// A lease outlives its holder's crash: whatever ran as its
+			// leader may still run until the lease's end, so the checker
+			// keeps it; only a leadership without a lease ends here.
+			n.leading = false
+			s.endPrimary(n)
+			s.chk.Unlead(s.Now(), n.id)
+		}
 	}
 }
 
@@ -686,6 +843,9 @@ func (s *Sim) SetDurable(id wire.NodeID, d invitation.Durable) error {
 	}
 	n.durable = d
 	s.Note("state file of %d set to %s", id, d)
+	// The term floor it held is gone: primary leaders' terms may go back
+	// once (docs/design.md §8, the assumption).
+	s.chk.StateLost(id)
 	return nil
 }
 
