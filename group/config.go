@@ -86,7 +86,7 @@ type Config struct {
 	// Tags are key=value pairs announced to every node (for example the
 	// leader's application endpoint); other nodes see them in
 	// Agent.Members and /v1/members. Keys are 1-MaxTagKeyLen letters,
-	// digits, '_', '.' or '-'; see checkNameTags for the limits.
+	// digits, '_', '.' or '-'; see MaxTags for the limits.
 	Tags map[string]string
 	// Priority is the first part of the node's rank (priority, ID):
 	// the highest-ranked live node coordinates the group.
@@ -156,8 +156,18 @@ type Config struct {
 	// dropped and counted as "rate_limited". DefaultLANConfig sets
 	// DefaultRateLimit; zero or less turns the limit off.
 	RateLimit int
-	// OnChange is a shell command (run with /bin/sh -c) run on every role
-	// or group change; see hooks.go for its environment.
+	// OnChange is a shell command (run with /bin/sh -c) run on every change
+	// of group, role, primary or degraded state, when the node becomes
+	// Normal or is confirmed again, and once per leadership transition.
+	// Runs are one at a time, in order, off the event loop; a backlog is
+	// merged so that the last run sees the latest state. On top of the
+	// daemon's environment it gets GROUPD_EVENT (an Event's Reason, or
+	// leader-start, leader-stop), GROUPD_ID, GROUPD_NAME, GROUPD_STATE,
+	// GROUPD_ROLE, GROUPD_OLD_ROLE, GROUPD_GROUP, GROUPD_OLD_GROUP,
+	// GROUPD_COORDINATOR, GROUPD_COORDINATOR_NAME, GROUPD_MEMBERS (IDs,
+	// comma-separated), GROUPD_PRIMARY, GROUPD_LEADER and GROUPD_DEGRADED
+	// (1 or 0), and GROUPD_TERM (the leadership's term: the new one on
+	// leader-start, the one that ended on leader-stop).
 	OnChange string
 	// HookTimeout bounds one run of OnChange; its process group is killed
 	// after it. Zero means DefaultHookTimeout.
@@ -193,11 +203,30 @@ type Config struct {
 // DefaultLANConfig returns the lan profile (design §5): every value below
 // is the default of the matching groupd flag.
 //
-// Memberlist, groupd's failure detector and membership list, is tuned from
-// Timing (see memberlistConfig) so that it declares a dead node in about
-// the time the invitation algorithm's own AreYouThere probes would
-// (AliveInterval + AliveTimeout, one second in this profile), instead of
-// memberlist's LAN default of several seconds.
+// An agent with this Config is a node of the LAN's groupd, as `groupd run`
+// is: it binds DefaultPort (and DefaultPort+1 for memberlist) on every
+// address, beacons on the multicast group DefaultMulticast, and serves the
+// API on DefaultAPI. It forms groups with every groupd and every embedded
+// agent that uses the same multicast group, and a second process on one
+// host with these defaults cannot bind the ports. To keep an
+// application's nodes apart, give them a Multicast group (and Port and
+// API) of their own, or set Multicast to "off" and list the other nodes'
+// gossip addresses (Addrs.Gossip) in Join.
+//
+// Two failure detectors watch the nodes. A group's coordinator heartbeats
+// every AliveInterval, and its members suspect it after AliveTimeout of
+// silence: a coordinator that stopped is noticed within AliveInterval +
+// AliveTimeout, 1 s in this profile, and its members elect another.
+// Memberlist, the membership list, is the slow and cheap one, tuned from
+// Timing: with ProbeInterval = MemberTimeout/5 (3 s here) and
+// SuspicionMult = 2 it declares a stopped node dead ProbeInterval +
+// SuspicionMult × max(1, log10 n) × ProbeInterval after the first probe
+// the node misses, n being the number of nodes: in this profile 9 s below
+// 10 nodes, 10.2 s at 16 and 13.8 s at 64. That probe comes within about a
+// ProbeInterval of the stop (each node probes one other per interval, in
+// turn). Until then Agent.Members lists the node as alive or suspect; a
+// coordinator's roll call, every MemberTimeout, drops a silent member
+// within MemberTimeout + ReadyTimeout (15.5 s here) in any case.
 func DefaultLANConfig() Config {
 	return Config{
 		Priority: wire.DefaultPriority, // keepalived's default, so operators can reason the same way
@@ -434,9 +463,10 @@ func parseAPI(s string) (network, addr string, err error) {
 //	ProbeTimeout   = 2 × AnswerTimeout      (lan 200 ms; memberlist: 500 ms; a LAN RTT is < 1 ms)
 //	SuspicionMult  = 2                      (lan 6 s below 10 nodes, 7.2 s at 16, 10.8 s at 64)
 //
-// a dead member is reported about 9 s after it stopped below 10 nodes and
-// 14 s at 64, within MemberTimeout (15 s); beyond, the coordinator's own
-// sweep drops a member silent for MemberTimeout. An idle node probes one
+// a dead member is reported 9 s after the first probe it misses below 10
+// nodes and 13.8 s at 64 (memberlistDeadAfter), and that probe comes
+// within about a ProbeInterval of its stop; beyond, the coordinator's own
+// sweep drops a member silent for MemberTimeout (15 s). An idle node probes one
 // node per ProbeInterval and acknowledges about as many probes: 2/3 of a
 // packet per second. Lifeguard (AwarenessMaxMultiplier, kept at 8) still
 // stretches the timeouts of a node that notices it is itself slow. The

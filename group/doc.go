@@ -33,8 +33,8 @@
 //
 // Memberlist keeps the membership list and is a second failure detector,
 // tuned to the protocol's timing (see DefaultLANConfig). Nodes find each
-// other by multicast beacons (see multicast.go for sockets and interface
-// selection) or by --join seeds. A beacon from a node memberlist does not
+// other by multicast beacons (Config.Multicast, on the interfaces
+// Config.Interface selects) or by --join seeds (Config.Join). A beacon from a node memberlist does not
 // list as alive makes this node join it, so the two sides of a partition
 // re-merge however long it lasted; without multicast, a reconnect loop
 // retries the seeds and failed members.
@@ -49,7 +49,9 @@
 //
 // # Local API
 //
-// See api.go for the routes and JSON shapes, which follow the contract
-// shared with cmd/groupd: Status, Member and Event marshal to exactly
-// those shapes.
+// Agent.Handler serves the routes GET /v1/status (a Status), /v1/members
+// (the Members), /v1/events (newline-delimited Events, the first a
+// snapshot), /metrics, /healthz and the live view at /ui/; Config.API
+// listens on them. Status, Member and Event marshal to exactly the JSON
+// shapes the CLI (cmd/groupd) and package client read.
 package group
