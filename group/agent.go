@@ -126,8 +126,10 @@ type Agent struct {
 	started  atomic.Bool
 	running  atomic.Bool // the loop runs: /healthz is ok unless persist_error
 	stopping atomic.Bool
-	crashCh  chan struct{} // tests: stop like a crash (no Leave)
+	crashCh  chan struct{} // closed by Kill: stop like a crash (no Leave)
+	killOnce sync.Once
 	done     chan struct{} // closed when Run returns
+	runErr   error         // what Run returned; read after done is closed
 	closeMu  sync.Mutex
 	released bool
 }

@@ -177,7 +177,12 @@ type Config struct {
 	// burst of deadlines is handled in one pass. Zero means 10ms.
 	TickInterval time.Duration
 	// Logger receives the agent's logs; each component adds a
-	// "component" field. The zero Logger discards everything.
+	// "component" field. The zero Logger, which DefaultLANConfig leaves,
+	// discards everything: the warnings about seeds that cannot be
+	// joined, dropped packets or a missing Key, and the errors Run also
+	// returns. Set one to see them, for example
+	// zerolog.New(os.Stderr).With().Timestamp().Logger(), or with a level:
+	// zerolog.New(os.Stderr).Level(zerolog.WarnLevel).
 	Logger zerolog.Logger
 	// Leader, if any callback is set, is told when this node starts and
 	// stops leading, and who leads (see LeaderCallbacks).

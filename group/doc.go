@@ -1,11 +1,20 @@
 // Package group is groupd's runtime and its embedding API: it runs the
 // invitation algorithm (package invitation) on a real network.
 //
-//	a, err := group.New(cfg)   // validate, lock the data dir, bind sockets
-//	go a.Run(ctx)              // run until ctx is done; Leave on the way out
-//	a.Status()                 // this node's view: state, role, group, members
-//	a.Subscribe()              // a channel of view changes
-//	a.Handler()                // the HTTP API, to mount elsewhere
+//	a, err := group.New(cfg)            // validate, lock the data dir, bind sockets
+//	go func() { done <- a.Run(ctx) }()  // until ctx is done; Leave on the way out
+//	a.Status()                          // this node's view: state, role, group, members
+//	a.WatchLeader()                     // a channel of this node's leadership
+//	a.Subscribe()                       // a channel of view changes
+//	a.Handler()                         // the HTTP API, to mount elsewhere
+//	err = <-done                        // why Run stopped: nil once ctx was done
+//
+// Run's error is the only sign that an agent stopped by itself (another
+// process with its ID, say): the channels of WatchLeader and Subscribe are
+// then closed. DefaultLANConfig makes the agent a node of the LAN's groupd,
+// on its ports and multicast group; Multicast "off" and Join keep it to
+// the nodes it is given. The program examples/embed in the repository
+// does all of this, with two agents on loopback and a failover.
 //
 // # Architecture
 //

@@ -324,6 +324,10 @@ func TestDuplicateID(t *testing.T) {
 				if !errors.Is(err, ErrDuplicateID) {
 					t.Errorf("Run = %v, want ErrDuplicateID", err)
 				}
+				<-dup.Done()
+				if !errors.Is(dup.Err(), ErrDuplicateID) {
+					t.Errorf("Err = %v after Run returned %v", dup.Err(), err)
+				}
 				if took > 3*time.Second {
 					t.Errorf("refused after %v, want within 3s", took)
 				}

@@ -217,8 +217,22 @@ func leadershipOf(s Status) Leadership {
 // leadership, like raft's LeaderCh: it starts with the current value, gets
 // a new one whenever the leadership or the group's leader changes, and a
 // reader that falls behind finds the newest value, never a stale one
-// (values in between are replaced). The function ends the watch; the
-// channel is closed then, or when the agent stops.
+// (values in between are replaced). The function ends the watch.
+//
+// The channel is closed when the watch ends or the agent stops (Run
+// returns; before it, WatchLeader returns a closed channel). A receive
+// from the closed channel returns the zero Leadership at once, for ever,
+// so a reader must check: range over the channel, or stop when ok is
+// false, then wait for Done and ask Err why the agent stopped (nil after
+// its context was done):
+//
+//	w, stop := a.WatchLeader()
+//	defer stop()
+//	for l := range w { // ends when the agent stops
+//		log.Printf("leading: %v; leader: %d %s", l.Leader, l.LeaderID, l.LeaderName)
+//	}
+//	<-a.Done()
+//	return a.Err()
 func (a *Agent) WatchLeader() (<-chan Leadership, func()) {
 	p := &a.pub
 	w := &leaderWatch{ch: make(chan Leadership, 1)}

@@ -372,7 +372,8 @@ func (a *Agent) Status() Status {
 // loses its oldest events, never the newest (the next event it gets counts
 // them in Missed, and groupd_subscriber_dropped_events_total too), rather
 // than slow the agent: so it always ends up with the current view. The
-// channel is closed when the subscription ends or the agent stops.
+// channel is closed when the subscription ends or the agent stops (see
+// WatchLeader for how to read it then).
 func (a *Agent) Subscribe() (<-chan Event, func()) {
 	p := &a.pub
 	s := &subscription{ch: make(chan Event, subBufSize)}
