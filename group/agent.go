@@ -121,7 +121,8 @@ type Agent struct {
 	meta     atomic.Pointer[[]byte]
 	ml       atomic.Pointer[memberlist.Memberlist]
 
-	pub publisher // status, subscribers, leadership (publish.go)
+	pub   publisher // status, subscribers, leadership (publish.go)
+	names nameBoard // wakes waiters for other nodes' names (names.go)
 
 	started  atomic.Bool
 	running  atomic.Bool // the loop runs: /healthz is ok unless persist_error

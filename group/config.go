@@ -164,7 +164,9 @@ type Config struct {
 	// daemon's environment it gets GROUPD_EVENT (an Event's Reason, or
 	// leader-start, leader-stop), GROUPD_ID, GROUPD_NAME, GROUPD_STATE,
 	// GROUPD_ROLE, GROUPD_OLD_ROLE, GROUPD_GROUP, GROUPD_OLD_GROUP,
-	// GROUPD_COORDINATOR, GROUPD_COORDINATOR_NAME, GROUPD_MEMBERS (IDs,
+	// GROUPD_COORDINATOR, GROUPD_COORDINATOR_NAME (a run waits up to
+	// BeaconInterval + AliveInterval for a name that has not arrived, as
+	// LeaderCallbacks.OnNewLeader does), GROUPD_MEMBERS (IDs,
 	// comma-separated), GROUPD_PRIMARY, GROUPD_LEADER and GROUPD_DEGRADED
 	// (1 or 0), and GROUPD_TERM (the leadership's term: the new one on
 	// leader-start, the one that ended on leader-stop).

@@ -29,6 +29,10 @@ type LeaderCallbacks struct {
 	OnStoppedLeading func()
 	// OnNewLeader is called when this node's group settles (Normal) under
 	// a new coordinator, itself included: id and name are the leader's.
+	// Another node's name comes with its memberlist meta, which can
+	// arrive shortly after the group settles: the call waits for it, up
+	// to BeaconInterval + AliveInterval, and name is "" only if it did
+	// not come by then.
 	OnNewLeader func(id NodeID, name string)
 }
 
@@ -41,6 +45,9 @@ func (c LeaderCallbacks) any() bool {
 type leaderRunner struct {
 	cb  LeaderCallbacks
 	log zerolog.Logger
+	// nameOf finds a leader's name that the view does not know yet,
+	// waiting a little for it (Agent.nameOf); nil in tests.
+	nameOf func(id NodeID, known string, stop <-chan struct{}) string
 
 	mu      sync.Mutex
 	queue   []func(context.Context)
@@ -181,7 +188,12 @@ func (r *leaderRunner) newLeader(id NodeID, name string) {
 	if r.cb.OnNewLeader == nil || id == 0 {
 		return
 	}
-	r.enqueue(func(context.Context) { r.cb.OnNewLeader(id, name) })
+	r.enqueue(func(context.Context) {
+		if r.nameOf != nil {
+			name = r.nameOf(id, name, r.closing)
+		}
+		r.cb.OnNewLeader(id, name)
+	})
 }
 
 // Leadership is this node's leadership as WatchLeader reports it.
@@ -215,7 +227,8 @@ func leadershipOf(s Status) Leadership {
 
 // WatchLeader returns a channel that always holds this node's latest
 // leadership, like raft's LeaderCh: it starts with the current value, gets
-// a new one whenever the leadership or the group's leader changes, and a
+// a new one whenever the leadership or the group's leader changes (or the
+// leader's name arrives, see LeaderCallbacks.OnNewLeader), and a
 // reader that falls behind finds the newest value, never a stale one
 // (values in between are replaced). The function ends the watch.
 //

@@ -47,7 +47,11 @@ func (a *Agent) loop(ctx context.Context, d *driver.Driver) loopEnd {
 			}
 			a.handleInbound(d, in, time.Now())
 		case ev := <-a.gossipCh:
-			a.peerDown(d, ev, time.Now())
+			if ev.named {
+				a.pub.nameKnown(ev.id)
+			} else {
+				a.peerDown(d, ev, time.Now())
+			}
 		case <-timer.C:
 			armed = time.Time{}
 		}

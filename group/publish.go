@@ -52,6 +52,7 @@ func (p *publisher) init(a *Agent) {
 		Since: time.Now(), Expect: a.cfg.Quorum.Expect, Tags: maps.Clone(a.cfg.Tags),
 	}
 	p.leaders.init(a.cfg.Leader, a.cfg.Logger.With().Str("component", "leader").Uint64("node", uint64(a.id)).Logger())
+	p.leaders.nameOf = a.nameOf
 }
 
 // start starts the leader callbacks' goroutine.

@@ -50,6 +50,7 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 	if a.cfg.OnChange != "" {
 		a.hooks = newHookRunner(a.cfg.OnChange, a.cfg.HookTimeout,
 			a.cfg.Logger.With().Str("component", "hooks").Uint64("node", uint64(a.id)).Logger(), a.metrics)
+		a.hooks.nameOf = a.nameOf
 	}
 	seed := randomSeed()
 	mcfg := invitation.Config{

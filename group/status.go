@@ -59,7 +59,9 @@ type Status struct {
 	// group was formed (GroupFormed).
 	Group GroupNumber
 	// Coordinator is Group's coordinator (the node that created it), and
-	// CoordinatorName its name when known.
+	// CoordinatorName its name. Another node's name comes with its
+	// memberlist meta, which can arrive shortly after the group settled:
+	// until then CoordinatorName is "", and the status gets it then.
 	Coordinator     NodeID
 	CoordinatorName string
 	// Members are the IDs in the group's member list, sorted; empty while
