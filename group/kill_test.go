@@ -78,6 +78,11 @@ func TestKill(t *testing.T) {
 			t.Fatalf("node 1 sees node 2 as left %v after Kill: a Leave was sent", took)
 		}
 		if gossip == GossipDead {
+			for _, m := range n1.a.Members() {
+				if m.ID == 2 && m.Leader {
+					t.Errorf("Members lists the killed leader, dead, as leader: %+v", m)
+				}
+			}
 			t.Logf("node 1 led %v after the kill; memberlist declared node 2 dead after %v (bounds %v..%v)", leads, took, lo, hi)
 			if took < lo || took > hi {
 				t.Errorf("memberlist declared the killed node dead after %v, want %v..%v", took, lo, hi)

@@ -356,7 +356,9 @@ type Member struct {
 	// list.
 	InGroup bool `json:"in_group"`
 	// Group, State, Leader and Degraded are what the node last announced
-	// in its gossip meta (zero when unknown).
+	// in its gossip meta (zero when unknown); Leader is false for a node
+	// memberlist declared dead or left, which leads nothing whatever it
+	// said before.
 	Group    string `json:"group"`
 	State    string `json:"state"`
 	Leader   bool   `json:"leader"`
