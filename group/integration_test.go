@@ -345,6 +345,17 @@ func TestDuplicateID(t *testing.T) {
 			if st := c.node(who).a.Status(); st.DuplicateID == nil || st.DuplicateID.Addr == "" {
 				t.Errorf("the first process's status shows no duplicate: %+v", st.DuplicateID)
 			}
+			// Gone for MemberTimeout, the other process leaves the status.
+			gone := time.Now()
+			for c.node(who).a.Status().DuplicateID != nil {
+				if time.Since(gone) > c.timing.MemberTimeout+3*time.Second {
+					t.Fatalf("the status still shows the duplicate %v after the other process exited", time.Since(gone))
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			if took := time.Since(gone); took < c.timing.MemberTimeout-time.Second {
+				t.Errorf("the duplicate left the status %v after the other process exited, before MemberTimeout %v", took, c.timing.MemberTimeout)
+			}
 		})
 	}
 }

@@ -62,6 +62,7 @@ func (a *Agent) loop(ctx context.Context, d *driver.Driver) loopEnd {
 		if d.Node().Stopped() {
 			return endYielded
 		}
+		a.expireDuplicate(time.Now())
 		if a.gnet != nil {
 			a.gnet.confirmDue(time.Now())
 		}
@@ -119,6 +120,7 @@ func (a *Agent) handleInbound(d *driver.Driver, in inbound, now time.Time) {
 	}
 	if m.From == a.id && m.Boot != a.boot {
 		a.pub.duplicateSeen(m.Boot, in.src, now)
+		a.noteDuplicate(now)
 	}
 	d.Step(now, invitation.Receive{Msg: m})
 }

@@ -105,8 +105,9 @@ type Status struct {
 	Term        GroupNumber
 	// Tags are this node's tags (Config.Tags).
 	Tags map[string]string
-	// DuplicateID is set once another process was seen using this
-	// node's ID (this one kept running; the other gave way, or should).
+	// DuplicateID is set while another process uses this node's ID (this
+	// one kept running; the other gave way, or should): from its first
+	// packet until none has arrived for MemberTimeout.
 	DuplicateID *DuplicateID
 	// TimingMismatches lists peers that announced intervals other than
 	// this node's (at most 16; see TimingMismatch).
