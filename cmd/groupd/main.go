@@ -138,6 +138,11 @@ func newApp(args []string, stdout, stderr io.Writer) *cli.App {
 		},
 	}
 	for _, cmd := range app.Commands {
+		if len(args) > 1 && args[1] == cmd.Name {
+			preferCommandLine(cmd, args[2:])
+		}
+		action := cmd.Action
+		cmd.Action = func(c *cli.Context) error { return withSources(c, action(c)) }
 		cmd.OnUsageError = func(c *cli.Context, err error, _ bool) error {
 			// The root's context holds the command line from the
 			// command's name on.

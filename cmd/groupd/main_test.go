@@ -77,7 +77,8 @@ func TestUsageErrors(t *testing.T) {
 		// environment.
 		{nil, []string{"run", "--port", "abc"}, `groupd: --port: invalid value "abc": want a whole number`},
 		{nil, []string{"run", "--port", "99999999999999999999"}, `groupd: --port: invalid value "99999999999999999999": out of range`},
-		{nil, []string{"run", "--id=-3"}, `groupd: --id: invalid value "-3": want a whole number, 0 or more`},
+		{nil, []string{"run", "--id=-3"}, `groupd: --id: invalid value "-3": want a whole number, 1 or more`},
+		{map[string]string{"GROUPD_ID": "abc"}, []string{"run", "--frob"}, `groupd: --id (from GROUPD_ID): invalid value "abc": want a whole number, 1 or more`},
 		{nil, []string{"run", "--priority", "high"}, `groupd: --priority: invalid value "high": want a whole number, 0 or more`},
 		{nil, []string{"run", "--hook-timeout", "5"}, `groupd: --hook-timeout: invalid value "5": want a duration such as 250ms`},
 		{nil, []string{"run", "--bind", "127.0.0.1", "--alive-timeout"}, "groupd: --alive-timeout needs a value (see groupd run --help)"},
