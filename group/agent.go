@@ -210,6 +210,9 @@ func New(cfg Config) (*Agent, error) {
 	if err := a.openGossip(); err != nil {
 		return nil, err
 	}
+	if err := a.checkSelfSeeds(); err != nil {
+		return nil, err
+	}
 	if cfg.API != "" {
 		if err := a.openAPI(); err != nil {
 			return nil, err

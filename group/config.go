@@ -113,9 +113,12 @@ type Config struct {
 	// Multicast is the beacons' IPv4 multicast group as "addr:port".
 	// Empty or "off" disables multicast: discovery then relies on Join.
 	Multicast string
-	// Join lists memberlist seeds ("host:port"). Without multicast they
-	// are the only way to find the other nodes, and a reconnect loop
-	// retries them (and failed members) while they are not alive.
+	// Join lists memberlist seeds ("host:port"; a seed without a port
+	// uses this node's gossip port). Without multicast they are the only
+	// way to find the other nodes, and a reconnect loop retries them (and
+	// failed members) while they are not alive, logging a warning for
+	// each failure, 1 s, then 2, 4 ... up to a minute apart. New refuses a
+	// seed that is this node's own gossip address.
 	Join []string
 	// DataDir holds the node's durable state (see package store).
 	DataDir string

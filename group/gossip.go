@@ -210,6 +210,7 @@ func (a *Agent) join(ctx context.Context, ml *memberlist.Memberlist, why string,
 			}
 			_, err := ml.Join([]string{addr})
 			if err != nil {
+				err = oneLine(err) // memberlist's is a multi-line multierror
 				a.metrics.joins.WithLabelValues("error").Inc()
 				a.glog.Debug().Err(err).Str("addr", addr).Str("why", why).Msg("memberlist join failed")
 				mu.Lock()

@@ -249,6 +249,7 @@ func TestRunBadConfig(t *testing.T) {
 		{"bad advertise", nil, []string{"--advertise", "0.0.0.0"}, "--advertise"},
 		{"bad multicast", nil, []string{"--multicast", "10.0.0.1:7952"}, "--multicast"},
 		{"bad join", map[string]string{"GROUPD_JOIN": "host:port"}, nil, "--join"},
+		{"join itself", nil, []string{"--join", "127.0.0.1"}, `--join "127.0.0.1" is this node's own gossip address`},
 		{"bad api", nil, []string{"--api", "nope"}, `--api "nope"`},
 		{"data dir not a dir", nil, []string{"--data-dir", aFile}, aFile},
 		{"data dir not creatable", nil, []string{"--data-dir", filepath.Join(aFile, "sub")}, aFile},
