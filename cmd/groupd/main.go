@@ -191,6 +191,7 @@ func readBuildInfo() buildInfo {
 		if bi.Version == "" {
 			bi.Version = "(unknown)"
 		}
+		bi.Commit = commit
 		return bi
 	}
 	if bi.Version == "" {
@@ -206,6 +207,9 @@ func readBuildInfo() buildInfo {
 		case "vcs.modified":
 			bi.Modified = s.Value == "true"
 		}
+	}
+	if bi.Commit == "" {
+		bi.Commit = commit // stamped with -ldflags (version.go)
 	}
 	return bi
 }
@@ -229,12 +233,6 @@ func versionCommand() *cli.Command {
 // --version`.
 func printVersion(w io.Writer) error {
 	bi := readBuildInfo()
-	commit := bi.Commit
-	if commit == "" {
-		commit = "unknown"
-	} else if bi.Modified {
-		commit += " (modified)"
-	}
-	_, err := fmt.Fprintf(w, "groupd %s\ncommit: %s\ngo: %s\n", bi.Version, commit, bi.GoVersion)
+	_, err := fmt.Fprintf(w, "groupd %s\ncommit: %s\ngo: %s\n", bi.Version, commitLine(bi), bi.GoVersion)
 	return err
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"os/exec"
 	"strings"
 	"testing"
 )
@@ -125,5 +126,31 @@ func TestHelp(t *testing.T) {
 	code, out, _ = runCLI(t)
 	if code != exitOK || !strings.Contains(out, "status") {
 		t.Fatalf("no command: exit %d, output:\n%s", code, out)
+	}
+}
+
+// TestVersionCommit: a commit stamped with -ldflags -X main.commit is
+// printed as it is; without one (the test binary has no VCS stamp, like a
+// build with GOFLAGS=-buildvcs=false or in a git worktree), version falls
+// back to git describe of the source tree and says so, or says how to
+// stamp it.
+func TestVersionCommit(t *testing.T) {
+	old := commit
+	defer func() { commit = old }()
+
+	commit = "0123abc-dirty"
+	_, out, _ := runCLI(t, "version")
+	if !strings.Contains(out, "\ncommit: 0123abc-dirty\n") {
+		t.Errorf("with a stamped commit, version printed:\n%s", out)
+	}
+
+	commit = ""
+	_, out, _ = runCLI(t, "version")
+	want := "commit: unknown (no commit stamped in this binary: " + noStampHint + ")"
+	if desc, err := exec.Command("git", "-C", "../..", "describe", "--always", "--dirty").Output(); err == nil {
+		want = "commit: " + strings.TrimSpace(string(desc)) + " (no commit stamped in this binary: git describe of its source, "
+	}
+	if !strings.Contains(out, want) {
+		t.Errorf("without a stamp, version printed:\n%s\nwant a line starting %q", out, want)
 	}
 }
