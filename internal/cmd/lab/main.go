@@ -96,7 +96,7 @@ func readEnv() (env, error) {
 	e := env{
 		prefix: os.Getenv("GROUPD_LAB_PREFIX"), subnet: os.Getenv("GROUPD_LAB_SUBNET"), dir: os.Getenv("GROUPD_LAB_DIR"),
 		bridge: os.Getenv("GROUPD_LAB_BRIDGE"),
-		bin: os.Getenv("GROUPD_BIN"), profile: os.Getenv("GROUPD_PROFILE"), faults: os.Getenv("GROUPD_FAULTS"), repo: os.Getenv("GROUPD_LAB_REPO"),
+		bin:    os.Getenv("GROUPD_BIN"), profile: os.Getenv("GROUPD_PROFILE"), faults: os.Getenv("GROUPD_FAULTS"), repo: os.Getenv("GROUPD_LAB_REPO"),
 	}
 	if e.prefix == "" {
 		e.prefix = "gd"
