@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 	"unicode"
 )
 
@@ -171,5 +172,22 @@ func TestDocFigures(t *testing.T) {
 	// MaxNameLen's doc: the tags' room in the 512-byte meta.
 	if maxTagBytes != 424 || metaMax != 512 {
 		t.Errorf("the doc of MaxNameLen says tags get 424 bytes of a 512-byte meta; the code gives %d of %d", maxTagBytes, metaMax)
+	}
+	// Config.Join's doc: failed seeds are retried 1 s, then 2, 4 ... up
+	// to a minute apart.
+	if seedRetryMin != time.Second || seedRetryMax != time.Minute {
+		t.Errorf("Config.Join's doc says seeds are retried from 1 s up to a minute apart; the code: %v to %v", seedRetryMin, seedRetryMax)
+	}
+	// OnNewLeader's and OnChange's docs: a missing name is waited for up
+	// to BeaconInterval + AliveInterval.
+	for _, cfg := range []Config{DefaultLANConfig(), DefaultFastConfig()} {
+		a := &Agent{cfg: cfg}
+		if want := cfg.Timing.BeaconInterval + cfg.Timing.AliveInterval; a.nameWait() != want {
+			t.Errorf("%s: nameWait %v, the docs say BeaconInterval + AliveInterval = %v", cfg.Profile, a.nameWait(), want)
+		}
+	}
+	// README.md's hook table: 1.25 s on lan.
+	if a := (&Agent{cfg: DefaultLANConfig()}); a.nameWait() != 1250*time.Millisecond {
+		t.Errorf("README.md says a hook waits up to 1.25 s on lan for a name; nameWait is %v", a.nameWait())
 	}
 }
