@@ -117,8 +117,9 @@ type Config struct {
 	// uses this node's gossip port). Without multicast they are the only
 	// way to find the other nodes, and a reconnect loop retries them (and
 	// failed members) while they are not alive, logging a warning for
-	// each failure, 1 s, then 2, 4 ... up to a minute apart. New refuses a
-	// seed that is this node's own gossip address.
+	// each failure, 1 s, then 2, 4 ... up to a minute apart. New refuses
+	// seeds that are all this node's own gossip address (it would join
+	// nobody); among others, this node's own address is skipped.
 	Join []string
 	// DataDir holds the node's durable state (see package store).
 	DataDir string

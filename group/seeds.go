@@ -7,43 +7,48 @@ import (
 	"strings"
 )
 
-// checkSelfSeeds refuses a --join seed that is this node's own gossip
+// checkSelfSeeds refuses --join seeds that are all this node's own gossip
 // address: on one host, `--join 127.0.0.1` (no port: memberlist uses this
-// node's gossip port) joined the node to itself, silently. Seeds given by
-// host name are not resolved here (a seed may resolve later); neither are
-// seeds of a GossipTransport that is not ours. It runs once the gossip
-// port is bound.
+// node's gossip port) joined the node to itself, silently, and it found
+// nobody. A list that names this node among others (the same list on every
+// node) is fine: the reconnect loop skips this node's own address. Seeds
+// given by host name are not resolved here (a seed may resolve later);
+// neither are seeds of a GossipTransport that is not ours. It runs once
+// the gossip port is bound.
 func (a *Agent) checkSelfSeeds() error {
-	if a.gnet == nil {
+	if a.gnet == nil || len(a.cfg.Join) == 0 {
 		return nil
 	}
 	own := a.gnet.Port()
+	var first error
 	for _, seed := range a.cfg.Join {
 		host, port := seed, own
 		if h, p, err := net.SplitHostPort(seed); err == nil {
 			host = h
 			if port, err = strconv.Atoi(p); err != nil {
-				continue // Validate refused it already
+				return nil // Validate refused it already
 			}
 		}
 		if port != own {
-			continue
+			return nil
 		}
 		ip := net.ParseIP(host)
 		if host == "localhost" {
 			ip = net.IPv4(127, 0, 0, 1)
 		}
 		if ip == nil || !a.ownIP(ip) {
-			continue
+			return nil // a seed that may be another node
 		}
-		how := ""
-		if !strings.Contains(seed, ":") {
-			how = "; a seed without a port uses this node's gossip port"
+		if first == nil {
+			how := ""
+			if !strings.Contains(seed, ":") {
+				how = "; a seed without a port uses this node's gossip port"
+			}
+			first = configErrorf("group: --join %q is this node's own gossip address (%s%s): give another node's address",
+				seed, net.JoinHostPort(ip.String(), strconv.Itoa(own)), how)
 		}
-		return configErrorf("group: --join %q is this node's own gossip address (%s%s): give another node's address",
-			seed, net.JoinHostPort(ip.String(), strconv.Itoa(own)), how)
 	}
-	return nil
+	return first
 }
 
 // ownIP reports whether memberlist's socket, bound to Config.Bind, answers

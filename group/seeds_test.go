@@ -12,9 +12,10 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// TestSelfSeed: a --join seed that is this node's own gossip address is a
-// configuration error (it joined the node to itself, silently); another
-// port on the same host is a seed like any other.
+// TestSelfSeed: --join seeds that are all this node's own gossip address
+// are a configuration error (the node joined itself, silently, and found
+// nobody); another port on the same host is a seed like any other, and a
+// list that names this node among others is fine.
 func TestSelfSeed(t *testing.T) {
 	gp, err := freeUDPPort()
 	if err != nil {
@@ -32,10 +33,13 @@ func TestSelfSeed(t *testing.T) {
 		{"127.0.0.1:" + strconv.Itoa(gp), `is this node's own gossip address (127.0.0.1:` + strconv.Itoa(gp) + `)`},
 		{"127.0.0.1:" + strconv.Itoa(gp+1), ""},
 		{"192.0.2.1", ""},
+		// The same list on every node names this one too: fine.
+		{"127.0.0.1," + "127.0.0.1:" + strconv.Itoa(gp+1), ""},
+		{"localhost,127.0.0.1", `--join "localhost" is this node's own gossip address`},
 	} {
 		t.Run(tc.seed, func(t *testing.T) {
 			c := cfg
-			c.Join = []string{tc.seed}
+			c.Join = strings.Split(tc.seed, ",")
 			c.DataDir = t.TempDir()
 			a, err := New(c)
 			if tc.want == "" {
