@@ -233,9 +233,11 @@ type Config struct {
 // SuspicionMult = 2 it declares a stopped node dead ProbeInterval +
 // SuspicionMult × max(1, log10 n) × ProbeInterval after the first probe
 // the node misses, n being the number of nodes: in this profile 9 s below
-// 10 nodes, 10.2 s at 16 and 13.8 s at 64. That probe comes within about a
-// ProbeInterval of the stop (each node probes one other per interval, in
-// turn). Until then Agent.Members lists the node as alive or suspect; a
+// 10 nodes, 10.2 s at 16 and 13.8 s at 64. Every node probes the others in
+// turn, one per ProbeInterval, so that probe comes about a ProbeInterval
+// after the stop on average and at most n−1 ProbeIntervals after it: with 3
+// nodes, 9 s to 15 s after the stop. Until then Agent.Members lists the
+// node as alive; a
 // coordinator's roll call, every MemberTimeout, drops a silent member
 // within MemberTimeout + ReadyTimeout (15.5 s here) in any case.
 func DefaultLANConfig() Config {
@@ -475,8 +477,8 @@ func parseAPI(s string) (network, addr string, err error) {
 //	SuspicionMult  = 2                      (lan 6 s below 10 nodes, 7.2 s at 16, 10.8 s at 64)
 //
 // a dead member is reported 9 s after the first probe it misses below 10
-// nodes and 13.8 s at 64 (memberlistDeadAfter), and that probe comes
-// within about a ProbeInterval of its stop; beyond, the coordinator's own
+// nodes and 13.8 s at 64 (memberlistDeadAfter), and that probe comes about
+// a ProbeInterval after its stop (at most n−1 of them); beyond, the coordinator's own
 // sweep drops a member silent for MemberTimeout (15 s). An idle node probes one
 // node per ProbeInterval and acknowledges about as many probes: 2/3 of a
 // packet per second. Lifeguard (AwarenessMaxMultiplier, kept at 8) still

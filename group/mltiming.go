@@ -16,9 +16,10 @@ import (
 // suspicionTimeout does. With SuspicionMaxTimeoutMult 1 the timeout is
 // not shortened by other nodes' confirmations (memberlistConfig sets it).
 //
-// The first missed probe comes within about a ProbeInterval of the stop:
-// every node probes one other node per ProbeInterval, in turn. Lifeguard
-// stretches the probe interval of a node that finds itself slow.
+// The first missed probe comes about a ProbeInterval after the stop on
+// average, at most n−1 ProbeIntervals after it: every node probes the
+// others in turn, one per ProbeInterval. Lifeguard stretches the probe
+// interval of a node that finds itself slow.
 func memberlistDeadAfter(mc *memberlist.Config, n int) time.Duration {
 	scale := math.Max(1, math.Log10(math.Max(1, float64(n))))
 	suspicion := time.Duration(mc.SuspicionMult) * time.Duration(scale*1000) * mc.ProbeInterval / 1000

@@ -52,6 +52,7 @@ func TestMemberlistTimingFigures(t *testing.T) {
 			secs(memberlistDeadAfter(mc, 9)) + " below 10 nodes",
 			secs(memberlistDeadAfter(mc, 16)) + " at 16",
 			secs(memberlistDeadAfter(mc, 64)) + " at 64",
+			"with 3 nodes, " + secs(memberlistDeadAfter(mc, 3)) + " to " + secs(memberlistDeadAfter(mc, 3)+2*mc.ProbeInterval) + " after the stop",
 			"MemberTimeout + ReadyTimeout (" + secs(lan.MemberTimeout+lan.ReadyTimeout) + " here)",
 		},
 		"memberlistConfig": {
