@@ -7,8 +7,9 @@
 // The package has no code of its own besides this comment; everything is in
 // the _test.go files, among them:
 //
-//   - main_test.go: TestMain. It checks the preconditions (root, `ip`, network
-//     namespaces usable; `iptables` for the fault tests), serialises
+//   - main_test.go: TestMain. It runs the suite as root, unless GROUPD_E2E=0 (see
+//     "Running"), reads the settings, checks the preconditions (root, `ip`,
+//     network namespaces usable; `iptables` for the fault tests), serialises
 //     concurrent e2e runs with a lock file (/tmp/groupd-e2e.lock), removes
 //     what crashed earlier runs left behind, builds ./cmd/groupd once into a
 //     temporary directory, and tears every lab down on exit, on
@@ -36,9 +37,10 @@
 //
 // # Naming
 //
-// Every lab of a test process has a prefix P of its own: "gde", the PID in
-// base 36 (five digits), the lab's number in base 36 (two digits), e.g.
-// gde01x2f0a. Lab K of a process has the subnet 10.78.K.0/24:
+// Every lab of a test process has a prefix P of its own: "gde"
+// (GROUPD_E2E_PREFIX), the PID in base 36 (five digits), the lab's number
+// in base 36 (two digits), e.g. gde01x2f0a. Lab K of a process has the
+// subnet 10.78.K.0/24 (the K-th /24 of GROUPD_E2E_SUBNET):
 //
 //	bridge      P-br0        (root namespace, no address, multicast snooping
 //	                          and bridge netfilter off)
@@ -51,7 +53,21 @@
 //
 // The PID in the prefix lets a later run remove the leftovers of a test
 // binary that was killed (a -timeout panic, SIGKILL; its daemons died with
-// it) without touching a live run. Nodes' sockets, data dirs, logs and the
+// it) without touching a live run; a run removes only leftovers of its own
+// prefix.
+//
+// Where other labs run on the host, give the suite names and addresses of
+// its own:
+//
+//	GROUPD_E2E_PREFIX  the names' prefix: a lower-case letter and up to two
+//	                   more letters or digits (default gde), so that
+//	                   "P-v16" fits the kernel's 15-character interface names
+//	GROUPD_E2E_SUBNET  the labs' /16, as its first two octets or a prefix
+//	                   (default 10.78, i.e. 10.78.0.0/16): lab K gets its K-th /24
+//
+// e.g. GROUPD_E2E_PREFIX=gfh GROUPD_E2E_SUBNET=10.95. Runs on one host still
+// take turns (the lock file), whatever their names: they would share the
+// cores, which the timing bounds do not allow for. Nodes' sockets, data dirs, logs and the
 // history (history.ndjson) live in a short temporary run dir (/tmp/P-NNN,
 // kept and named when a test fails).
 //
@@ -81,17 +97,30 @@
 // leader, about 2.5 minutes), and stretches the quiet windows of the
 // mixed-timing tests from 15 s to 60 s.
 //
-// Run them as root:
+// # Running
 //
+// The suite runs as root (GROUPD_E2E=0 turns it off), and wherever
+// GROUPD_E2E=1 requires it:
+//
+//	go test ./...          # as root: everything, the suite included (the README's command, CI)
 //	go test -count=1 -v ./e2e/
 //	GROUPD_E2E_LONG=1 go test -count=1 -run 'TestChaosSoak|TestFuzzPackets' ./e2e/
 //	GROUPD_E2E_LONG=1 go test -count=1 -v -run TestOperatorTrials ./e2e/
 //
-// Without root, without `ip`, or where namespaces cannot be created, every
-// test skips with the reason, and `go test ./...` says how many were skipped
-// and how to run them (on the go command's own stderr, since it hides a
-// passing package's output); without `iptables`, the fault tests skip and
-// say to apt-get install iptables. -short skips them all. A run is never
-// cached: the daemons are built from ./cmd/groupd, which the go command
-// does not count among the package's inputs (see uncached).
+// (sudo go test ./e2e/, or sudo -E env PATH=$PATH go test ./e2e/ where
+// root has no go.) Not as root, or with GROUPD_E2E=0, `go test ./...` runs
+// no test of the package and shows it as
+//
+//	ok  	github.com/groupd/groupd/e2e	0.005s [no tests to run]
+//
+// however its output is redirected; with -v it also prints why and how to
+// run them. Run by default as root or required by GROUPD_E2E=1, a lab that
+// cannot run (not root with GROUPD_E2E=1, no `ip`,
+// namespaces that cannot be created, a bad setting, another run holding
+// the lock for 4 minutes) fails the run with the reason; without
+// `iptables`, the fault tests skip and say to apt-get install iptables;
+// -short skips them all. A run is never cached: the daemons are built from
+// ./cmd/groupd, which the go command does not count among the package's
+// inputs (see uncached), and a run that did not run the suite leaves the
+// go command no log to cache it by. Package e2e/gate checks this switch.
 package e2e

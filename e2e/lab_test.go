@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"net/netip"
 	"os"
 	"strconv"
 	"sync"
@@ -32,7 +31,7 @@ type tlab struct {
 }
 
 // labs numbers this process's labs: lab k has prefix tag+k (two base-36
-// digits) and subnet 10.78.k.0/24.
+// digits) and subnet labSubnet(k), 10.78.k.0/24 by default.
 var labs atomic.Int32
 
 // newLab creates n namespaces on a bridge, with a prefix and a subnet of
@@ -53,7 +52,7 @@ func newLab(t *testing.T, n int, profile string, args ...string) *tlab {
 		t.Fatal(err)
 	}
 	tl := &tlab{t: t, host0: lab.ReadHostStats(), checked: map[int]bool{}}
-	l, err := lab.Up(context.Background(), lab.Config{Nodes: n, Prefix: prefix, Subnet: netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 78, byte(k), 0}), 24),
+	l, err := lab.Up(context.Background(), lab.Config{Nodes: n, Prefix: prefix, Subnet: labSubnet(k),
 		Dir: dir, Bin: groupdBin, Profile: profile, Args: args, Logf: t.Logf})
 	if err != nil {
 		t.Fatalf("e2e: %v", err)

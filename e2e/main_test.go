@@ -3,15 +3,15 @@ package e2e
 import (
 	"flag"
 	"fmt"
-	"io"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -21,8 +21,8 @@ import (
 
 // Set by TestMain.
 var (
-	// skipAll is why every test skips (not root, no ip, no namespaces,
-	// -short, another run holds the lock); empty when the lab can run.
+	// skipAll is why every test skips (-short); empty when the lab can
+	// run.
 	skipAll string
 	// noIptables is why the fault tests skip; empty when iptables works.
 	noIptables string
@@ -31,12 +31,27 @@ var (
 	buildErr error
 	// groupdBin is the binary built for this run.
 	groupdBin string
-	// tag starts the prefix of every lab this process creates: "gde" and
-	// its PID in base 36, five digits (see the package doc).
-	tag = "gde" + fmt.Sprintf("%05s", strconv.FormatInt(int64(os.Getpid()), 36))
-	// skipped counts the tests that skipped for want of a lab.
-	skipped atomic.Int32
+	// namePrefix starts every name this process's labs use
+	// (GROUPD_E2E_PREFIX, default "gde"), and tag continues it with the
+	// PID in base 36, five digits (see the package doc).
+	namePrefix, tag string
+	// subnet16 holds the labs' subnets: lab K has the K-th /24 of it
+	// (GROUPD_E2E_SUBNET, default 10.78.0.0/16).
+	subnet16 netip.Prefix
 )
+
+// The settings of the suite (see the package doc).
+const (
+	envRun    = "GROUPD_E2E"        // "1" requires the suite, "0" turns it off; unset: it runs as root
+	envPrefix = "GROUPD_E2E_PREFIX" // the names' prefix
+	envSubnet = "GROUPD_E2E_SUBNET" // the labs' /16
+)
+
+// howToRun is the notice of a run that did not ask for the suite.
+const howToRun = "e2e: the end-to-end tests did not run: they start real daemons in network namespaces " +
+	"and need root; as root, go test ./... runs them (sudo go test ./e2e/; " +
+	"sudo -E env PATH=$PATH go test ./e2e/ if root has no go); GROUPD_E2E=0 turns them off, " +
+	"GROUPD_E2E=1 fails a run that cannot run them"
 
 const lockPath = "/tmp/groupd-e2e.lock"
 
@@ -59,15 +74,45 @@ func TestMain(m *testing.M) {
 	os.Exit(runMain(m))
 }
 
+// runMain runs the suite as root, unless GROUPD_E2E=0 turns it off, and
+// wherever GROUPD_E2E=1 asks for it. Otherwise (not root, or turned off)
+// it runs no test and says so on stdout, with the testing package's own
+// line for it,
+// which the go command turns into "ok ... [no tests to run]" however its
+// output is redirected (it prints a passing package's output only with
+// -v, where the notice shows too). m.Run is not called then: it would log
+// the run for the go command's test cache without GROUPD_E2E among its
+// inputs (read here, before m.Run starts the log), and a later
+// GROUPD_E2E=1 run would replay it. Without a log the run is not cached.
+//
+// Asked for, a lab that cannot run (not root, no ip, no namespaces,
+// another run holding the lock, a bad setting) fails the run with the
+// reason, rather than pass it on tests that all skipped.
 func runMain(m *testing.M) int {
-	skipAll = preflight()
-	if skipAll != "" {
-		return runSkipping(m)
+	switch v := os.Getenv(envRun); {
+	case v == "1":
+	case v == "" && os.Geteuid() == 0:
+	default:
+		fmt.Println(howToRun)
+		fmt.Println("testing: warning: no tests to run")
+		return 0
+	}
+	if err := readSettings(); err != nil {
+		fmt.Printf("e2e: %v\n", err)
+		return 1
+	}
+	if testing.Short() {
+		skipAll = "-short: the end-to-end tests take minutes"
+		return m.Run()
+	}
+	if why := preflight(); why != "" {
+		fmt.Printf("e2e: %s=1, but the lab cannot run here: %s\n", envRun, why)
+		return 1
 	}
 	unlock, err := takeLock()
 	if err != nil {
-		skipAll = err.Error()
-		return runSkipping(m)
+		fmt.Printf("e2e: %v\n", err)
+		return 1
 	}
 	defer unlock()
 	if err := lab.HaveIptables(); err != nil {
@@ -102,50 +147,12 @@ func runMain(m *testing.M) int {
 	return m.Run()
 }
 
-// runSkipping runs the tests (they all skip) and says so where it is seen.
-func runSkipping(m *testing.M) int {
-	fmt.Fprintf(os.Stderr, "e2e: every test skips: %s\n", skipAll)
-	code := m.Run()
-	if n := skipped.Load(); n > 0 && !testing.Short() {
-		notice(fmt.Sprintf("e2e: %d end-to-end tests skipped: %s\n", n, skipAll))
-	}
-	return code
-}
-
-// notice writes msg where the person who ran `go test ./...` sees it.
-//
-// In package-list mode (`go test ./...`, `go test ./e2e/`) the go command
-// prints a passing package's output only with -v, so a run that skipped
-// every test would just say "ok". The test binary's parent is then the go
-// command, whose own stderr is the terminal (or the CI log): the notice
-// goes there, through /proc/PPID/fd/2, when that is a file other than this
-// binary's stderr (in local-directory mode, `go test` in e2e/, and under
-// -v, the output is streamed and os.Stderr is enough). The notice always
-// goes to os.Stderr too, which is all there is where /proc or the
-// parent's stderr cannot be opened (a pipe another user created). See
-// uncached for why it is printed on every run.
-func notice(msg string) {
-	fmt.Fprint(os.Stderr, msg)
-	if testing.Verbose() || runtime.GOOS != "linux" {
-		return
-	}
-	parent := fmt.Sprintf("/proc/%d/fd/2", os.Getppid())
-	var ours, theirs syscall.Stat_t
-	if syscall.Fstat(2, &ours) != nil || syscall.Stat(parent, &theirs) != nil ||
-		(ours.Dev == theirs.Dev && ours.Ino == theirs.Ino) {
-		return
-	}
-	if f, err := os.OpenFile(parent, os.O_WRONLY|os.O_APPEND, 0); err == nil {
-		_, _ = io.WriteString(f, msg)
-		f.Close()
-	}
-}
-
 // uncached keeps the go command from caching this run. A cached run is
-// replayed without running the binary: a non-root run would lose its
-// notice, and a root run would pass on the strength of an old one, though
-// the daemons it tests are built from ./cmd/groupd, which is not among the
-// package's dependencies (a change there does not invalidate the cache).
+// replayed without running the binary: a run would pass on the strength
+// of an old one, though the daemons it tests are built from ./cmd/groupd,
+// which is not among the package's dependencies (a change there does not
+// invalidate the cache). A run without GROUPD_E2E=1 runs no test and may
+// be cached: the go command keys it on the variable.
 // The go command records the files a test opens inside the module
 // (testing's testlog, kept while m.Run runs: requireLab calls this in the
 // first test) and, when the run ends, refuses to cache it if one of them
@@ -170,17 +177,54 @@ func uncached() {
 	}
 }
 
+// readSettings reads GROUPD_E2E_PREFIX and GROUPD_E2E_SUBNET.
+func readSettings() error {
+	namePrefix = "gde"
+	if v := os.Getenv(envPrefix); v != "" {
+		if !regexp.MustCompile(`^[a-z][a-z0-9]{0,2}$`).MatchString(v) {
+			return fmt.Errorf("%s=%q: want a lower-case letter and up to 2 more letters or digits "+
+				"(the PID and a lab's number follow, within the kernel's 15-character interface names)", envPrefix, v)
+		}
+		namePrefix = v
+	}
+	tag = namePrefix + fmt.Sprintf("%05s", strconv.FormatInt(int64(os.Getpid()), 36))
+	subnet16 = netip.MustParsePrefix("10.78.0.0/16")
+	if v := os.Getenv(envSubnet); v != "" {
+		p, err := parseSubnet16(v)
+		if err != nil {
+			return fmt.Errorf("%s=%q: %v", envSubnet, v, err)
+		}
+		subnet16 = p
+	}
+	return nil
+}
+
+// parseSubnet16 reads the labs' /16: "10.95" or "10.95.0.0/16".
+func parseSubnet16(v string) (netip.Prefix, error) {
+	s := v
+	if !strings.Contains(s, "/") {
+		s += ".0.0/16"
+	}
+	p, err := netip.ParsePrefix(s)
+	if err != nil || !p.Addr().Is4() || p.Bits() != 16 {
+		return netip.Prefix{}, fmt.Errorf("want the first two octets of a /16, e.g. 10.95 (lab K gets 10.95.K.0/24)")
+	}
+	return p.Masked(), nil
+}
+
+// labSubnet is lab k's /24 of subnet16.
+func labSubnet(k int) netip.Prefix {
+	b := subnet16.Addr().As4()
+	return netip.PrefixFrom(netip.AddrFrom4([4]byte{b[0], b[1], byte(k), 0}), 24)
+}
+
 // preflight says why the lab cannot run here, or "".
 func preflight() string {
-	const how = "run them as root: sudo go test ./e2e/ (sudo -E env PATH=$PATH go test ./e2e/ if root has no go)"
-	if testing.Short() {
-		return "-short: the end-to-end tests take minutes"
-	}
 	if runtime.GOOS != "linux" {
 		return "network namespaces need Linux"
 	}
 	if os.Geteuid() != 0 {
-		return "not root: they create network namespaces (CAP_NET_ADMIN); " + how
+		return "not root: they create network namespaces (CAP_NET_ADMIN); run them as root: sudo " + envRun + "=1 go test ./e2e/"
 	}
 	if _, err := exec.LookPath("ip"); err != nil {
 		return "`ip` is missing: install iproute2 (apt-get install -y iproute2)"
@@ -265,7 +309,7 @@ func removeLeftovers(own bool) {
 		return err != nil || !strings.Contains(string(cmdline), "e2e.test")
 	}
 	removed, err := lab.RemoveLeftovers(func(prefix string) bool {
-		p, ok := strings.CutPrefix(prefix, "gde")
+		p, ok := strings.CutPrefix(prefix, namePrefix)
 		return ok && (len(p) == 5 || len(p) == 7) && stale(p[:5])
 	})
 	if err != nil {
@@ -273,9 +317,9 @@ func removeLeftovers(own bool) {
 	}
 	// Binaries built by dead runs (their run dirs, kept for a failed
 	// test, stay).
-	bins, _ := filepath.Glob(filepath.Join(os.TempDir(), "gde*-bin-*"))
+	bins, _ := filepath.Glob(filepath.Join(os.TempDir(), namePrefix+"*-bin-*"))
 	for _, b := range bins {
-		if p := strings.TrimPrefix(filepath.Base(b), "gde"); len(p) > 5 && p[5] == '-' && stale(p[:5]) {
+		if p := strings.TrimPrefix(filepath.Base(b), namePrefix); len(p) > 5 && p[5] == '-' && stale(p[:5]) {
 			os.RemoveAll(b)
 			removed = append(removed, b)
 		}
@@ -290,7 +334,6 @@ func requireLab(t *testing.T) {
 	t.Helper()
 	uncachedOnce.Do(uncached)
 	if skipAll != "" {
-		skipped.Add(1)
 		t.Skip("e2e: " + skipAll)
 	}
 	if buildErr != nil {

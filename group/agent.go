@@ -117,18 +117,22 @@ type Agent struct {
 	gossipCh chan gossipEvent
 	joinCh   chan string
 	syncDue  time.Time // when the loop next runs syncGossip (loop only; zero: none)
+	dupLast  time.Time // the last packet of another process with this ID (loop only; dupid.go)
 	metaWake chan struct{}
 	meta     atomic.Pointer[[]byte]
 	ml       atomic.Pointer[memberlist.Memberlist]
 
 	pub   publisher // status, subscribers, leadership (publish.go)
 	lease lease     // a quorum-mode leader's lease, as the loop last computed it (primary.go)
+	names nameBoard // wakes waiters for other nodes' names (names.go)
 
 	started  atomic.Bool
 	running  atomic.Bool // the loop runs: /healthz is ok unless persist_error
 	stopping atomic.Bool
-	crashCh  chan struct{} // tests: stop like a crash (no Leave)
+	crashCh  chan struct{} // closed by Kill: stop like a crash (no Leave)
+	killOnce sync.Once
 	done     chan struct{} // closed when Run returns
+	runErr   error         // what Run returned; read after done is closed
 	closeMu  sync.Mutex
 	released bool
 }
@@ -207,6 +211,9 @@ func New(cfg Config) (*Agent, error) {
 		return nil, err
 	}
 	if err := a.openGossip(); err != nil {
+		return nil, err
+	}
+	if err := a.checkSelfSeeds(); err != nil {
 		return nil, err
 	}
 	if cfg.API != "" {

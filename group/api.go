@@ -303,6 +303,11 @@ func (a *Agent) Members() []Member {
 			m.Name, m.Tags = md.Name, copyTags(md.Tags)
 			m.Group, m.State, m.Leader, m.Degraded = md.Group.String(), md.State.String(), md.Leader, md.Degraded
 		}
+		if m.Gossip == GossipDead || m.Gossip == GossipLeft {
+			// Its meta is what it said before it stopped: it leads
+			// nothing now.
+			m.Leader = false
+		}
 		if m.Tags == nil {
 			m.Tags = map[string]string{}
 		}

@@ -86,7 +86,7 @@ type Config struct {
 	// Tags are key=value pairs announced to every node (for example the
 	// leader's application endpoint); other nodes see them in
 	// Agent.Members and /v1/members. Keys are 1-MaxTagKeyLen letters,
-	// digits, '_', '.' or '-'; see checkNameTags for the limits.
+	// digits, '_', '.' or '-'; see MaxTags for the limits.
 	Tags map[string]string
 	// Priority is the first part of the node's rank (priority, ID):
 	// the highest-ranked live node coordinates the group.
@@ -113,9 +113,13 @@ type Config struct {
 	// Multicast is the beacons' IPv4 multicast group as "addr:port".
 	// Empty or "off" disables multicast: discovery then relies on Join.
 	Multicast string
-	// Join lists memberlist seeds ("host:port"). Without multicast they
-	// are the only way to find the other nodes, and a reconnect loop
-	// retries them (and failed members) while they are not alive.
+	// Join lists memberlist seeds ("host:port"; a seed without a port
+	// uses this node's gossip port). Without multicast they are the only
+	// way to find the other nodes, and a reconnect loop retries them (and
+	// failed members) while they are not alive, logging a warning for
+	// each failure, 1 s, then 2, 4 ... up to a minute apart. New refuses
+	// seeds that are all this node's own gossip address (it would join
+	// nobody); among others, this node's own address is skipped.
 	Join []string
 	// DataDir holds the node's durable state (see package store).
 	DataDir string
@@ -164,8 +168,20 @@ type Config struct {
 	// dropped and counted as "rate_limited". DefaultLANConfig sets
 	// DefaultRateLimit; zero or less turns the limit off.
 	RateLimit int
-	// OnChange is a shell command (run with /bin/sh -c) run on every role
-	// or group change; see hooks.go for its environment.
+	// OnChange is a shell command (run with /bin/sh -c) run on every change
+	// of group, role, primary or degraded state, when the node becomes
+	// Normal or is confirmed again, and once per leadership transition.
+	// Runs are one at a time, in order, off the event loop; a backlog is
+	// merged so that the last run sees the latest state. On top of the
+	// daemon's environment it gets GROUPD_EVENT (an Event's Reason, or
+	// leader-start, leader-stop), GROUPD_ID, GROUPD_NAME, GROUPD_STATE,
+	// GROUPD_ROLE, GROUPD_OLD_ROLE, GROUPD_GROUP, GROUPD_OLD_GROUP,
+	// GROUPD_COORDINATOR, GROUPD_COORDINATOR_NAME (a run waits up to
+	// BeaconInterval + AliveInterval for a name that has not arrived, as
+	// LeaderCallbacks.OnNewLeader does), GROUPD_MEMBERS (IDs,
+	// comma-separated), GROUPD_PRIMARY, GROUPD_LEADER and GROUPD_DEGRADED
+	// (1 or 0), and GROUPD_TERM (the leadership's term: the new one on
+	// leader-start, the one that ended on leader-stop).
 	OnChange string
 	// HookTimeout bounds one run of OnChange; its process group is killed
 	// after it. Zero means DefaultHookTimeout.
@@ -175,7 +191,12 @@ type Config struct {
 	// burst of deadlines is handled in one pass. Zero means 10ms.
 	TickInterval time.Duration
 	// Logger receives the agent's logs; each component adds a
-	// "component" field. The zero Logger discards everything.
+	// "component" field. The zero Logger, which DefaultLANConfig leaves,
+	// discards everything: the warnings about seeds that cannot be
+	// joined, dropped packets or a missing Key, and the errors Run also
+	// returns. Set one to see them, for example
+	// zerolog.New(os.Stderr).With().Timestamp().Logger(), or with a level:
+	// zerolog.New(os.Stderr).Level(zerolog.WarnLevel).
 	Logger zerolog.Logger
 	// Leader, if any callback is set, is told when this node starts and
 	// stops leading, and who leads (see LeaderCallbacks).
@@ -201,11 +222,33 @@ type Config struct {
 // DefaultLANConfig returns the lan profile (design §5): every value below
 // is the default of the matching groupd flag.
 //
-// Memberlist, groupd's failure detector and membership list, is tuned from
-// Timing (see memberlistConfig) so that it declares a dead node in about
-// the time the invitation algorithm's own AreYouThere probes would
-// (AliveInterval + AliveTimeout, one second in this profile), instead of
-// memberlist's LAN default of several seconds.
+// An agent with this Config is a node of the LAN's groupd, as `groupd run`
+// is: it binds DefaultPort (and DefaultPort+1 for memberlist) on every
+// address, beacons on the multicast group DefaultMulticast, and serves the
+// API on DefaultAPI. It forms groups with every groupd and every embedded
+// agent that uses the same multicast group, and a second process on one
+// host with these defaults cannot bind the ports. To keep an
+// application's nodes apart, give them a Multicast group (and Port and
+// API) of their own, or set Multicast to "off" and list the other nodes'
+// gossip addresses (Addrs.Gossip) in Join.
+//
+// Three failure detectors watch the nodes. A group's coordinator
+// heartbeats every AliveInterval, and its members suspect it after
+// AliveTimeout of silence: a coordinator that stopped is noticed within
+// AliveInterval + AliveTimeout, 1 s in this profile, and its members elect
+// another. The members acknowledge a heartbeat every AckInterval, and a
+// member that stops is dropped from its group within
+// Timing.MemberLossBound (2 s here). Memberlist, the membership list, is
+// the slow and cheap one, tuned from Timing: with ProbeInterval =
+// MemberTimeout/5 (6 s here) and SuspicionMult = 2 it declares a stopped
+// node dead ProbeInterval + SuspicionMult × max(1, log10 n) × ProbeInterval
+// after the first probe the node misses, n being the number of nodes: in
+// this profile 18 s below 10 nodes, 20.4 s at 16 and 27.7 s at 64. Every
+// node probes the others in turn, one per ProbeInterval, so that probe
+// comes about a ProbeInterval after the stop on average and at most n−1
+// ProbeIntervals after it: with 3 nodes, 18 s to 30 s after the stop.
+// Until then Agent.Members lists the node as alive (a member that left the
+// group shows so in its group fields).
 func DefaultLANConfig() Config {
 	return Config{
 		Priority: wire.DefaultPriority, // keepalived's default, so operators can reason the same way
@@ -424,13 +467,18 @@ func parseAPI(s string) (network, addr string, err error) {
 	return "tcp", s, nil
 }
 
+// trimInvitation drops package invitation's prefix from its errors, whose
+// messages name the flags.
+func trimInvitation(err error) string { return strings.TrimPrefix(err.Error(), "invitation: ") }
+
 // memberlistConfig returns memberlist's configuration for this node:
 // DefaultLANConfig, relaxed. Memberlist is groupd's slow, cheap failure
-// detector: it reports failed members (and carries the gossip meta), while
-// the coordinator's heartbeat, every AliveInterval, is the fast one that
-// failover relies on. So memberlist only has to report a dead member within
-// MemberTimeout, and an idle node should send about one packet a second in
-// all.
+// detector: it reports failed nodes outside this node's group (and
+// members, as a backstop) and carries the gossip meta, while the
+// coordinator's heartbeat, every AliveInterval, watches the coordinator,
+// and the members' acknowledgements, every AckInterval, watch the members.
+// So memberlist only has to report a dead node within MemberTimeout, and
+// costs an idle node about a third of a packet a second.
 //
 // Memberlist's detection time is roughly: the dead node's turn to be
 // probed (about one ProbeInterval with several probers), ProbeTimeout, the
@@ -438,15 +486,17 @@ func parseAPI(s string) (network, addr string, err error) {
 // timeout, SuspicionMult × ProbeInterval × max(1, log10(n)) (with
 // SuspicionMaxTimeoutMult 1, confirmations do not matter). With
 //
-//	ProbeInterval  = MemberTimeout/5       (lan 3 s; memberlist: 1 s)
+//	ProbeInterval  = MemberTimeout/5       (lan 6 s; memberlist: 1 s)
 //	ProbeTimeout   = 2 × AnswerTimeout      (lan 200 ms; memberlist: 500 ms; a LAN RTT is < 1 ms)
-//	SuspicionMult  = 2                      (lan 6 s below 10 nodes, 7.2 s at 16, 10.8 s at 64)
+//	SuspicionMult  = 2                      (lan 12 s below 10 nodes, 14.4 s at 16, 21.7 s at 64)
 //
-// a dead member is reported about 9 s after it stopped below 10 nodes and
-// 14 s at 64, within MemberTimeout (15 s); beyond, the coordinator's own
-// sweep drops a member silent for MemberTimeout. An idle node probes one
-// node per ProbeInterval and acknowledges about as many probes: 2/3 of a
-// packet per second. Lifeguard (AwarenessMaxMultiplier, kept at 8) still
+// a dead node is reported 18 s after the first probe it misses below 10
+// nodes and 27.7 s at 64 (memberlistDeadAfter), and that probe comes about
+// a ProbeInterval after its stop (at most n−1 of them); within MemberTimeout
+// (30 s) with up to 3 nodes, and a few ProbeIntervals later in larger LANs,
+// which only the membership list waits for. An idle node probes one node
+// per ProbeInterval and acknowledges about as many probes: 1/3 of a packet
+// per second. Lifeguard (AwarenessMaxMultiplier, kept at 8) still
 // stretches the timeouts of a node that notices it is itself slow. The
 // probe interval and timeout have floors (100 ms and 50 ms) so that the
 // fast profile stays robust on a loaded machine (tests under -race).
@@ -465,10 +515,6 @@ func parseAPI(s string) (network, addr string, err error) {
 // (DHCP, a new port) reclaim its name once it has been dead that long;
 // memberlist's default (never) would lock it out until the dead entry is
 // reaped (GossipToTheDeadTime, 30 s).
-// trimInvitation drops package invitation's prefix from its errors, whose
-// messages name the flags.
-func trimInvitation(err error) string { return strings.TrimPrefix(err.Error(), "invitation: ") }
-
 func memberlistConfig(t invitation.Timing) *memberlist.Config {
 	mc := memberlist.DefaultLANConfig()
 	mc.ProbeInterval = max(t.MemberTimeout/5, 100*time.Millisecond)

@@ -1,11 +1,20 @@
 // Package group is groupd's runtime and its embedding API: it runs the
 // invitation algorithm (package invitation) on a real network.
 //
-//	a, err := group.New(cfg)   // validate, lock the data dir, bind sockets
-//	go a.Run(ctx)              // run until ctx is done; Leave on the way out
-//	a.Status()                 // this node's view: state, role, group, members
-//	a.Subscribe()              // a channel of view changes
-//	a.Handler()                // the HTTP API, to mount elsewhere
+//	a, err := group.New(cfg)            // validate, lock the data dir, bind sockets
+//	go func() { done <- a.Run(ctx) }()  // until ctx is done; Leave on the way out
+//	a.Status()                          // this node's view: state, role, group, members
+//	a.WatchLeader()                     // a channel of this node's leadership
+//	a.Subscribe()                       // a channel of view changes
+//	a.Handler()                         // the HTTP API, to mount elsewhere
+//	err = <-done                        // why Run stopped: nil once ctx was done
+//
+// Run's error is the only sign that an agent stopped by itself (another
+// process with its ID, say): the channels of WatchLeader and Subscribe are
+// then closed. DefaultLANConfig makes the agent a node of the LAN's groupd,
+// on its ports and multicast group; Multicast "off" and Join keep it to
+// the nodes it is given. The program examples/embed in the repository
+// does all of this, with two agents on loopback and a failover.
 //
 // # Architecture
 //
@@ -33,8 +42,8 @@
 //
 // Memberlist keeps the membership list and is a second failure detector,
 // tuned to the protocol's timing (see DefaultLANConfig). Nodes find each
-// other by multicast beacons (see multicast.go for sockets and interface
-// selection) or by --join seeds. A beacon from a node memberlist does not
+// other by multicast beacons (Config.Multicast, on the interfaces
+// Config.Interface selects) or by --join seeds (Config.Join). A beacon from a node memberlist does not
 // list as alive makes this node join it, so the two sides of a partition
 // re-merge however long it lasted; without multicast, a reconnect loop
 // retries the seeds and failed members.
@@ -49,7 +58,9 @@
 //
 // # Local API
 //
-// See api.go for the routes and JSON shapes, which follow the contract
-// shared with cmd/groupd: Status, Member and Event marshal to exactly
-// those shapes.
+// Agent.Handler serves the routes GET /v1/status (a Status), /v1/members
+// (the Members), /v1/events (newline-delimited Events, the first a
+// snapshot), /metrics, /healthz and the live view at /ui/; Config.API
+// listens on them. Status, Member and Event marshal to exactly the JSON
+// shapes the CLI (cmd/groupd) and package client read.
 package group

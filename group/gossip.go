@@ -25,8 +25,9 @@ import (
 
 // gossipEvent tells the loop memberlist declared a node dead or gone.
 type gossipEvent struct {
-	id   wire.NodeID
-	addr string // the dead node's gossip address
+	id    wire.NodeID
+	addr  string // the dead node's gossip address
+	named bool   // not down: the coordinator's name arrived (names.go)
 }
 
 // gossipDelegate is memberlist's Delegate and EventDelegate.
@@ -134,7 +135,9 @@ func (a *Agent) onGossip(n *memberlist.Node, state string) {
 			a.glog.Debug().Err(err).Uint64("peer", uint64(id)).Msg("ignoring bad node meta")
 		}
 	}
-	a.peers.noteGossip(id, state, n.Address(), n.Addr, meta, time.Now())
+	if a.peers.noteGossip(id, state, n.Address(), n.Addr, meta, time.Now()) {
+		a.nameLearned(id)
+	}
 	a.glog.Debug().Uint64("peer", uint64(id)).Str("gossip", state).Str("addr", n.Address()).Msg("memberlist event")
 	if state == GossipAlive {
 		return
@@ -207,6 +210,7 @@ func (a *Agent) join(ctx context.Context, ml *memberlist.Memberlist, why string,
 			}
 			_, err := ml.Join([]string{addr})
 			if err != nil {
+				err = oneLine(err) // memberlist's is a multi-line multierror
 				a.metrics.joins.WithLabelValues("error").Inc()
 				a.glog.Debug().Err(err).Str("addr", addr).Str("why", why).Msg("memberlist join failed")
 				mu.Lock()

@@ -333,7 +333,7 @@ func (c *cluster) crash(id wire.NodeID) {
 	n := c.nodes[id]
 	delete(c.nodes, id)
 	c.mu.Unlock()
-	n.a.crash()
+	n.a.Kill()
 	n.cancel()
 	<-n.runErr
 }

@@ -32,6 +32,8 @@ import (
 //	GROUPD_OLD_ROLE     the role before the change
 //	GROUPD_PRIMARY      1 if the group is the primary partition, else 0
 //	GROUPD_NAME         this node's name; GROUPD_COORDINATOR_NAME the coordinator's
+//	                    (from its memberlist meta: a run waits for it up to
+//	                    BeaconInterval + AliveInterval, see names.go)
 //	GROUPD_LEADER       1 while this node leads (Status.IsLeader: in quorum
 //	                    mode, while it holds its lease), else 0
 //	GROUPD_TERM         the leadership's term (leader-start: the new one;
@@ -140,6 +142,9 @@ type hookRunner struct {
 	timeout time.Duration
 	log     zerolog.Logger
 	m       *metrics
+	// nameOf, if set, finds the coordinator's name of an event that has
+	// none yet, waiting a little for it (Agent.nameOf).
+	nameOf func(id NodeID, known string, stop <-chan struct{}) string
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -243,6 +248,10 @@ func (r *hookRunner) runOne(e Event) {
 		r.log.Info().Str("term", e.New.Term.String()).
 			Msg("leader-start hook skipped: the leadership ended (its lease ran out) before the hook's turn; its leader-stop follows")
 		return
+	}
+	if r.nameOf != nil {
+		// The coordinator's name may arrive after the group settled.
+		e.New.CoordinatorName = r.nameOf(e.New.Coordinator, e.New.CoordinatorName, r.ctx.Done())
 	}
 	ctx, cancel := context.WithTimeout(r.ctx, r.timeout)
 	defer cancel()

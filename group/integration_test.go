@@ -357,6 +357,10 @@ func TestDuplicateID(t *testing.T) {
 				if !errors.Is(err, ErrDuplicateID) {
 					t.Errorf("Run = %v, want ErrDuplicateID", err)
 				}
+				<-dup.Done()
+				if !errors.Is(dup.Err(), ErrDuplicateID) {
+					t.Errorf("Err = %v after Run returned %v", dup.Err(), err)
+				}
 				if took > 3*time.Second {
 					t.Errorf("refused after %v, want within 3s", took)
 				}
@@ -373,6 +377,17 @@ func TestDuplicateID(t *testing.T) {
 			}
 			if st := c.node(who).a.Status(); st.DuplicateID == nil || st.DuplicateID.Addr == "" {
 				t.Errorf("the first process's status shows no duplicate: %+v", st.DuplicateID)
+			}
+			// Gone for MemberTimeout, the other process leaves the status.
+			gone := time.Now()
+			for c.node(who).a.Status().DuplicateID != nil {
+				if time.Since(gone) > c.timing.MemberTimeout+3*time.Second {
+					t.Fatalf("the status still shows the duplicate %v after the other process exited", time.Since(gone))
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			if took := time.Since(gone); took < c.timing.MemberTimeout-time.Second {
+				t.Errorf("the duplicate left the status %v after the other process exited, before MemberTimeout %v", took, c.timing.MemberTimeout)
 			}
 		})
 	}

@@ -42,6 +42,10 @@ type LeaderCallbacks struct {
 	OnStoppedLeading func()
 	// OnNewLeader is called when this node's group settles (Normal) under
 	// a new coordinator, itself included: id and name are the leader's.
+	// Another node's name comes with its memberlist meta, which can
+	// arrive shortly after the group settles: the call waits for it, up
+	// to BeaconInterval + AliveInterval, and name is "" only if it did
+	// not come by then.
 	OnNewLeader func(id NodeID, name string)
 }
 
@@ -54,6 +58,9 @@ func (c LeaderCallbacks) any() bool {
 type leaderRunner struct {
 	cb  LeaderCallbacks
 	log zerolog.Logger
+	// nameOf finds a leader's name that the view does not know yet,
+	// waiting a little for it (Agent.nameOf); nil in tests.
+	nameOf func(id NodeID, known string, stop <-chan struct{}) string
 
 	mu      sync.Mutex
 	queue   []func(context.Context)
@@ -208,7 +215,12 @@ func (r *leaderRunner) newLeader(id NodeID, name string) {
 	if r.cb.OnNewLeader == nil || id == 0 {
 		return
 	}
-	r.enqueue(func(context.Context) { r.cb.OnNewLeader(id, name) })
+	r.enqueue(func(context.Context) {
+		if r.nameOf != nil {
+			name = r.nameOf(id, name, r.closing)
+		}
+		r.cb.OnNewLeader(id, name)
+	})
 }
 
 // Leadership is this node's leadership as WatchLeader reports it.
@@ -249,10 +261,25 @@ func (p *publisher) leadershipNow(now time.Time) Leadership {
 
 // WatchLeader returns a channel that always holds this node's latest
 // leadership, like raft's LeaderCh: it starts with the current value, gets
-// a new one whenever the leadership or the group's leader changes, and a
+// a new one whenever the leadership or the group's leader changes (or the
+// leader's name arrives, see LeaderCallbacks.OnNewLeader), and a
 // reader that falls behind finds the newest value, never a stale one
-// (values in between are replaced). The function ends the watch; the
-// channel is closed then, or when the agent stops.
+// (values in between are replaced). The function ends the watch.
+//
+// The channel is closed when the watch ends or the agent stops (Run
+// returns; before it, WatchLeader returns a closed channel). A receive
+// from the closed channel returns the zero Leadership at once, for ever,
+// so a reader must check: range over the channel, or stop when ok is
+// false, then wait for Done and ask Err why the agent stopped (nil after
+// its context was done):
+//
+//	w, stop := a.WatchLeader()
+//	defer stop()
+//	for l := range w { // ends when the agent stops
+//		log.Printf("leading: %v; leader: %d %s", l.Leader, l.LeaderID, l.LeaderName)
+//	}
+//	<-a.Done()
+//	return a.Err()
 func (a *Agent) WatchLeader() (<-chan Leadership, func()) {
 	p := &a.pub
 	w := &leaderWatch{ch: make(chan Leadership, 1)}

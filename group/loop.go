@@ -47,7 +47,11 @@ func (a *Agent) loop(ctx context.Context, d *driver.Driver) loopEnd {
 			}
 			a.handleInbound(d, in, time.Now())
 		case ev := <-a.gossipCh:
-			a.peerDown(d, ev, time.Now())
+			if ev.named {
+				a.pub.nameKnown(ev.id)
+			} else {
+				a.peerDown(d, ev, time.Now())
+			}
 		case <-timer.C:
 			armed = time.Time{}
 		}
@@ -62,6 +66,7 @@ func (a *Agent) loop(ctx context.Context, d *driver.Driver) loopEnd {
 		// after every input, for readers and the lease timer.
 		_, until := d.Node().Lease()
 		a.pub.armLease(time.Now(), until)
+		a.expireDuplicate(time.Now())
 		if a.gnet != nil {
 			a.gnet.confirmDue(time.Now())
 		}
@@ -119,6 +124,7 @@ func (a *Agent) handleInbound(d *driver.Driver, in inbound, now time.Time) {
 	}
 	if m.From == a.id && m.Boot != a.boot {
 		a.pub.duplicateSeen(m.Boot, in.src, now)
+		a.noteDuplicate(now)
 	}
 	d.Step(now, invitation.Receive{Msg: m})
 }

@@ -44,13 +44,22 @@ const (
 	metaVersion = 2
 	metaFixed   = 23 // up to and including len(Name)
 	metaMax     = 512
-	// MaxNameLen, MaxTags, MaxTagKeyLen and MaxTagValueLen bound what
-	// Config.Name and Config.Tags may hold, so the meta fits.
+	maxTagBytes = metaMax - metaFixed - MaxNameLen - 1
+)
+
+// Limits of Config.Name and Config.Tags: every node announces its name and
+// tags to the others in memberlist's node meta, which holds at most 512
+// bytes. Config.Validate (and New) refuse a name or tags beyond them: a
+// name of more than MaxNameLen bytes or with a control character; more
+// than MaxTags tags; a key that is empty, longer than MaxTagKeyLen or has
+// other characters than letters, digits, '_', '.' and '-'; a value longer
+// than MaxTagValueLen or with a control character; or tags of more than 424 bytes in all (each key and
+// value with a length byte).
+const (
 	MaxNameLen     = 64
 	MaxTags        = 16
 	MaxTagKeyLen   = 32
 	MaxTagValueLen = 128
-	maxTagBytes    = metaMax - metaFixed - MaxNameLen - 1
 )
 
 // tagKey is what a tag's key may look like: what a shell variable or a

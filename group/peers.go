@@ -162,13 +162,14 @@ func copyAddr(old, src *net.UDPAddr) *net.UDPAddr {
 }
 
 // noteGossip records memberlist's news about id: its state, gossip
-// address and (if it decoded) meta.
-func (b *peerBook) noteGossip(id wire.NodeID, state, gossipAddr string, ip net.IP, meta *nodeMeta, now time.Time) {
+// address and (if it decoded) meta. It reports whether the meta named id
+// otherwise than before.
+func (b *peerBook) noteGossip(id wire.NodeID, state, gossipAddr string, ip net.IP, meta *nodeMeta, now time.Time) (named bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	p := b.get(id)
 	if p == nil {
-		return
+		return false
 	}
 	if p.gossip != state {
 		p.gossip, p.gossipAt = state, now
@@ -177,12 +178,14 @@ func (b *peerBook) noteGossip(id wire.NodeID, state, gossipAddr string, ip net.I
 		p.gossipAddr = gossipAddr
 	}
 	if meta != nil {
+		named = meta.Name != "" && (p.meta == nil || p.meta.Name != meta.Name)
 		p.meta = meta
 		p.priority, p.hasPriority = meta.Priority, true
 		if ip != nil && meta.Port != 0 {
 			p.metaAddr = &net.UDPAddr{IP: append(net.IP(nil), ip...), Port: int(meta.Port)}
 		}
 	}
+	return named
 }
 
 // route returns the wire address of id (at boot, if not zero): the source

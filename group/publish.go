@@ -65,6 +65,7 @@ func (p *publisher) init(a *Agent) {
 		Since: time.Now(), Expect: a.cfg.Quorum.Expect, Tags: maps.Clone(a.cfg.Tags),
 	}
 	p.leaders.init(a.cfg.Leader, a.cfg.Logger.With().Str("component", "leader").Uint64("node", uint64(a.id)).Logger())
+	p.leaders.nameOf = a.nameOf
 }
 
 // start starts the leader callbacks' goroutine.
@@ -486,7 +487,8 @@ func (a *Agent) Status() Status {
 // loses its oldest events, never the newest (the next event it gets counts
 // them in Missed, and groupd_subscriber_dropped_events_total too), rather
 // than slow the agent: so it always ends up with the current view. The
-// channel is closed when the subscription ends or the agent stops.
+// channel is closed when the subscription ends or the agent stops (see
+// WatchLeader for how to read it then).
 func (a *Agent) Subscribe() (<-chan Event, func()) {
 	p := &a.pub
 	s := &subscription{ch: make(chan Event, subBufSize)}

@@ -30,11 +30,17 @@ const (
 // within about a second. It returns an error if memberlist cannot start,
 // and ErrDuplicateID (soon after the start) if another live process uses
 // this node's ID and this one gave way. Run may be called once.
-func (a *Agent) Run(ctx context.Context) error {
+//
+// Done is closed when Run has returned, and Err then returns what it
+// returned. Kill stops it as a crash would.
+func (a *Agent) Run(ctx context.Context) (err error) {
 	if !a.started.CompareAndSwap(false, true) {
 		return errors.New("group: Run called twice")
 	}
-	defer close(a.done)
+	defer func() {
+		a.runErr = err
+		close(a.done)
+	}()
 	ml, err := memberlist.Create(a.mlConf)
 	if err != nil {
 		a.release()
@@ -48,6 +54,7 @@ func (a *Agent) Run(ctx context.Context) error {
 			st := a.Status()
 			return st.IsLeader() && st.Term == term
 		}
+		a.hooks.nameOf = a.nameOf
 	}
 	seed := randomSeed()
 	mcfg := invitation.Config{
@@ -136,7 +143,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	a.pub.stopLeaders()
 	switch end {
 	case endCrashed:
-		a.log.Warn().Msg("stopped abruptly (test crash)")
+		a.log.Warn().Msg("stopped abruptly (Kill): no memberlist Leave, no leader-stop")
 	case endYielded:
 		return ErrDuplicateID
 	default:
@@ -155,14 +162,6 @@ func randomSeed() int64 {
 	var b [8]byte
 	_, _ = rand.Read(b[:]) // on failure the zero seed still works
 	return int64(binary.LittleEndian.Uint64(b[:]))
-}
-
-// crash stops a running agent the way a killed process stops: no
-// memberlist Leave, no leader-stop (tests only). It waits for Run to
-// return.
-func (a *Agent) crash() {
-	close(a.crashCh)
-	<-a.done
 }
 
 func contextWithTimeout(d time.Duration) (context.Context, context.CancelFunc) {

@@ -59,7 +59,9 @@ type Status struct {
 	// group was formed (GroupFormed).
 	Group GroupNumber
 	// Coordinator is Group's coordinator (the node that created it), and
-	// CoordinatorName its name when known.
+	// CoordinatorName its name. Another node's name comes with its
+	// memberlist meta, which can arrive shortly after the group settled:
+	// until then CoordinatorName is "", and the status gets it then.
 	Coordinator     NodeID
 	CoordinatorName string
 	// Members are the IDs in the group's member list, sorted; empty while
@@ -113,8 +115,9 @@ type Status struct {
 	Term        GroupNumber
 	// Tags are this node's tags (Config.Tags).
 	Tags map[string]string
-	// DuplicateID is set once another process was seen using this
-	// node's ID (this one kept running; the other gave way, or should).
+	// DuplicateID is set while another process uses this node's ID (this
+	// one kept running; the other gave way, or should): from its first
+	// packet until none has arrived for MemberTimeout.
 	DuplicateID *DuplicateID
 	// TimingMismatches lists peers that announced intervals other than
 	// this node's (at most 16; see TimingMismatch).
@@ -379,7 +382,9 @@ type Member struct {
 	// list.
 	InGroup bool `json:"in_group"`
 	// Group, State, Leader and Degraded are what the node last announced
-	// in its gossip meta (zero when unknown).
+	// in its gossip meta (zero when unknown); Leader is false for a node
+	// memberlist declared dead or left, which leads nothing whatever it
+	// said before.
 	Group    string `json:"group"`
 	State    string `json:"state"`
 	Leader   bool   `json:"leader"`

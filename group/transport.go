@@ -14,8 +14,8 @@ import (
 
 // Transport carries the wire protocol's datagrams (encoded, and sealed
 // when there is a key): unicast to a node's address, and multicast to every
-// node listening on the group. The daemon uses UDP sockets (see
-// openUDPTransport); tests and embedders can hand Config.Transport an
+// node listening on the group. The daemon uses UDP sockets (a nil
+// Config.Transport: Bind, Port, Multicast and Interface); tests and embedders can hand Config.Transport an
 // in-memory one (package group/memnet), where partitions are cut at the
 // transport.
 type Transport interface {

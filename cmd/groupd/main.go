@@ -140,6 +140,11 @@ func newApp(args []string, stdout, stderr io.Writer) *cli.App {
 		},
 	}
 	for _, cmd := range app.Commands {
+		if len(args) > 1 && args[1] == cmd.Name {
+			preferCommandLine(cmd, args[2:])
+		}
+		action := cmd.Action
+		cmd.Action = func(c *cli.Context) error { return withSources(c, action(c)) }
 		cmd.OnUsageError = func(c *cli.Context, err error, _ bool) error {
 			// The root's context holds the command line from the
 			// command's name on.
@@ -188,6 +193,7 @@ func readBuildInfo() buildInfo {
 		if bi.Version == "" {
 			bi.Version = "(unknown)"
 		}
+		bi.Commit = commit
 		return bi
 	}
 	if bi.Version == "" {
@@ -203,6 +209,9 @@ func readBuildInfo() buildInfo {
 		case "vcs.modified":
 			bi.Modified = s.Value == "true"
 		}
+	}
+	if bi.Commit == "" {
+		bi.Commit = commit // stamped with -ldflags (version.go)
 	}
 	return bi
 }
@@ -226,12 +235,6 @@ func versionCommand() *cli.Command {
 // --version`.
 func printVersion(w io.Writer) error {
 	bi := readBuildInfo()
-	commit := bi.Commit
-	if commit == "" {
-		commit = "unknown"
-	} else if bi.Modified {
-		commit += " (modified)"
-	}
-	_, err := fmt.Fprintf(w, "groupd %s\ncommit: %s\ngo: %s\n", bi.Version, commit, bi.GoVersion)
+	_, err := fmt.Fprintf(w, "groupd %s\ncommit: %s\ngo: %s\n", bi.Version, commitLine(bi), bi.GoVersion)
 	return err
 }

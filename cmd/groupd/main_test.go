@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"os/exec"
 	"strings"
 	"testing"
 )
@@ -77,7 +78,8 @@ func TestUsageErrors(t *testing.T) {
 		// environment.
 		{nil, []string{"run", "--port", "abc"}, `groupd: --port: invalid value "abc": want a whole number`},
 		{nil, []string{"run", "--port", "99999999999999999999"}, `groupd: --port: invalid value "99999999999999999999": out of range`},
-		{nil, []string{"run", "--id=-3"}, `groupd: --id: invalid value "-3": want a whole number, 0 or more`},
+		{nil, []string{"run", "--id=-3"}, `groupd: --id: invalid value "-3": want a whole number, 1 or more`},
+		{map[string]string{"GROUPD_ID": "abc"}, []string{"run", "--frob"}, `groupd: --id (from GROUPD_ID): invalid value "abc": want a whole number, 1 or more`},
 		{nil, []string{"run", "--priority", "high"}, `groupd: --priority: invalid value "high": want a whole number, 0 or more`},
 		{nil, []string{"run", "--hook-timeout", "5"}, `groupd: --hook-timeout: invalid value "5": want a duration such as 250ms`},
 		{nil, []string{"run", "--bind", "127.0.0.1", "--alive-timeout"}, "groupd: --alive-timeout needs a value (see groupd run --help)"},
@@ -124,5 +126,31 @@ func TestHelp(t *testing.T) {
 	code, out, _ = runCLI(t)
 	if code != exitOK || !strings.Contains(out, "status") {
 		t.Fatalf("no command: exit %d, output:\n%s", code, out)
+	}
+}
+
+// TestVersionCommit: a commit stamped with -ldflags -X main.commit is
+// printed as it is; without one (the test binary has no VCS stamp, like a
+// build with GOFLAGS=-buildvcs=false or in a git worktree), version falls
+// back to git describe of the source tree and says so, or says how to
+// stamp it.
+func TestVersionCommit(t *testing.T) {
+	old := commit
+	defer func() { commit = old }()
+
+	commit = "0123abc-dirty"
+	_, out, _ := runCLI(t, "version")
+	if !strings.Contains(out, "\ncommit: 0123abc-dirty\n") {
+		t.Errorf("with a stamped commit, version printed:\n%s", out)
+	}
+
+	commit = ""
+	_, out, _ = runCLI(t, "version")
+	want := "commit: unknown (no commit stamped in this binary: " + noStampHint + ")"
+	if desc, err := exec.Command("git", "-C", "../..", "describe", "--always", "--dirty").Output(); err == nil {
+		want = "commit: " + strings.TrimSpace(string(desc)) + " (no commit stamped in this binary: git describe of its source, "
+	}
+	if !strings.Contains(out, want) {
+		t.Errorf("without a stamp, version printed:\n%s\nwant a line starting %q", out, want)
 	}
 }

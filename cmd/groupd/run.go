@@ -42,7 +42,9 @@ func envName(flag string) string {
 
 const runDescription = `Runs the groupd daemon in the foreground. Every flag can also be set by an
 environment variable GROUPD_<FLAG>, e.g. GROUPD_DATA_DIR for --data-dir; a flag
-on the command line wins over the environment.
+on the command line wins over the environment, and an error about a value from
+a variable names it. A GROUPD_* variable that no flag reads is logged as a
+warning at start (GROUPD_DATADIR: did you mean GROUPD_DATA_DIR?).
 
 --profile picks the protocol intervals (lan: the defaults of docs/design.md §5;
 fast: five times shorter, for experiments); an interval flag overrides its one
@@ -198,6 +200,13 @@ func runAction(c *cli.Context) error {
 	log, err := newLogger(c.App.ErrWriter, c.String("log-level"), c.String("log-format"))
 	if err != nil {
 		return err
+	}
+	for _, u := range unknownEnv(c.Command.Flags, os.Environ()) {
+		w := log.Warn().Str("variable", u[0])
+		if u[1] != "" {
+			w = w.Str("did_you_mean", u[1])
+		}
+		w.Msg(unknownEnvMessage(u[0], u[1]))
 	}
 	cfg, rs, err := configFromFlags(c)
 	if err != nil {

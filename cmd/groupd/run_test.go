@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -88,6 +89,10 @@ func TestRunFlagsAndEnv(t *testing.T) {
 			func(c group.Config) bool { return c.Port == 8000 }},
 		{"flag beats env", map[string]string{"GROUPD_PORT": "8000"}, []string{"--port", "9000"},
 			func(c group.Config) bool { return c.Port == 9000 }},
+		// The command line wins even over a value that does not parse.
+		{"flag beats bad env", map[string]string{"GROUPD_ID": "abc", "GROUPD_PROFILE": "turbo", "GROUPD_TAG": "x"},
+			[]string{"--id", "7", "--profile=fast", "--tag", "a=b"},
+			func(c group.Config) bool { return c.ID == 7 && c.Profile == "fast" && c.Tags["a"] == "b" }},
 		{"env data dir", map[string]string{"GROUPD_DATA_DIR": "/srv/groupd"}, nil,
 			func(c group.Config) bool { return c.DataDir == "/srv/groupd" }},
 		{"env id", map[string]string{"GROUPD_ID": "7"}, nil,
@@ -215,18 +220,22 @@ func TestRunBadConfig(t *testing.T) {
 		want string // the stderr line contains this
 	}{
 		{"id 0", nil, []string{"--id", "0"}, "groupd: --id must be >= 1"},
-		{"env id 0", map[string]string{"GROUPD_ID": "0"}, nil, "groupd: --id must be >= 1"},
+		{"env id 0", map[string]string{"GROUPD_ID": "0"}, nil, "groupd: --id (from GROUPD_ID) must be >= 1"},
 		{"id not a number", nil, []string{"--id", "three"}, `groupd: --id: invalid value "three"`},
-		{"env port not a number", map[string]string{"GROUPD_PORT": "abc"}, nil,
-			`groupd: --port (from GROUPD_PORT): invalid value "abc": want a whole number`},
+		{"env rate limit not a number", map[string]string{"GROUPD_RATE_LIMIT": "abc"}, nil,
+			`groupd: --rate-limit (from GROUPD_RATE_LIMIT): invalid value "abc": want a whole number`},
 		{"unknown profile", nil, []string{"--profile", "wan"}, `groupd: --profile "wan": want lan or fast`},
+		{"env unknown profile", map[string]string{"GROUPD_PROFILE": "turbo"}, nil, `groupd: --profile (from GROUPD_PROFILE) "turbo": want lan or fast`},
+		{"env election", map[string]string{"GROUPD_ELECTION": "raft"}, nil, `groupd: --election (from GROUPD_ELECTION) "raft": want bully or ring`},
+		{"env tie-breaker", map[string]string{"GROUPD_TIE_BREAKER": "3"}, nil, `groupd: --tie-breaker (from GROUPD_TIE_BREAKER) needs --expect`},
+		{"env advertise", map[string]string{"GROUPD_ADVERTISE": "0.0.0.0"}, nil, `--advertise (from GROUPD_ADVERTISE) "0.0.0.0" must be a specific address`},
 		{"interval 0", nil, []string{"--beacon-interval", "0"}, "groupd: --beacon-interval must be > 0, got 0s"},
-		{"interval negative", map[string]string{"GROUPD_ALIVE_TIMEOUT": "-1s"}, nil, "groupd: --alive-timeout must be > 0, got -1s"},
+		{"interval negative", map[string]string{"GROUPD_ALIVE_TIMEOUT": "-1s"}, nil, "groupd: --alive-timeout (from GROUPD_ALIVE_TIMEOUT) must be > 0, got -1s"},
 		{"interval relation", nil, []string{"--alive-timeout", "10ms"}, "groupd: --alive-timeout (10ms) must be >= --alive-interval + --answer-timeout (350ms)"},
 		{"hook timeout", nil, []string{"--hook-timeout", "0s"}, "groupd: --hook-timeout must be > 0"},
 		{"priority", nil, []string{"--priority", "256"}, "groupd: --priority 256 out of range 0-255"},
 		{"start-at not a time", nil, []string{"--start-at", "soon"}, `groupd: --start-at "soon": want an RFC 3339 time or Unix seconds`},
-		{"start-at too far", map[string]string{"GROUPD_START_AT": "2999-01-01T00:00:00Z"}, nil, "groupd: --start-at 2999-01-01T00:00:00Z is "},
+		{"start-at too far", map[string]string{"GROUPD_START_AT": "2999-01-01T00:00:00Z"}, nil, "groupd: --start-at (from GROUPD_START_AT) 2999-01-01T00:00:00Z is "},
 		{"key wrong size", nil, []string{"--key-file", short}, "key must be 32 bytes, got 16"},
 		{"key not base64", nil, []string{"--key-file", notBase64}, "key is not valid base64"},
 		{"key missing", nil, []string{"--key-file", "/nonexistent/key"}, "groupd: --key-file: open /nonexistent/key: no such file or directory"},
@@ -240,6 +249,7 @@ func TestRunBadConfig(t *testing.T) {
 		{"bad advertise", nil, []string{"--advertise", "0.0.0.0"}, "--advertise"},
 		{"bad multicast", nil, []string{"--multicast", "10.0.0.1:7952"}, "--multicast"},
 		{"bad join", map[string]string{"GROUPD_JOIN": "host:port"}, nil, "--join"},
+		{"join itself", nil, []string{"--join", "127.0.0.1"}, `--join "127.0.0.1" is this node's own gossip address`},
 		{"bad api", nil, []string{"--api", "nope"}, `--api "nope"`},
 		{"data dir not a dir", nil, []string{"--data-dir", aFile}, aFile},
 		{"data dir not creatable", nil, []string{"--data-dir", filepath.Join(aFile, "sub")}, aFile},
@@ -344,5 +354,90 @@ func TestParseStartAt(t *testing.T) {
 				t.Errorf("%q: %v, want %v", tc.in, got, tc.want)
 			}
 		}
+	}
+}
+
+// TestUnknownEnv: a GROUPD_* variable that no flag reads is a warning
+// naming the variable it most likely misspells; the lab's, the tests' and
+// the hook's variables are not.
+func TestUnknownEnv(t *testing.T) {
+	t.Setenv("GROUPD_DATADIR", "/srv/groupd")
+	t.Setenv("GROUPD_PORTT", "1")
+	t.Setenv("GROUPD_LAB_PREFIX", "gfh")
+	t.Setenv("GROUPD_EVENT", "merge")
+	t.Setenv("GROUPD_WHATEVER", "1")
+	code, _, errOut := runCLI(t, "run", "--log-format", "console", "--profile", "wan")
+	if code != exitConfig {
+		t.Fatalf("exit %d; stderr:\n%s", code, errOut)
+	}
+	for _, want := range []string{
+		"GROUPD_DATADIR is not a setting of groupd run: ignored (did you mean GROUPD_DATA_DIR?)",
+		"GROUPD_PORTT is not a setting of groupd run: ignored (did you mean GROUPD_PORT?)",
+		"GROUPD_WHATEVER is not a setting of groupd run: ignored",
+	} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errOut)
+		}
+	}
+	for _, quiet := range []string{"GROUPD_LAB_PREFIX", "GROUPD_EVENT", "GROUPD_WHATEVER is not a setting of groupd run: ignored (did"} {
+		if strings.Contains(errOut, quiet) {
+			t.Errorf("stderr has %q:\n%s", quiet, errOut)
+		}
+	}
+	wantLastLine(t, errOut, `--profile "wan"`)
+}
+
+// TestEnvNamesKnown: every GROUPD_* name the repository uses is a flag's
+// variable or one of otherEnv, so that a daemon the lab starts (which
+// inherits the scripts' environment) does not warn about the lab's own
+// variables.
+func TestEnvNamesKnown(t *testing.T) {
+	flags := map[string]bool{}
+	for _, cmd := range newApp([]string{"groupd"}, io.Discard, io.Discard).Commands {
+		for _, f := range cmd.Flags {
+			if df, ok := f.(cli.DocGenerationFlag); ok {
+				for _, e := range df.GetEnvVars() {
+					flags[e] = true
+				}
+			}
+		}
+	}
+	name := regexp.MustCompile(`GROUPD_[A-Z0-9_]*[A-Z0-9]`)
+	seen := map[string]string{}
+	err := filepath.WalkDir("../..", func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == ".git" || d.Name() == "testdata") {
+			return filepath.SkipDir
+		}
+		switch filepath.Ext(path) {
+		case ".go", ".sh", ".md", ".env", ".service", "":
+		default:
+			return nil
+		}
+		if d.IsDir() || path == "../../cmd/groupd/env.go" || path == "../../cmd/groupd/run_test.go" {
+			return nil // the list itself, and made-up misspellings
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, n := range name.FindAllString(string(b), -1) {
+			seen[n] = path
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) < 20 {
+		t.Fatalf("found only %d GROUPD_ names: is the walk in the repository?", len(seen))
+	}
+	for n, path := range seen {
+		if strings.HasSuffix(n, "_") || flags[n] || isOtherEnv(n) || n == "GROUPD_DATADIR" /* the docs' misspelling */ {
+			continue
+		}
+		t.Errorf("%s (in %s) is neither a flag's variable nor in otherEnv: groupd run would warn about it", n, path)
 	}
 }

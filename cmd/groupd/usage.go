@@ -128,6 +128,9 @@ func valueProblem(f cli.Flag, v string) string {
 	case *cli.UintFlag, *cli.Uint64Flag:
 		_, err = strconv.ParseUint(v, 0, 64)
 		want = "want a whole number, 0 or more"
+		if f.Names()[0] == "id" {
+			want = "want a whole number, 1 or more" // 0 is no node's ID
+		}
 	case *cli.DurationFlag:
 		_, err = time.ParseDuration(v)
 		want = "want a duration such as 250ms, 2s or 1m30s"

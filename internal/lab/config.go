@@ -36,6 +36,12 @@ type Config struct {
 	// Subnet holds the nodes' addresses: node I has the I-th address of
 	// the prefix (10.77.0.0/24: 10.77.0.1 .. 10.77.0.N).
 	Subnet netip.Prefix
+	// Bridge names the lab's bridge in the root namespace; empty:
+	// PREFIX-br0. It must be the lab's own: Up refuses an interface of
+	// that name that is not a bridge, or that has an address or ports
+	// other than the lab's veths (a host's bridge), and Down removes the
+	// bridge only while that holds.
+	Bridge string
 	// Dir is the run dir: state, history, node dirs, logs.
 	Dir string
 	// Bin is the groupd binary.
@@ -80,6 +86,11 @@ func (c *Config) check() error {
 	}
 	if err := checkSubnet(c.Subnet, c.Nodes); err != nil {
 		return err
+	}
+	if c.Bridge != "" {
+		if err := checkBridgeName(c.Bridge, c.Prefix); err != nil {
+			return err
+		}
 	}
 	if c.Dir == "" || !filepath.IsAbs(c.Dir) || filepath.Clean(c.Dir) == "/" {
 		return fmt.Errorf("lab: run dir %q: want an absolute path other than /", c.Dir)
@@ -140,6 +151,21 @@ func hostAddr(subnet netip.Prefix, k int) netip.Addr {
 func nsName(prefix string, i int) string   { return prefix + "-" + strconv.Itoa(i) }
 func vethName(prefix string, i int) string { return prefix + "-v" + strconv.Itoa(i) }
 func bridgeName(prefix string) string      { return prefix + "-br0" }
+
+var bridgeRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,14}$`)
+
+// checkBridgeName says whether name can be the bridge of a lab of prefix:
+// an interface name (at most 15 characters, no '/', ':' or space) that is
+// not one of the lab's namespaces or veths.
+func checkBridgeName(name, prefix string) error {
+	if !bridgeRE.MatchString(name) || name == "lo" {
+		return fmt.Errorf("lab: bridge %q: want an interface name: 1 to 15 letters, digits, '_', '.' or '-'", name)
+	}
+	if rest, ok := strings.CutPrefix(name, prefix+"-"); ok && (isDigits(rest) || strings.HasPrefix(rest, "v") && isDigits(rest[1:])) {
+		return fmt.Errorf("lab: bridge %q: that is the name of one of the lab's namespaces or veths", name)
+	}
+	return nil
+}
 
 // chain names the fault chain of a kind ("PART", "CUT", "LOSS") on INPUT
 // inside each namespace: GD-PART for prefix gd.

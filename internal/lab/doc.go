@@ -22,7 +22,8 @@
 // only the processes it started, by PID:
 //
 //	bridge      P-br0        root namespace, no address, multicast snooping,
-//	                         STP and bridge netfilter off
+//	                         STP and bridge netfilter off (Config.Bridge
+//	                         names it otherwise; a host's bridge is refused)
 //	namespaces  P-1 .. P-N   eth0 = the I-th address of the lab's subnet
 //	                         (MAC 02:4e:00:00:II:II), lo, route 224.0.0.0/4
 //	                         dev eth0, permanent neighbour entries

@@ -65,6 +65,7 @@ type state struct {
 	Nodes      int             `json:"nodes"`
 	Prefix     string          `json:"prefix"`
 	Subnet     netip.Prefix    `json:"subnet"`
+	Bridge     string          `json:"bridge,omitempty"`
 	Bin        string          `json:"bin"`
 	Profile    string          `json:"profile"`
 	Args       []string        `json:"args"`
@@ -141,7 +142,7 @@ func Open(dir string, logf func(string, ...any)) (*Lab, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg := Config{Nodes: st.Nodes, Prefix: st.Prefix, Subnet: st.Subnet, Dir: dir, Bin: st.Bin, Profile: st.Profile,
+	cfg := Config{Nodes: st.Nodes, Prefix: st.Prefix, Subnet: st.Subnet, Bridge: st.Bridge, Dir: dir, Bin: st.Bin, Profile: st.Profile,
 		Args: st.Args, Env: st.Env, InheritEnv: st.InheritEnv, Faults: st.Faults, Detach: st.Detach, Recorder: st.Recorder, Logf: logf}
 	if err := cfg.check(); err != nil {
 		return nil, fmt.Errorf("lab: %s: %w", filepath.Join(dir, stateFile), err)
@@ -189,7 +190,7 @@ func readState(dir string) (state, error) {
 // the old or the new state).
 func (l *Lab) save() error {
 	l.mu.Lock()
-	st := state{Nodes: l.cfg.Nodes, Prefix: l.cfg.Prefix, Subnet: l.cfg.Subnet, Bin: l.cfg.Bin, Profile: l.cfg.Profile,
+	st := state{Nodes: l.cfg.Nodes, Prefix: l.cfg.Prefix, Subnet: l.cfg.Subnet, Bridge: l.cfg.Bridge, Bin: l.cfg.Bin, Profile: l.cfg.Profile,
 		Args: l.cfg.Args, Env: l.cfg.Env, InheritEnv: l.cfg.InheritEnv, Faults: l.cfg.Faults, Detach: l.cfg.Detach,
 		Recorder: l.cfg.Recorder, Netem: l.netem, Fault: l.faults, Options: map[int]Options{}}
 	l.mu.Unlock()
@@ -337,7 +338,12 @@ func (l *Lab) NS(i int) string { return nsName(l.cfg.Prefix, i) }
 func (l *Lab) Veth(i int) string { return vethName(l.cfg.Prefix, i) }
 
 // Bridge is the lab's bridge.
-func (l *Lab) Bridge() string { return bridgeName(l.cfg.Prefix) }
+func (l *Lab) Bridge() string {
+	if l.cfg.Bridge != "" {
+		return l.cfg.Bridge
+	}
+	return bridgeName(l.cfg.Prefix)
+}
 
 // Addr is node i's address on eth0.
 func (l *Lab) Addr(i int) netip.Addr { return hostAddr(l.cfg.Subnet, i) }

@@ -39,6 +39,13 @@ func TestConfig(t *testing.T) {
 		{"root dir", func(c *Config) { c.Dir = "/" }, false},
 		{"profile", func(c *Config) { c.Profile = "wan" }, false},
 		{"faults", func(c *Config) { c.Faults = "tbf" }, false},
+		{"bridge", func(c *Config) { c.Bridge = "labbr0" }, true},
+		{"bridge of 15 characters", func(c *Config) { c.Bridge = "abcdefghij-br_0" }, true},
+		{"bridge of 16 characters", func(c *Config) { c.Bridge = "abcdefghij-br_01" }, false},
+		{"bridge with a slash", func(c *Config) { c.Bridge = "a/b" }, false},
+		{"bridge named lo", func(c *Config) { c.Bridge = "lo" }, false},
+		{"bridge named as a namespace", func(c *Config) { c.Bridge = "hl-3" }, false},
+		{"bridge named as a veth", func(c *Config) { c.Bridge = "hl-v3" }, false},
 	} {
 		cfg := good
 		c.mod(&cfg)
@@ -226,5 +233,71 @@ func TestLab(t *testing.T) {
 	links, _ := exec.Command("ip", "-o", "link", "show").Output()
 	if strings.Contains(string(out), prefix+"-") || strings.Contains(string(links), prefix+"-") {
 		t.Errorf("left behind:\n%s%s", out, links)
+	}
+}
+
+// TestBridge: a lab on a bridge named by Config.Bridge (GROUPD_LAB_BRIDGE)
+// creates and removes that bridge; a host's bridge of that name (one with
+// an address) is refused and left alone.
+func TestBridge(t *testing.T) {
+	if os.Geteuid() != 0 || runtime.GOOS != "linux" {
+		t.Skip("needs root: network namespaces")
+	}
+	if testing.Short() {
+		t.Skip("-short")
+	}
+	prefix := fmt.Sprintf("hlb%x", os.Getpid()%0xfffff)
+	br := prefix + "-lan"
+	exists := func(name string) bool { _, err := os.Stat("/sys/class/net/" + name); return err == nil }
+	cfg := Config{Nodes: 2, Prefix: prefix, Bridge: br, Subnet: netip.MustParsePrefix("10.81.251.0/24"),
+		Dir: filepath.Join(t.TempDir(), "run"), Logf: t.Logf}
+	l, err := Up(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Bridge() != br || !exists(br) || exists(prefix+"-br0") {
+		t.Errorf("bridge %q: %s exists %v, %s-br0 exists %v", l.Bridge(), br, exists(br), prefix, exists(prefix+"-br0"))
+	}
+	if b, err := os.ReadFile("/sys/class/net/" + l.Veth(1) + "/master/uevent"); err != nil || !strings.Contains(string(b), "INTERFACE="+br) {
+		t.Errorf("%s is not a port of %s: %s %v", l.Veth(1), br, b, err)
+	}
+	if o, err := Open(cfg.Dir, nil); err != nil || o.Bridge() != br {
+		t.Errorf("lab.json does not keep the bridge: %v, %v", o, err)
+	}
+	// Up again repairs the lab on its bridge (which has, up, an IPv6
+	// link-local address: not a host's bridge).
+	again := cfg
+	again.Detach = true // not registered twice with this process
+	if _, err := Up(context.Background(), again); err != nil {
+		t.Errorf("Up on the lab's own bridge: %v", err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if exists(br) || exists(l.Veth(1)) {
+		t.Errorf("after Close: bridge %v, veth %v", exists(br), exists(l.Veth(1)))
+	}
+
+	// A host's bridge: it has an address.
+	host := prefix + "-host"
+	if out, err := exec.Command("ip", "link", "add", host, "type", "bridge").CombinedOutput(); err != nil {
+		t.Fatalf("ip link add: %v %s", err, out)
+	}
+	defer exec.Command("ip", "link", "del", host).Run()
+	if out, err := exec.Command("ip", "addr", "add", "10.81.252.1/24", "dev", host).CombinedOutput(); err != nil {
+		t.Fatalf("ip addr add: %v %s", err, out)
+	}
+	cfg.Bridge, cfg.Dir = host, filepath.Join(t.TempDir(), "run")
+	if l, err := Up(context.Background(), cfg); err == nil {
+		l.Close()
+		t.Fatalf("Up used the host's bridge %s", host)
+	} else if !strings.Contains(err.Error(), "has an address") {
+		t.Errorf("Up: %v, want it to say the bridge has an address", err)
+	}
+	if err := Remove(cfg.Dir, prefix, host, t.Logf); err != nil {
+		t.Errorf("Remove: %v", err)
+	}
+	if !exists(host) {
+		t.Errorf("Remove deleted the host's bridge %s", host)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -130,6 +131,8 @@ func (l *Lab) setupNetwork(ctx context.Context) error {
 	var root []string
 	if !links[br] {
 		root = append(root, "link add "+br+" type bridge")
+	} else if why := l.foreignBridge(ctx); why != "" {
+		return fmt.Errorf("lab: bridge %s %s: it is not the lab's; choose another name (GROUPD_LAB_BRIDGE)", br, why)
 	}
 	// Multicast snooping off: beacons flood to every port. No STP delay.
 	// No bridge netfilter: a host FORWARD policy must not see lab traffic.
@@ -173,6 +176,34 @@ func (l *Lab) setupNetwork(ctx context.Context) error {
 }
 
 var nodeNSRE = regexp.MustCompile(`^([a-z][a-z0-9]{0,9})-([0-9]+)$`)
+
+// foreignBridge says why the interface named as the lab's bridge is not
+// the lab's, or "" (it is the lab's, or does not exist): it is not a
+// bridge, it has an address, or it has ports other than the lab's veths
+// (PREFIX-vI, whatever the node count). The lab neither enslaves its
+// veths to a host's bridge nor deletes one.
+func (l *Lab) foreignBridge(ctx context.Context) string {
+	br := l.Bridge()
+	sys := filepath.Join("/sys/class/net", br)
+	if _, err := os.Stat(sys); err != nil {
+		return ""
+	}
+	if _, err := os.Stat(filepath.Join(sys, "bridge")); err != nil {
+		return "exists and is not a bridge"
+	}
+	// A link-local address (IPv6 gives every interface that is up one) is
+	// no sign of a host's bridge.
+	if out, err := exec.CommandContext(ctx, "ip", "-o", "addr", "show", "dev", br, "scope", "global").Output(); err != nil || len(bytes.TrimSpace(out)) > 0 {
+		return "has an address"
+	}
+	ports, _ := os.ReadDir(filepath.Join(sys, "brif"))
+	for _, p := range ports {
+		if rest, ok := strings.CutPrefix(p.Name(), l.cfg.Prefix+"-v"); !ok || !isDigits(rest) {
+			return "has a port that is not the lab's (" + p.Name() + ")"
+		}
+	}
+	return ""
+}
 
 // parseNodeNS reads a node namespace name, PREFIX-I.
 func parseNodeNS(ns string) (prefix string, i int, ok bool) {
@@ -220,7 +251,13 @@ func (l *Lab) removeNetwork(all bool) error {
 			}
 		}
 	}
-	add("link del " + l.Bridge())
+	ownBridge := true
+	if why := l.foreignBridge(ctx); why != "" {
+		ownBridge = false
+		l.logf("warning: bridge %s %s: left in place", l.Bridge(), why)
+	} else {
+		add("link del " + l.Bridge())
+	}
 	if err := ipBatch(ctx, "", true, b); err != nil {
 		return err
 	}
@@ -235,7 +272,7 @@ func (l *Lab) removeNetwork(all bool) error {
 			left = append(left, l.NS(i))
 		}
 	}
-	if links[l.Bridge()] {
+	if ownBridge && links[l.Bridge()] {
 		left = append(left, l.Bridge())
 	}
 	if len(left) > 0 {
@@ -269,10 +306,16 @@ func isDigits(s string) bool {
 // Remove takes down whatever a lab of prefix left, by name, when its run
 // dir no longer knows it (lab.json lost): the daemons whose pid files are
 // in dir (checked against their command lines) are stopped, and every
-// namespace, veth and bridge named with the prefix is removed.
-func Remove(dir, prefix string, logf func(string, ...any)) error {
+// namespace and veth named with the prefix is removed, and the bridge
+// (PREFIX-br0 when bridge is empty) if it is the lab's.
+func Remove(dir, prefix, bridge string, logf func(string, ...any)) error {
 	if !prefixRE.MatchString(prefix) {
 		return fmt.Errorf("lab: prefix %q: want a lower-case letter, then up to 9 lower-case letters or digits", prefix)
+	}
+	if bridge != "" {
+		if err := checkBridgeName(bridge, prefix); err != nil {
+			return err
+		}
 	}
 	n := 0
 	nodes, _ := filepath.Glob(filepath.Join(dir, "node*"))
@@ -281,7 +324,7 @@ func Remove(dir, prefix string, logf func(string, ...any)) error {
 			n = max(n, i)
 		}
 	}
-	l := newLab(Config{Nodes: n, Prefix: prefix, Dir: dir, Detach: true, Recorder: []string{"-"}, Logf: logf})
+	l := newLab(Config{Nodes: n, Prefix: prefix, Bridge: bridge, Dir: dir, Detach: true, Recorder: []string{"-"}, Logf: logf})
 	return l.Down()
 }
 

@@ -227,7 +227,8 @@ function render() {
       (special(k) ? '<th>last group</th>' : '') + '</tr>';
     for (const n of ns) {
       const reach = n.reachable ? (n.gossip === 'api' ? 'api' : n.gossip || 'alive') : (n.gossip || 'unreachable');
-      html += `<tr class="node" data-id="${n.id}" data-group="${esc(n.group)}" data-reachable="${n.reachable}" data-leader="${!!n.leader}">` +
+      // A node that is gone leads nothing, whatever it last announced.
+      html += `<tr class="node" data-id="${n.id}" data-group="${esc(n.group)}" data-reachable="${n.reachable}" data-leader="${!!n.leader && n.reachable}">` +
         `<td class="name">${esc(n.name || '?')}${n.id === S.self ? ' (this node)' : ''}</td><td class="id">${n.id}</td>` +
         `<td class="prio">${n.priority || ''}</td><td>${esc(n.role)}</td><td class="state-${esc(n.state)}">${esc(n.state || '?')}</td>` +
         `<td class="gossip-${esc(reach)}">${esc(reach)}</td>` + (special(k) ? `<td>${esc(n.group || '-')}</td>` : '') + '</tr>';
@@ -253,9 +254,21 @@ function render() {
     S.stats.maxSinceEventMs = Math.max(S.stats.maxSinceEventMs, e);
   }
   S.pending = [];
-  $('summary').textContent = `${S.nodes.size} node${S.nodes.size === 1 ? '' : 's'} in ${groups.length} group${groups.length === 1 ? '' : 's'}`;
+  $('summary').textContent = summary(secs, groups);
   $('stats').textContent = `${S.stats.events} events; event→DOM ${S.stats.lastLatencyMs.toFixed(1)} ms (max ${S.stats.maxLatencyMs.toFixed(1)} ms)`;
   renderTimeline();
+}
+
+// summary counts the nodes in groups, and apart those without a group and
+// those that are unreachable (a killed node is not in any group).
+function summary(secs, groups) {
+  const count = (k) => (secs.get(k) || []).length;
+  const plural = (n, what) => `${n} ${what}${n === 1 ? '' : 's'}`;
+  const inGroups = groups.reduce((sum, g) => sum + count(g), 0);
+  let s = `${plural(inGroups, 'node')} in ${plural(groups.length, 'group')}`;
+  if (count('none')) s += `, ${count('none')} without a group`;
+  if (count('unreachable')) s += `, ${count('unreachable')} unreachable`;
+  return s;
 }
 
 // timelineSpan is the time the timeline shows: what it knows, with a

@@ -309,7 +309,7 @@ func (x *experiment) reset() error {
 		if err := l.Down(); err != nil {
 			return err
 		}
-	} else if err := lab.Remove(x.e.dir, x.e.prefix, logf); err != nil {
+	} else if err := lab.Remove(x.e.dir, x.e.prefix, x.e.bridge, logf); err != nil {
 		return err
 	}
 	old, _ := filepath.Glob(filepath.Join(x.e.dir, "node[0-9]*"))

@@ -14,7 +14,7 @@ import (
 )
 
 const labUsage = `usage: lab.sh COMMAND [ARGS]
-  up N                      create namespaces P-1..P-N on bridge P-br0; idempotent
+  up N                      create namespaces P-1..P-N on bridge P-br0 (or GROUPD_LAB_BRIDGE); idempotent
   down                      stop everything and remove every P-* namespace, veth and the bridge
   status                    show the lab, the daemons and their views
   start [-- RUN-ARGS...]    start groupd in every namespace, and the recorder of their events
@@ -29,7 +29,8 @@ const labUsage = `usage: lab.sh COMMAND [ARGS]
                             (default 127.0.0.1 on a free port; prints the URL), until Ctrl-C
 environment: GROUPD_LAB_DIR (run dir, default /tmp/groupd-lab), GROUPD_BIN (groupd binary; default:
   built from this repository into the run dir), GROUPD_PROFILE (lan|fast, default lan),
-  GROUPD_LAB_PREFIX (P, default gd), GROUPD_LAB_SUBNET (default 10.77.0), GROUPD_FAULTS (netem|iptables)`
+  GROUPD_LAB_PREFIX (P, default gd), GROUPD_LAB_SUBNET (default 10.77.0), GROUPD_LAB_BRIDGE (default
+  P-br0), GROUPD_FAULTS (netem|iptables)`
 
 func (c *cli) lab(args []string) error {
 	if len(args) == 0 {

@@ -12,7 +12,7 @@
 //
 // The first word is the script it serves, and the name its messages
 // start with. The environment is scripts/netem's (README.md there):
-// GROUPD_LAB_DIR, GROUPD_LAB_PREFIX, GROUPD_LAB_SUBNET, GROUPD_BIN,
+// GROUPD_LAB_DIR, GROUPD_LAB_PREFIX, GROUPD_LAB_SUBNET, GROUPD_LAB_BRIDGE, GROUPD_BIN,
 // GROUPD_PROFILE, GROUPD_FAULTS; GROUPD_LAB_REPO is the repository to build
 // groupd from (the scripts set it). Exit status: 0 done, 1 failed, 2 bad
 // usage, 3 (degrade) nothing could be applied.
@@ -89,13 +89,14 @@ func (c *cli) warn(format string, args ...any) {
 // env is the lab's environment (scripts/netem/README.md).
 type env struct {
 	prefix, dir, bin, profile, faults, repo string
-	subnet                                  string
+	subnet, bridge                          string
 }
 
 func readEnv() (env, error) {
 	e := env{
 		prefix: os.Getenv("GROUPD_LAB_PREFIX"), subnet: os.Getenv("GROUPD_LAB_SUBNET"), dir: os.Getenv("GROUPD_LAB_DIR"),
-		bin: os.Getenv("GROUPD_BIN"), profile: os.Getenv("GROUPD_PROFILE"), faults: os.Getenv("GROUPD_FAULTS"), repo: os.Getenv("GROUPD_LAB_REPO"),
+		bridge: os.Getenv("GROUPD_LAB_BRIDGE"),
+		bin:    os.Getenv("GROUPD_BIN"), profile: os.Getenv("GROUPD_PROFILE"), faults: os.Getenv("GROUPD_FAULTS"), repo: os.Getenv("GROUPD_LAB_REPO"),
 	}
 	if e.prefix == "" {
 		e.prefix = "gd"
@@ -167,7 +168,7 @@ func (c *cli) config(e env, n int) (lab.Config, error) {
 	if err != nil {
 		return lab.Config{}, fmt.Errorf("finding this command for the recorder: %w", err)
 	}
-	return lab.Config{Nodes: n, Prefix: e.prefix, Subnet: subnet, Dir: e.dir, Profile: e.profile, Faults: e.faults,
+	return lab.Config{Nodes: n, Prefix: e.prefix, Subnet: subnet, Bridge: e.bridge, Dir: e.dir, Profile: e.profile, Faults: e.faults,
 		InheritEnv: true, Detach: true, Recorder: []string{self, "lab", "record"}}, nil
 }
 

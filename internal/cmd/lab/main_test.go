@@ -11,7 +11,7 @@ import (
 )
 
 func TestEnv(t *testing.T) {
-	for _, k := range []string{"GROUPD_LAB_PREFIX", "GROUPD_LAB_SUBNET", "GROUPD_LAB_DIR", "GROUPD_PROFILE", "GROUPD_FAULTS"} {
+	for _, k := range []string{"GROUPD_LAB_PREFIX", "GROUPD_LAB_SUBNET", "GROUPD_LAB_BRIDGE", "GROUPD_LAB_DIR", "GROUPD_PROFILE", "GROUPD_FAULTS"} {
 		t.Setenv(k, "")
 	}
 	e, err := readEnv()
@@ -21,6 +21,12 @@ func TestEnv(t *testing.T) {
 	t.Setenv("GROUPD_LAB_PREFIX", "gh")
 	if e, _ := readEnv(); e.dir != "/tmp/groupd-lab-gh" {
 		t.Errorf("another prefix gets its own run dir: %q", e.dir)
+	}
+	t.Setenv("GROUPD_LAB_BRIDGE", "labbr7")
+	if e, _ := readEnv(); e.bridge != "labbr7" {
+		t.Errorf("GROUPD_LAB_BRIDGE: %q", e.bridge)
+	} else if cfg, err := (&cli{}).config(e, 3); err != nil || cfg.Bridge != "labbr7" {
+		t.Errorf("the lab's configuration does not take GROUPD_LAB_BRIDGE: %+v, %v", cfg, err)
 	}
 	t.Setenv("GROUPD_FAULTS", "tbf")
 	if _, err := readEnv(); err == nil {

@@ -64,16 +64,19 @@ func (c *cli) down(e env) error {
 	}
 	logf := c.labLog
 	l, err := lab.Open(e.dir, logf)
-	n := 0
+	n, br := 0, e.bridge
+	if br == "" {
+		br = e.prefix + "-br0"
+	}
 	if err == nil {
-		n = l.N()
+		n, br = l.N(), l.Bridge()
 		err = l.Down()
 	} else {
-		err = lab.Remove(e.dir, e.prefix, logf)
+		err = lab.Remove(e.dir, e.prefix, e.bridge, logf)
 	}
 	if err != nil {
 		return err
 	}
-	c.say("down: removed %d namespace(s) with their veths and bridge %s-br0 (logs kept in %s)", n, e.prefix, e.dir)
+	c.say("down: removed %d namespace(s) with their veths and bridge %s (logs kept in %s)", n, br, e.dir)
 	return nil
 }

@@ -1,0 +1,109 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"log"
+	"os"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// syncBuffer is a bytes.Buffer safe for the log package and the test.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestDemo runs the program's demo: alpha leads, beta takes the lead and
+// alpha names it, beta is killed, alpha takes over within a couple of
+// seconds, and the nodes say when their channels end.
+func TestDemo(t *testing.T) {
+	var out syncBuffer
+	log.SetOutput(&out)
+	log.SetFlags(0)
+	defer log.SetOutput(os.Stderr)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := demo(ctx); err != nil {
+		t.Fatalf("demo: %v\n%s", err, out.String())
+	}
+	got := out.String()
+	t.Logf("output:\n%s", got)
+	// In this order (other lines may come between).
+	want := []string{
+		`^alpha: leading \(term \d+\.\d+\)$`,
+		`^killing beta, the leader$`,
+		`^alpha: leading \(term \d+\.\d+\)$`,
+		`^alpha took over (\d+ms|[\d.]+s) after the kill$`,
+		`^alpha: no longer leading$`,
+	}
+	lines := strings.Split(strings.TrimSpace(got), "\n")
+	i := 0
+	for _, l := range lines {
+		if i < len(want) && regexp.MustCompile(want[i]).MatchString(l) {
+			i++
+		}
+	}
+	if i < len(want) {
+		t.Errorf("the output lacks a line matching %s, in order, after the lines before it", want[i])
+	}
+	// Before or after the kill: alpha may hear of beta's lead late.
+	for _, w := range []string{`(?m)^beta: leading \(term \d+\.\d+\)$`, `(?m)^alpha: beta \(node \d+\) leads$`} {
+		if !regexp.MustCompile(w).MatchString(got) {
+			t.Errorf("the output lacks a line matching %s", w)
+		}
+	}
+	m := regexp.MustCompile(`alpha took over (.*) after the kill`).FindStringSubmatch(got)
+	if m != nil {
+		if d, err := time.ParseDuration(m[1]); err != nil || d > 2*time.Second {
+			t.Errorf("alpha took over %s after the kill (fast profile: T_failover 0.4 s)", m[1])
+		}
+	}
+}
+
+// TestREADME: the README's embedding example is this program's code, word
+// for word: each Go block of its "Embedding" section is in main.go.
+func TestREADME(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := os.ReadFile("main.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(readme)
+	start := strings.Index(s, "\n## Embedding\n")
+	if start < 0 {
+		t.Fatal(`README.md has no "## Embedding" section`)
+	}
+	s = s[start+1:]
+	if end := strings.Index(s[1:], "\n## "); end >= 0 {
+		s = s[:end+1]
+	}
+	blocks := regexp.MustCompile("(?s)```go\n(.*?)```").FindAllStringSubmatch(s, -1)
+	if len(blocks) == 0 {
+		t.Fatal("the Embedding section has no Go block")
+	}
+	for _, b := range blocks {
+		if !strings.Contains(string(src), b[1]) {
+			t.Errorf("README.md's Embedding block is not in examples/embed/main.go as written:\n%s", b[1])
+		}
+	}
+}
