@@ -99,7 +99,7 @@ func (tl *tlab) teardown() {
 	}
 	tl.mu.Unlock()
 	if len(res.Safety) == 0 {
-		t.Logf("invariants: S1–S4 hold over the whole history (%d events from %d nodes, %d group numbers created, %d check points)",
+		t.Logf("invariants: S1–S5 and LP1 hold over the whole history (%d events from %d nodes, %d group numbers created, %d check points)",
 			res.Events, tl.N(), res.Created, len(res.Checks))
 	}
 	if t.Failed() {

@@ -133,21 +133,23 @@ func (l *tlab) historyEvents(id int, ev string, from, to time.Time) []group.Even
 }
 
 // leaderPoller polls a node's status through its API every 20 ms and
-// records every status in which it does not lead in term.
+// records every status in which it does not lead, and the terms it led in,
+// in order.
 type leaderPoller struct {
 	node int
-	term group.GroupNumber
+	term group.GroupNumber // the first
 	stop chan struct{}
 	done chan struct{}
 
 	mu    sync.Mutex
 	polls int
 	errs  int
-	flaps []string // statuses without leadership in term, with their times
+	flaps []string // statuses without leadership, with their times
+	terms []group.GroupNumber
 }
 
 func (l *tlab) pollLeader(i int, term group.GroupNumber) *leaderPoller {
-	p := &leaderPoller{node: i, term: term, stop: make(chan struct{}), done: make(chan struct{})}
+	p := &leaderPoller{node: i, term: term, stop: make(chan struct{}), done: make(chan struct{}), terms: []group.GroupNumber{term}}
 	c := l.Client(i)
 	go func() {
 		defer close(p.done)
@@ -166,11 +168,14 @@ func (l *tlab) pollLeader(i int, term group.GroupNumber) *leaderPoller {
 			switch {
 			case err != nil:
 				p.errs++
-			case !s.Leader || s.Term != term:
+			case !s.Leader:
 				p.polls++
 				p.flaps = append(p.flaps, fmt.Sprintf("%s: leader %v term %s (%s)", s.Time.Format("15:04:05.000"), s.Leader, s.Term, s))
 			default:
 				p.polls++
+				if last := p.terms[len(p.terms)-1]; s.Term != last {
+					p.terms = append(p.terms, s.Term)
+				}
 			}
 			p.mu.Unlock()
 		}
@@ -185,6 +190,13 @@ func (p *leaderPoller) figures() (polls, errs int, flaps []string) {
 	return p.polls, p.errs, slices.Clone(p.flaps)
 }
 
+// seen returns the terms the node led in, in order.
+func (p *leaderPoller) seen() []group.GroupNumber {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.terms)
+}
+
 // end stops the poller and fails t for every flap it saw.
 func (p *leaderPoller) end(t *testing.T) {
 	t.Helper()
@@ -197,10 +209,16 @@ func (p *leaderPoller) end(t *testing.T) {
 			t.Errorf("… and %d more", len(flaps)-most)
 			break
 		}
-		t.Errorf("node %d does not lead in term %s: %s", p.node, p.term, f)
+		t.Errorf("node %d does not lead: %s", p.node, f)
 	}
 	if errs > 0 {
 		t.Logf("leader poll: %d of %d polls of node %d got no answer (not counted as flaps)", errs, polls+errs, p.node)
+	}
+	terms := p.seen()
+	for k := 1; k < len(terms); k++ {
+		if !terms[k-1].Less(terms[k]) {
+			t.Errorf("node %d's terms went from %s to %s: terms only grow", p.node, terms[k-1], terms[k])
+		}
 	}
 }
 
@@ -246,9 +264,11 @@ func (l *tlab) rejoin(i int, crash bool) time.Duration {
 // side has converged on its own (low under its highest, the others under
 // 5), heals, and waits until all converge under 5 again. It returns how
 // long the sides (the slower) and the heal took on the recorded history,
-// and fails t if either took more than T_heal + slack (+ the time to apply
-// the change).
-func (l *tlab) splitLow(low []int) (side, heal time.Duration) {
+// and the term the low side's leader took; it fails t if either took more
+// than T_heal + slack (+ the time to apply the change), or if node 5 does
+// not lead after the heal in a term above the low side's (issue 23: a
+// leader that merges a group back goes above every term its members saw).
+func (l *tlab) splitLow(low []int) (side, heal time.Duration, lowTerm group.GroupNumber) {
 	l.t.Helper()
 	var high []int
 	for _, i := range l.all() {
@@ -257,7 +277,8 @@ func (l *tlab) splitLow(low []int) (side, heal time.Duration) {
 		}
 	}
 	part := l.partition(low, high)
-	_, pl := l.convergedUnder("side "+list(low)+" converges on its own", low, slices.Max(low))
+	sl, pl := l.convergedUnder("side "+list(low)+" converges on its own", low, slices.Max(low))
+	lowTerm = sl[slices.Max(low)].Term
 	_, ph := l.convergedUnder("side "+list(high)+" converges on its own", high, 5)
 	side = max(l.measure("side "+list(low), part.Start, low, invariant.IsConverged, pl),
 		l.measure("side "+list(high), part.Start, high, invariant.IsConverged, ph))
@@ -266,34 +287,45 @@ func (l *tlab) splitLow(low []int) (side, heal time.Duration) {
 		l.t.Errorf("partition %s|%s: a side took %v to settle, more than T_heal + slack%s = %v", list(low), list(high), side, applying(part), bound+applied(part))
 	}
 	w := l.heal()
-	_, polled := l.convergedUnder("nodes converge after the heal of "+list(low)+"|"+list(high), l.all(), 5)
+	sts, polled := l.convergedUnder("nodes converge after the heal of "+list(low)+"|"+list(high), l.all(), 5)
 	heal = l.measure("heal of "+list(low)+"|"+list(high), w.Start, l.all(), invariant.IsConverged, polled)
 	if heal > bound+applied(w) {
 		l.t.Errorf("heal of %s|%s took %v, more than T_heal + slack%s = %v", list(low), list(high), heal, applying(w), bound+applied(w))
 	}
-	return side, heal
+	if s5 := sts[5]; !s5.Leader || !lowTerm.Less(s5.Term) {
+		l.t.Errorf("after the heal of %s|%s node 5 leads %v in term %s, want a term above the low side's %s", list(low), list(high), s5.Leader, s5.Term, lowTerm)
+	}
+	return side, heal, lowTerm
 }
 
-// noLeaderStop fails t if node 5's hook file or the history before until
-// has a leader-stop of node 5, and returns how many leader-starts each
-// shows.
-func (l *tlab) noLeaderStop(until time.Time) (hookStarts, histStarts int) {
+// leaderStops checks node 5's leadership transitions before until, in its
+// hook file and in the history: exactly newTerms leader-stops (each a new
+// term, which is a stop and a start) and one leader-start more. It
+// returns the counts of each.
+func (l *tlab) leaderStops(until time.Time, newTerms int) (hookStarts, histStarts int) {
 	l.t.Helper()
-	if s := l.hookEvents(5, 0, group.ReasonLeaderStop); len(s) > 0 {
-		l.t.Errorf("node 5's hook saw it stop leading: %v", s)
+	hookStops := l.hookEvents(5, 0, group.ReasonLeaderStop)
+	histStops := l.historyEvents(5, group.ReasonLeaderStop, time.Time{}, until)
+	hookStarts, histStarts = len(l.hookEvents(5, 0, group.ReasonLeaderStart)), len(l.historyEvents(5, group.ReasonLeaderStart, time.Time{}, until))
+	if len(hookStops) != newTerms || len(histStops) != newTerms || hookStarts != newTerms+1 || histStarts != newTerms+1 {
+		var at []string
+		for _, e := range histStops {
+			at = append(at, fmt.Sprintf("%s (term %s; now %s)", e.Time.Format("15:04:05.000"), e.Old.Term, e.New))
+		}
+		l.t.Errorf("node 5: %d leader-stops in its hook %v, %d in the history %v, and %d and %d leader-starts; want %d stops (one per new term) and %d starts",
+			len(hookStops), hookStops, len(histStops), at, hookStarts, histStarts, newTerms, newTerms+1)
 	}
-	for _, e := range l.historyEvents(5, group.ReasonLeaderStop, time.Time{}, until) {
-		l.t.Errorf("the history has a leader-stop of node 5 at %s (term %s; now %s)", e.Time.Format("15:04:05.000"), e.Old.Term, e.New)
-	}
-	return len(l.hookEvents(5, 0, group.ReasonLeaderStart)), len(l.historyEvents(5, group.ReasonLeaderStart, time.Time{}, until))
+	return hookStarts, histStarts
 }
 
-// TestLeaderKeepsLeading (issue 13): node 5 leads nodes 2-5; node 1 joins,
-// node 3 restarts, and {1,2} are partitioned from {3,4,5} (each side
-// converging on its own) and healed back. Node 5's status, polled every
-// 20 ms, shows it leading in its first term throughout; neither its hook
-// nor the history has a leader-stop. Then node 5 is killed with -9: node 4,
-// and only node 4, starts leading, in a higher term, within T_failover.
+// TestLeaderKeepsLeading (issues 13, 23): node 5 leads nodes 2-5; node 1
+// joins and node 3 restarts: node 5's status, polled every 20 ms, shows it
+// leading in its first term throughout. {1,2} are then partitioned from
+// {3,4,5} (each side converging on its own, node 2 leading the low one)
+// and healed back: node 5 leads throughout and takes one new term, above
+// node 2's (a stop and a start in its hook and the history). Then node 5
+// is killed with -9: node 4, and only node 4, starts leading, in a higher
+// term, within T_failover.
 func TestLeaderKeepsLeading(t *testing.T) {
 	t.Parallel()
 	requireFaults(t)
@@ -304,10 +336,16 @@ func TestLeaderKeepsLeading(t *testing.T) {
 	_, polled := l.convergedUnder("nodes converge after node 1 joins", l.all(), 5)
 	dJoin := l.measure("join of node 1", up, l.all(), invariant.IsConverged, polled)
 	dRestart := l.rejoin(3, false)
-	dSide, dHeal := l.splitLow([]int{1, 2})
+	if terms := p.seen(); len(terms) != 1 {
+		t.Errorf("node 5's term changed through a join and a restart: %v", terms)
+	}
+	dSide, dHeal, lowTerm := l.splitLow([]int{1, 2})
 
 	p.end(t)
 	polls, errs, flaps := p.figures()
+	if terms := p.seen(); len(terms) != 2 || !lowTerm.Less(terms[1]) {
+		t.Errorf("node 5's terms %v: want its first and one new term above node 2's %s", terms, lowTerm)
+	}
 	// The real failover; the survivors' hook lines from here on are its.
 	// Hooks run one at a time after their events: let the heal's
 	// leader-stop of node 2 reach its file before counting.
@@ -318,10 +356,9 @@ func TestLeaderKeepsLeading(t *testing.T) {
 		from[i] = len(l.hookLines(i))
 	}
 	kill := l.kill(5)
-	hookStarts, histStarts := l.noLeaderStop(kill.Start)
-	stops := len(l.hookEvents(5, 0, group.ReasonLeaderStop)) + len(l.historyEvents(5, group.ReasonLeaderStop, time.Time{}, kill.Start))
-	t.Logf("leader: node 5 led in term %s through the join of node 1 (all converged %.3fs after it was up), a restart of node 3 (%.3fs) and the partition 1-2|3-5 (sides settled after %.3fs, healed %.3fs after the heal): %d polls, %d flaps, %d unanswered; leader-starts of node 5: %d in its hook, %d in the history; leader-stops: %d",
-		s5.Term, dJoin.Seconds(), dRestart.Seconds(), dSide.Seconds(), dHeal.Seconds(), polls, len(flaps), errs, hookStarts, histStarts, stops)
+	hookStarts, histStarts := l.leaderStops(kill.Start, 1)
+	t.Logf("leader: node 5 led in term %s through the join of node 1 (all converged %.3fs after it was up) and a restart of node 3 (%.3fs), and through the partition 1-2|3-5 (sides settled after %.3fs, healed %.3fs after the heal), after which it took term %s above node 2's %s: %d polls, %d flaps, %d unanswered; leader-starts of node 5: %d in its hook, %d in the history",
+		s5.Term, dJoin.Seconds(), dRestart.Seconds(), dSide.Seconds(), dHeal.Seconds(), p.seen()[len(p.seen())-1], lowTerm, polls, len(flaps), errs, hookStarts, histStarts)
 
 	sts, polled := l.convergedUnder("survivors 1-4 converge under node 4", surv, 4)
 	bound := l.Timing().FailoverBound() + slack
@@ -331,8 +368,8 @@ func TestLeaderKeepsLeading(t *testing.T) {
 		t.Errorf("failover took %v, more than T_failover + slack = %v", dFail, bound)
 	}
 	s4 := sts[4]
-	if !s4.Leader || !s5.Term.Less(s4.Term) {
-		t.Errorf("node 4 after the failover: leader %v in term %s; want leader in a term above node 5's %s", s4.Leader, s4.Term, s5.Term)
+	if last := p.seen()[len(p.seen())-1]; !s4.Leader || !last.Less(s4.Term) {
+		t.Errorf("node 4 after the failover: leader %v in term %s; want leader in a term above node 5's %s", s4.Leader, s4.Term, last)
 	}
 	// Hooks run after the event, in the daemon's own time: wait for node
 	// 4's, then a little for any other survivor's.
@@ -367,12 +404,13 @@ func TestLeaderKeepsLeading(t *testing.T) {
 		dFail.Seconds(), l.Timing().FailoverBound(), slack, bound, dConv.Seconds(), s4.Term, s5.Term)
 }
 
-// TestLeaderKeepsLeadingSoak (issue 13, GROUPD_E2E_LONG=1): node 5 leads
-// nodes 1-5 through 20 rounds, alternately a lower node restarting
+// TestLeaderKeepsLeadingSoak (issues 13, 23, GROUPD_E2E_LONG=1): node 5
+// leads nodes 1-5 through 20 rounds, alternately a lower node restarting
 // (SIGTERM or kill -9; it joins again) and a partition of lower nodes from
 // the rest, each side converging on its own, then healed. Node 5's
-// status, polled every 20 ms, must show it leading in its first term
-// throughout, and neither its hook nor the history may have a leader-stop.
+// status, polled every 20 ms, must show it leading throughout; its term
+// changes only at the heals (each above the low side's leader's), so its
+// hook and the history have one leader-stop per heal.
 func TestLeaderKeepsLeadingSoak(t *testing.T) {
 	if !long() {
 		t.Skip("e2e: 20 rounds of joins and heals; set GROUPD_E2E_LONG=1 to run them")
@@ -395,7 +433,7 @@ func TestLeaderKeepsLeadingSoak(t *testing.T) {
 			t.Logf("round %d: node %d restarted (%s); converged under 5 after %.3fs", r+1, i, map[bool]string{true: "kill -9", false: "SIGTERM"}[crash], d.Seconds())
 		} else {
 			low := lows[r/2%len(lows)]
-			side, heal := l.splitLow(low)
+			side, heal, _ := l.splitLow(low)
 			worstSide, worstHeal = max(worstSide, side), max(worstHeal, heal)
 			heals++
 			t.Logf("round %d: partition %s|rest: sides settled after %.3fs; healed under 5 %.3fs after the heal", r+1, list(low), side.Seconds(), heal.Seconds())
@@ -403,9 +441,12 @@ func TestLeaderKeepsLeadingSoak(t *testing.T) {
 	}
 	p.end(t)
 	polls, errs, flaps := p.figures()
-	hookStarts, histStarts := l.noLeaderStop(time.Time{})
-	stops := len(l.hookEvents(5, 0, group.ReasonLeaderStop)) + len(l.historyEvents(5, group.ReasonLeaderStop, time.Time{}, time.Time{}))
-	t.Logf("leader soak: %d leader-stop events on the surviving leader (node 5, term %s) across %d joins and %d heals in %v: %d polls, %d flaps, %d unanswered; leader-starts of node 5: %d in its hook, %d in the history; slowest rejoin %.3fs, side %.3fs, heal %.3fs",
-		stops, s5.Term, joins, heals, time.Since(begin).Round(time.Second), polls, len(flaps), errs, hookStarts, histStarts,
+	l.settleLeaderHooks([]int{5}, 5*time.Second)
+	hookStarts, histStarts := l.leaderStops(time.Time{}, heals)
+	if terms := p.seen(); len(terms) != heals+1 {
+		t.Errorf("node 5 led in %d terms across %d heals: %v; want one new term per heal", len(terms), heals, terms)
+	}
+	t.Logf("leader soak: node 5 led throughout %d joins and %d heals in %v, in %d terms (one new per heal): %d polls, %d flaps, %d unanswered; leader-starts of node 5: %d in its hook, %d in the history; slowest rejoin %.3fs, side %.3fs, heal %.3fs",
+		joins, heals, time.Since(begin).Round(time.Second), len(p.seen()), polls, len(flaps), errs, hookStarts, histStarts,
 		worstJoin.Seconds(), worstSide.Seconds(), worstHeal.Seconds())
 }

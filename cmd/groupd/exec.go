@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -44,8 +45,9 @@ func execCommand() *cli.Command {
 			"daemon says it no longer leads, or stops answering for --grace, and two leaders may overlap\n" +
 			"during a partition.\n\n" +
 			"Exit status: CMD's own when it exits by itself; 3 when exec stopped it because the leadership\n" +
-			"ended; 0 when exec itself was asked to stop (SIGINT, SIGTERM) before or while CMD ran;\n" +
-			"1 when CMD cannot be started; 2 for a usage error.\n\n" +
+			"ended (with --repeat exec waits for the next leadership instead); 0 when exec itself was asked\n" +
+			"to stop (SIGINT, SIGTERM) before or while CMD ran; 1 when CMD cannot be started; 2 for a\n" +
+			"usage error.\n\n" +
 			"--grace must fit in the lease's dips: members renew it every 5/8 of --lease, so on the lan\n" +
 			"profile (lease 1.2s) it runs at least ~0.4s ahead; keep --grace well below that (default\n" +
 			"200ms). On the fast profile use --grace 40ms --poll 10ms.",
@@ -56,6 +58,8 @@ func execCommand() *cli.Command {
 				Usage: "`DURATION` between SIGTERM and SIGKILL; in quorum mode CMD gets SIGTERM this long before the lease would run out"},
 			&cli.DurationFlag{Name: "poll", Value: 50 * time.Millisecond,
 				Usage: "how often to ask the daemon whether this node still leads (`DURATION`)"},
+			&cli.BoolFlag{Name: "repeat",
+				Usage: "when a leadership ends, wait for the next one and run CMD again (exit only on SIGINT or SIGTERM)"},
 		},
 		Action: func(c *cli.Context) error {
 			args := c.Args().Slice()
@@ -75,7 +79,14 @@ func execCommand() *cli.Command {
 			}
 			defer api.Close()
 			r := &execRun{api: api, args: args, grace: grace, poll: poll, log: c.App.ErrWriter}
-			return r.run(c.Context)
+			for {
+				err := r.run(c.Context)
+				var ec cli.ExitCoder
+				if !c.Bool("repeat") || c.Context.Err() != nil || !errors.As(err, &ec) || ec.ExitCode() != exitNotLeader {
+					return err
+				}
+				r.logf("%s", strings.TrimPrefix(err.Error(), "groupd: "))
+			}
 		},
 	}
 }
@@ -204,7 +215,7 @@ func (r *execRun) waitLeader(ctx context.Context) (group.LeaderAnswer, time.Time
 // lost stops CMD because the leadership ended, and reports it.
 func (r *execRun) lost(cmd *exec.Cmd, exited chan error, term, why string, deadline time.Time) error {
 	how := r.stop(cmd, exited, why, deadline)
-	return cli.Exit(fmt.Sprintf("groupd: leadership (term %s) ended: %s; %s %s", term, why, r.args[0], how), exitNotLeader)
+	return cli.Exit(fmt.Sprintf("leadership (term %s) ended: %s; %s %s", term, why, r.args[0], how), exitNotLeader)
 }
 
 // stop sends SIGTERM to CMD's process group, then SIGKILL after the grace
@@ -244,7 +255,7 @@ func (r *execRun) exited(err error, started time.Time) error {
 		if code < 0 {
 			code = exitFailure // killed by a signal exec did not send
 		}
-		return cli.Exit(fmt.Sprintf("groupd: %s %s", r.args[0], describeExit(err, ran)), code)
+		return cli.Exit(fmt.Sprintf("%s %s", r.args[0], describeExit(err, ran)), code)
 	default:
 		return failure("%s: %w", r.args[0], err)
 	}

@@ -104,6 +104,7 @@ type kind int
 const (
 	kEvent kind = iota
 	kCrash
+	kLost // a node's state file was wiped or restored from an older copy
 	kStart
 	kHeal
 	kCheck
@@ -208,6 +209,9 @@ func markRecord(m Mark) (record, error) {
 		r.nodes, err = ParseIDs(m.Spec)
 	case KindStart:
 		r.kind = kStart
+		r.nodes, err = ParseIDs(m.Spec)
+	case KindWipe, KindRestore:
+		r.kind = kLost
 		r.nodes, err = ParseIDs(m.Spec)
 	case KindHeal:
 		r.kind = kHeal

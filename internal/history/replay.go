@@ -100,6 +100,10 @@ func (p *replayer) step(r record) bool {
 	case kCrash:
 		for _, n := range r.nodes {
 			p.c.Crash(r.t, n)
+			// A killed leader's lease ends with its process, as far as
+			// a recorded history tells (its readers are gone; a
+			// groupd exec child stops by the lease on its own clock).
+			p.c.Unlead(r.t, n)
 			p.dead[n] = true
 			p.res.Crashes++
 		}
@@ -113,6 +117,14 @@ func (p *replayer) step(r record) bool {
 			delete(p.inc, n) // whatever incarnation comes next is the new process's
 			p.last[n] = wire.GroupNumber{}
 		}
+	case kLost:
+		for _, n := range r.nodes {
+			// The numbers and the term floor the state file kept are
+			// gone: S5 and LP1's growing terms start again from here.
+			p.c.HeldFloor(n, wire.GroupNumber{})
+			p.c.StateLost(n)
+		}
+		return false
 	case kHeal:
 		p.heal = r.t
 		return false
@@ -165,6 +177,17 @@ func (p *replayer) event(r record) bool {
 	}
 	p.last[n] = v.Group
 	p.res.Safety = append(p.res.Safety, p.c.Observe(invariant.Observation{Time: r.t, Node: n, Status: v, Alive: true})...)
+	// LP1 (quorum mode): a primary leadership runs from its leader-start
+	// to its leader-stop, which the daemon stamps with the lease's end
+	// when the lease ran out.
+	if st.Expect > 0 {
+		switch r.ev.Reason {
+		case group.ReasonLeaderStart:
+			p.res.Safety = append(p.res.Safety, p.c.Lead(r.t, n, st.Term, time.Time{})...)
+		case group.ReasonLeaderStop:
+			p.c.Unlead(r.t, n)
+		}
+	}
 	return true
 }
 
