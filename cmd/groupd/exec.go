@@ -138,8 +138,13 @@ func (r *execRun) run(ctx context.Context) error {
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 
-	tick := time.NewTicker(r.poll)
-	defer tick.Stop()
+	// The daemon is asked from its own goroutine: a request to a frozen
+	// daemon hangs, and the lease's deadline must fire all the same.
+	pollCtx, stopPolling := context.WithCancel(ctx)
+	defer stopPolling()
+	answers := make(chan execAnswer)
+	go r.pollLoop(pollCtx, answers)
+
 	// In quorum mode, CMD is stopped grace before the lease could end.
 	stopAt := time.NewTimer(time.Hour)
 	stopAt.Stop()
@@ -160,8 +165,8 @@ func (r *execRun) run(ctx context.Context) error {
 			return nil
 		case <-stopAt.C:
 			return r.lost(cmd, exited, term, fmt.Sprintf("the lease would run out within %v and was not renewed (is the daemon frozen, killed or cut off?)", r.grace), deadline)
-		case <-tick.C:
-			a, d, err := r.ask(ctx)
+		case got := <-answers:
+			a, d, err := got.ans, got.deadline, got.err
 			switch {
 			case err != nil && deadline.IsZero() && time.Since(lastOK) >= r.grace:
 				return r.lost(cmd, exited, term, fmt.Sprintf("the daemon did not answer for %v: %v", r.grace, err), deadline)
@@ -178,6 +183,37 @@ func (r *execRun) run(ctx context.Context) error {
 					arm()
 				}
 			}
+		}
+	}
+}
+
+// execAnswer is one poll of the daemon.
+type execAnswer struct {
+	ans      group.LeaderAnswer
+	deadline time.Time
+	err      error
+}
+
+// pollLoop asks the daemon every poll and hands each answer to run,
+// until ctx ends. A request that takes longer than grace is abandoned as
+// an error: without a lease, a daemon that does not answer for grace
+// stops CMD.
+func (r *execRun) pollLoop(ctx context.Context, answers chan<- execAnswer) {
+	tick := time.NewTicker(r.poll)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		rctx, cancel := context.WithTimeout(ctx, r.grace)
+		a, d, err := r.ask(rctx)
+		cancel()
+		select {
+		case answers <- execAnswer{a, d, err}:
+		case <-ctx.Done():
+			return
 		}
 	}
 }
