@@ -34,11 +34,12 @@
 //	                                                        for a boot window
 //	Reorganization  accept window closed; Ready being       accepted an Invitation;
 //	                delivered and acknowledged              waiting for Ready
-//	Normal          heartbeat (a beacon) every              silent: AreYouThere only
-//	                AliveInterval; Check every              when a heartbeat is late;
-//	                CheckInterval; drops members the        acknowledges the roll
-//	                failure detector reports; a roll        call
-//	                call every MemberTimeout
+//	Normal          heartbeat (a numbered beacon) every     a BeatAck when a heartbeat
+//	                AliveInterval, asking for BeatAcks      asks (its sign of life, and
+//	                every AckInterval; Check every          in quorum mode its grant);
+//	                CheckInterval; asks and drops           AreYouThere only when a
+//	                members whose BeatAcks stop, and        heartbeat is late
+//	                those the failure detector reports
 //
 // # Messages
 //
@@ -72,9 +73,13 @@
 //	                                                         degraded; otherwise ignore
 //	Accept(g)          invitee → g's coordinator             add to Up (late ones too)
 //	Ready(g, v, t, l)  coordinator → members, retransmitted  Reorganization → Normal; adopt
-//	                   until acked; and, multicast, every    the coordinator's timing; ack
-//	                   MemberTimeout (roll call)
+//	                   until acked; and to a member whose    the coordinator's timing; ack
+//	                   BeatAcks stopped
 //	ReadyAck(g, v)     member → coordinator                  stop retransmitting to it
+//	BeatAck(g, b, t)   member → coordinator, to a heartbeat  a sign of life; with grant, the
+//	                   that asks                             lease (lease.go); t: term floor
+//	Decline(g, held)   invitee → inviter: g is below a       renumber above held, invite
+//	                   number it held                        again (group numbers only grow)
 //	Election / Answer  bully among a failed coordinator's    see package bully
 //	                   survivors
 //
@@ -122,9 +127,12 @@
 // # Leadership
 //
 // Status.Leader is set from when the node first coordinates a Normal group
-// until it stops coordinating; Term is the group number at which that
-// began. Merges the leader leads and members coming and going leave it
-// leader.
+// until it stops coordinating; Term is a group number of its own: the one
+// at which that began, or a later one when it must go above a term its
+// members saw. Merges the leader leads and members coming and going leave
+// it leader. In quorum mode (Config.Quorum) a leader is Primary only while
+// a majority holds its lease, until LeaseUntil; lease.go has the rules, and
+// why two leaders are never primary at once and terms only grow.
 //
 // Timing.FailoverBound and Timing.HealBound give T_failover and T_heal, the
 // bounds of invariants L2 and L1 in design §4 (docs/design.md).
