@@ -11,6 +11,12 @@
 //	Sent(t, msg)           a node sent msg (optional)
 //	Crash(t, id)           a node stopped and lost its memory
 //	Restart(t, id)         a crashed node started again
+//	Lead(t, id, term, end) a node is a primary leader (quorum mode) whose
+//	                       lease runs until end
+//	Unlead(t, id)          it no longer is (its lease still counts)
+//	StateLost(id)          its state file was lost or restored from an
+//	                       older copy
+//	HeldFloor(id, g)       it restarts from a state file whose group is g
 //
 // The Checker keeps the latest view of every live node and checks, on every
 // record:
@@ -34,6 +40,12 @@
 //	LT2 a leader stays leader while it coordinates: merges it leads,
 //	    members coming and going and its group being renumbered leave it
 //	    leader
+//	S5  the distinct group numbers a node holds (Reorganization or Normal)
+//	    strictly grow, across invitations, merges, failovers, recoveries
+//	    and restarts
+//	LP1 no two nodes are primary leaders at the same real instant (a
+//	    lease counts until its end, even past its holder's crash), and
+//	    each new primary leadership's term is above every earlier one's
 //
 // and, when asked at a check point:
 //
