@@ -43,7 +43,7 @@ func TestChaosSoak(t *testing.T) {
 	}
 	l := newLab(t, 8, "lan")
 	l.converge()
-	// T_heal (8.2 s) plus slack, rounded up as the experiment does.
+	// T_heal (8.05 s on lan) plus slack, rounded up as the experiment does.
 	settle := (l.Timing().HealBound() + slack + time.Second - 1).Truncate(time.Second)
 	t.Logf("chaos: %v of faults held 2..%v, seed %d, L1 check %v after each heal", d, faultMax, seed, settle)
 	r, err := lab.Chaos(context.Background(), l.Lab, lab.ChaosOptions{Duration: d, Seed: seed, FaultMax: faultMax,

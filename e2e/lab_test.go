@@ -234,7 +234,7 @@ func (tl *tlab) waitFor(what string, ids []int, timeout time.Duration, c lab.Con
 // tests at the same time, and a dozen labs run side by side) a timer can
 // fire late and a packet can sit in a socket buffer while its reader is
 // not scheduled. One second covers that with room, and is small next to
-// T_heal (8.2 s) while still catching a missed protocol round trip in
+// T_heal (8.05 s) while still catching a missed protocol round trip in
 // T_failover (2 s). GROUPD_E2E_SLACK overrides it for slower machines.
 var slack = func() time.Duration {
 	if s := os.Getenv("GROUPD_E2E_SLACK"); s != "" {

@@ -13,7 +13,7 @@ import (
 )
 
 // Profiles: every scenario runs the lan profile (docs/design.md §5 defaults), the
-// one whose T_failover (2 s) and T_heal (8.2 s) the issue asks about. Each
+// one whose T_failover (2 s) and T_heal (8.05 s) the issue asks about. Each
 // scenario has a lab of its own and runs beside the others (t.Parallel):
 // most of their time is spent waiting for the check points at fault +
 // T_heal + slack, and idle daemons barely load the machine. The fast

@@ -64,16 +64,25 @@ func (nd *node) options() Options {
 // StartWith sets the options of nodes ids (kept for their restarts) and
 // starts them.
 func (l *Lab) StartWith(o Options, ids ...int) (time.Time, error) {
+	if err := l.SetOptions(o, ids...); err != nil {
+		return time.Time{}, err
+	}
+	return l.Start(ids...)
+}
+
+// SetOptions sets the options of nodes ids for their next starts, so that
+// nodes of different options can be started at once.
+func (l *Lab) SetOptions(o Options, ids ...int) error {
 	for _, i := range ids {
 		nd, err := l.node(i)
 		if err != nil {
-			return time.Time{}, err
+			return err
 		}
 		nd.mu.Lock()
 		nd.opts = o
 		nd.mu.Unlock()
 	}
-	return l.Start(ids...)
+	return nil
 }
 
 // Start launches the daemons of ids, all at once as machines powering up

@@ -18,6 +18,7 @@ import (
 	"github.com/groupd/groupd/group"
 	"github.com/groupd/groupd/internal/history"
 	"github.com/groupd/groupd/internal/lab"
+	"github.com/groupd/groupd/invitation"
 	"github.com/groupd/groupd/wire"
 )
 
@@ -47,7 +48,7 @@ options:
   --seed S           chaos: seed of the fault schedule (default: random, printed)
   --fault-max S      chaos: longest a round's faults stay (default 8)
   --settle S         chaos: from the heal (and restarts) to the L1 check point (default:
-                     T_heal + 2 s rounded up: 11 for lan, 4 for fast)
+                     T_heal + 2 s rounded up: 11 for lan, 4 for fast, from the profile)
   --quiet S          chaos: quiet time after each check point (default 3)
   --keep             leave the lab up (and the daemons running) at the end
 The lab (run dir $GROUPD_LAB_DIR, default /tmp/groupd-lab) is reset first: any
@@ -184,11 +185,13 @@ func (x *experiment) parse(args []string) error {
 		return errors.New("--fault-max must be at least 2")
 	}
 	if settle < 0 {
-		// T_heal (README, "The T_failover and T_heal bounds") plus slack.
-		settle = 11
+		// T_heal (README, "The T_failover and T_heal bounds") plus 2 s
+		// of slack, in whole seconds.
+		t := invitation.DefaultTiming()
 		if x.e.profile == "fast" {
-			settle = 4
+			t = invitation.FastTiming()
 		}
+		settle = int((t.HealBound() + 3*time.Second - 1) / time.Second)
 	}
 	if seed < 0 {
 		seed = rand.IntN(1 << 30)
