@@ -38,6 +38,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/groupd/groupd/group"
+	"github.com/groupd/groupd/wire"
 )
 
 // Timeouts. Dialling a local API is immediate when a daemon runs; an
@@ -226,6 +227,54 @@ func (c *Client) StatusRaw(ctx context.Context) ([]byte, group.Status, error) {
 func (c *Client) Status(ctx context.Context) (group.Status, error) {
 	_, st, err := c.StatusRaw(ctx)
 	return st, err
+}
+
+// TermHeader is the header in which GET /v1/leader gives the node's term
+// (seq.id), on either answer.
+const TermHeader = "X-Groupd-Term"
+
+// LeaderAnswer is what GET /v1/leader says: 200 when the node is a
+// leader of the primary partition (the signal to act on, where one leader
+// must act alone), 503 when it is not.
+type LeaderAnswer struct {
+	PrimaryLeader bool
+	// Term is the TermHeader's value; zero when the daemon sent none.
+	Term group.GroupNumber
+}
+
+// Leader asks GET /v1/leader. A daemon that has no such endpoint (an older
+// version) answers 404: the error is then an *HTTPError with Code 404, so
+// that a caller can fall back to Status (Leader && Primary).
+func (c *Client) Leader(ctx context.Context) (LeaderAnswer, error) {
+	ctx, cancel := context.WithTimeout(ctx, RequestTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+"/v1/leader", nil)
+	if err != nil {
+		return LeaderAnswer{}, fmt.Errorf("GET /v1/leader: %w", err)
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return LeaderAnswer{}, c.connError(err)
+	}
+	defer resp.Body.Close()
+	// The body is read (and dropped) so that the connection is reused.
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	switch resp.StatusCode {
+	case http.StatusOK, http.StatusServiceUnavailable:
+	default:
+		line, _, _ := strings.Cut(strings.TrimSpace(string(body)), "\n")
+		if line == "" {
+			line = "(no body)"
+		}
+		return LeaderAnswer{}, &HTTPError{Addr: c.addr, Path: "/v1/leader", Status: resp.Status, Code: resp.StatusCode, Body: line}
+	}
+	a := LeaderAnswer{PrimaryLeader: resp.StatusCode == http.StatusOK}
+	if h := resp.Header.Get(TermHeader); h != "" {
+		if a.Term, err = wire.ParseGroupNumber(h); err != nil {
+			return LeaderAnswer{}, fmt.Errorf("daemon at %s sent a %s that is not valid: %w", c.addr, TermHeader, err)
+		}
+	}
+	return a, nil
 }
 
 // MembersRaw returns GET /v1/members as the daemon sent it, and decoded.

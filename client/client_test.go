@@ -189,3 +189,54 @@ func TestStreamEndsWithContext(t *testing.T) {
 		t.Fatal("Next after the context ended returned no error")
 	}
 }
+
+func TestLeader(t *testing.T) {
+	cases := []struct {
+		name    string
+		code    int
+		term    string
+		want    LeaderAnswer
+		wantErr int // an *HTTPError with this code; -1 any other error
+	}{
+		{"primary leader", http.StatusOK, "17.3", LeaderAnswer{PrimaryLeader: true, Term: wire.GroupNumber{Seq: 17, ID: 3}}, 0},
+		{"not primary", http.StatusServiceUnavailable, "17.3", LeaderAnswer{Term: wire.GroupNumber{Seq: 17, ID: 3}}, 0},
+		{"no term", http.StatusServiceUnavailable, "", LeaderAnswer{}, 0},
+		{"no endpoint", http.StatusNotFound, "", LeaderAnswer{}, http.StatusNotFound},
+		{"bad term", http.StatusOK, "seventeen", LeaderAnswer{}, -1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := New(serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path != "/v1/leader" {
+					http.NotFound(w, r)
+					return
+				}
+				if tc.term != "" {
+					w.Header().Set(TermHeader, tc.term)
+				}
+				w.WriteHeader(tc.code)
+				io.WriteString(w, "leader\n")
+			})))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			got, err := c.Leader(context.Background())
+			var he *HTTPError
+			switch {
+			case tc.wantErr > 0:
+				if !errors.As(err, &he) || he.Code != tc.wantErr {
+					t.Fatalf("err = %v, want an HTTPError %d", err, tc.wantErr)
+				}
+			case tc.wantErr < 0:
+				if err == nil || errors.As(err, &he) {
+					t.Fatalf("err = %v, want a decoding error", err)
+				}
+			case err != nil:
+				t.Fatal(err)
+			case got != tc.want:
+				t.Errorf("got %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
