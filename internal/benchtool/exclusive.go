@@ -55,7 +55,8 @@ type ExclRound struct {
 	Source    string  `json:"source"`     // what was polled
 	LeaderDef string  `json:"leader_def"` // what a primary leader is, for this peer
 	Mechanism string  `json:"mechanism"`  // how the fault was made
-	FaultSpec string  `json:"fault_spec"` // "1,2,3|4,5", "1->5,2->5,...", the pids signalled
+	FaultSpec string  `json:"fault_spec"` // "1,2,3|4,5", "1->5,2->5,...", "node 5 stopped for 3s"
+	Pids      []int   `json:"pids,omitempty"` // freeze, kill: the processes signalled, in order
 	PollMS    float64 `json:"poll_ms"`
 
 	LeaderBefore int       `json:"leader_before"`
@@ -629,7 +630,7 @@ func (r *exclRunner) round(p exclPeer, poller *exclPoller, fault string, k int) 
 			return res, fmt.Errorf("freeze: %w", err)
 		}
 		res.Mechanism = "SIGSTOP, then SIGCONT"
-		res.FaultSpec = fmt.Sprintf("SIGSTOP pids %s of node %d for %v", joinInts(pids), leader, o.freeze)
+		res.FaultSpec, res.Pids = fmt.Sprintf("node %d stopped for %v", leader, o.freeze), pids
 		tF = time.Now()
 		err = signalAll(pids, syscall.SIGSTOP)
 		res.FaultCmdMS = float64(time.Since(tF).Microseconds()) / 1000
@@ -650,8 +651,8 @@ func (r *exclRunner) round(p exclPeer, poller *exclPoller, fault string, k int) 
 		}
 	case "kill":
 		pids, _ := p.pids(leader)
-		res.Mechanism = "SIGKILL (kill -9) of every process of the leader; restarted after the round"
-		res.FaultSpec = fmt.Sprintf("SIGKILL pids %s of node %d for %v", joinInts(pids), leader, o.hold)
+		res.Mechanism = "SIGKILL (kill -9) of every process of the leader"
+		res.FaultSpec, res.Pids = fmt.Sprintf("node %d killed, restarted after %v", leader, o.hold), pids
 		tF, err = p.kill(leader)
 		if err != nil {
 			return res, fmt.Errorf("kill: %w", err)

@@ -121,7 +121,7 @@ func exclFaultSay(fault string, rounds []ExclRound) string {
 
 func exclRow(peer string, rs []ExclRound) string {
 	var overlap, stepdown, takeover []float64
-	kept, none, withOverlap, unsettled, broken, violations := 0, 0, 0, 0, 0, 0
+	kept, none, withOverlap, unsettled, broken, afterEnd := 0, 0, 0, 0, 0, 0
 	hasTerms := false
 	lo, hi := math.Inf(1), math.Inf(-1)
 	for _, r := range rs {
@@ -134,6 +134,11 @@ func exclRow(peer string, rs []ExclRound) string {
 			kept++
 		case r.StepDownS != nil:
 			stepdown = append(stepdown, *r.StepDownS)
+			// A network fault that ended (healed) before the old leader
+			// stepped down: the heal, not its own detection, ended it.
+			if r.Fault != "freeze" && r.Fault != "kill" && *r.StepDownS >= r.FaultEndS {
+				afterEnd++
+			}
 		}
 		if r.TakeoverS != nil {
 			takeover = append(takeover, *r.TakeoverS)
@@ -148,11 +153,13 @@ func exclRow(peer string, rs []ExclRound) string {
 		}
 		if r.TermViolations > 0 {
 			broken++
-			violations += r.TermViolations
 		}
 		lo, hi = min(lo, r.Load[0]), max(hi, r.Load[0])
 	}
 	sd := exclCell(stepdown, fs3)
+	if afterEnd > 0 {
+		sd += fmt.Sprintf("; only after the heal in %d", afterEnd)
+	}
 	if kept > 0 {
 		sd += fmt.Sprintf("; kept leading in %d of %d", kept, len(rs))
 	}
@@ -163,9 +170,6 @@ func exclRow(peer string, rs []ExclRound) string {
 	terms := "— (no terms)"
 	if hasTerms {
 		terms = fmt.Sprintf("%d of %d", broken, len(rs))
-		if broken > 0 {
-			terms += fmt.Sprintf(" (%d answers)", violations)
-		}
 	}
 	rounds := fmt.Sprint(len(rs))
 	if unsettled > 0 {
