@@ -52,10 +52,10 @@ type ExclRound struct {
 	N     int    `json:"n"`
 	Round int    `json:"round"`
 
-	Source    string  `json:"source"`     // what was polled
-	LeaderDef string  `json:"leader_def"` // what a primary leader is, for this peer
-	Mechanism string  `json:"mechanism"`  // how the fault was made
-	FaultSpec string  `json:"fault_spec"` // "1,2,3|4,5", "1->5,2->5,...", "node 5 stopped for 3s"
+	Source    string  `json:"source"`         // what was polled
+	LeaderDef string  `json:"leader_def"`     // what a primary leader is, for this peer
+	Mechanism string  `json:"mechanism"`      // how the fault was made
+	FaultSpec string  `json:"fault_spec"`     // "1,2,3|4,5", "1->5,2->5,...", "node 5 stopped for 3s"
 	Pids      []int   `json:"pids,omitempty"` // freeze, kill: the processes signalled, in order
 	PollMS    float64 `json:"poll_ms"`
 
