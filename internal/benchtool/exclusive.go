@@ -396,6 +396,7 @@ func (r *exclRunner) peerBlock(name, notifyDir string, current *exclPeer) error 
 	}
 	*current = p
 	defer func() {
+		cancel() // corosync's monitors: not started again while corosync stops
 		if err := p.stopAll(); err != nil {
 			say("exclusive: stopping %s: %v", name, err)
 		}

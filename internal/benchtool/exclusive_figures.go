@@ -112,6 +112,10 @@ type exclFigures struct {
 	Terms          []string `json:"terms,omitempty"`
 	TermViolations int      `json:"term_violations"`
 	FirstViolation string   `json:"first_violation,omitempty"`
+	// FirstViolationS and LastViolationS: when the first and the last
+	// violating answers came, from the fault.
+	FirstViolationS *float64 `json:"first_violation_s,omitempty"`
+	LastViolationS  *float64 `json:"last_violation_s,omitempty"`
 }
 
 // exclMaxSpans bounds the spans kept in a round's record.
@@ -278,7 +282,10 @@ func exclCompute(samples []exclSample, fault time.Time, leader int, poll time.Du
 		}
 		if s.Term.Less(maxT) {
 			f.TermViolations++
+			v := rel(s.At)
+			f.LastViolationS = &v
 			if f.FirstViolation == "" {
+				f.FirstViolationS = &v
 				f.FirstViolation = fmt.Sprintf("%+.3fs: node %d answered primary leader with term %s after node %d's %s (%+.3fs)",
 					rel(s.At), s.Node, s.Term, maxNode, maxT, rel(maxAt))
 			}

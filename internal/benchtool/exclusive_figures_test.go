@@ -59,6 +59,8 @@ func TestExclCompute(t *testing.T) {
 		takeover   *float64
 		newLeader  int
 		violations int
+		firstViol  *float64 // checked when set
+		lastViol   *float64
 		spans      int
 		terms      []string
 	}{
@@ -84,7 +86,7 @@ func TestExclCompute(t *testing.T) {
 			// [1.00, 3.02): the old leader's last answer at 3.00 holds one poll interval.
 			overlapMS: 2020, stepDown: fptr(3.0), takeover: fptr(1.0), newLeader: 4, spans: 1,
 			// Node 5's answers from +1.0 on carry 5.5 after 7.4 was seen: 101 of them.
-			violations: 101, terms: []string{"5.5@5", "7.4@4"},
+			violations: 101, firstViol: fptr(1.0), lastViol: fptr(3.0), terms: []string{"5.5@5", "7.4@4"},
 		},
 		{
 			name: "kill: the leader never answers again; node 4 at +0.7",
@@ -120,7 +122,7 @@ func TestExclCompute(t *testing.T) {
 			},
 			overlapMS: 500, kept: true, takeover: fptr(1.0), newLeader: 4, spans: 1,
 			// Node 4's answers from +3.02 to +3.48 carry 7.4 after 9.5 was seen.
-			violations: 24, terms: []string{"5.5@5", "7.4@4", "9.5@5"},
+			violations: 24, firstViol: fptr(3.02), lastViol: fptr(3.48), terms: []string{"5.5@5", "7.4@4", "9.5@5"},
 		},
 		{
 			name: "a leader that is not primary is no primary leader",
@@ -178,6 +180,12 @@ func TestExclCompute(t *testing.T) {
 			}
 			if f.TermViolations != tc.violations {
 				t.Errorf("%d term violations, want %d (first: %s)", f.TermViolations, tc.violations, f.FirstViolation)
+			}
+			if tc.firstViol != nil && (!sameSecs(f.FirstViolationS, tc.firstViol) || !sameSecs(f.LastViolationS, tc.lastViol)) {
+				t.Errorf("violations from %v to %v, want %v to %v", show(f.FirstViolationS), show(f.LastViolationS), show(tc.firstViol), show(tc.lastViol))
+			}
+			if (f.TermViolations > 0) != (f.FirstViolationS != nil && f.LastViolationS != nil) {
+				t.Errorf("%d violations, first at %v, last at %v", f.TermViolations, show(f.FirstViolationS), show(f.LastViolationS))
 			}
 			if !slices.Equal(f.Terms, tc.terms) {
 				t.Errorf("terms %v, want %v", f.Terms, tc.terms)
@@ -252,4 +260,23 @@ func show(p *float64) any {
 		return "none"
 	}
 	return *p
+}
+
+// TestExclRow: a report row from three rounds.
+func TestExclRow(t *testing.T) {
+	rs := []ExclRound{
+		{Fault: "partition", FaultEndS: 20, Settled: true, Load: [3]float64{1, 0, 0},
+			exclFigures: exclFigures{OverlapMS: 9000, StepDownS: fptr(10), TakeoverS: fptr(1), Terms: []string{"5.5@5", "7.3@3"},
+				TermViolations: 3, FirstViolation: "+1.000s: node 5 answered primary leader with term 5.5 after node 3's 7.3 (+1.000s)"}},
+		{Fault: "partition", FaultEndS: 20, Settled: true, Load: [3]float64{2, 0, 0},
+			exclFigures: exclFigures{OverlapMS: 8000, StepDownS: fptr(21), TakeoverS: fptr(1.2), Terms: []string{"5.5@5"},
+				TermViolations: 1, FirstViolationS: fptr(20.5)}},
+		{Fault: "partition", FaultEndS: 20, Load: [3]float64{1.5, 0, 0},
+			exclFigures: exclFigures{Kept: true, Terms: []string{"5.5@5"}}},
+	}
+	want := "| groupd | 3 (1 not settled) | 8000 (0–9000) | 2 of 3 | 15.50 (10.00–21.00); only after the heal in 1; kept leading in 1 of 3 | " +
+		"1.10 (1.00–1.20); none in 1 of 3 | 2 of 3 (1 only after the fault ended) | 1.00–2.00 |"
+	if got := exclRow("groupd", rs); got != want {
+		t.Errorf("row\n got %s\nwant %s", got, want)
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -121,7 +122,7 @@ func exclFaultSay(fault string, rounds []ExclRound) string {
 
 func exclRow(peer string, rs []ExclRound) string {
 	var overlap, stepdown, takeover []float64
-	kept, none, withOverlap, unsettled, broken, afterEnd := 0, 0, 0, 0, 0, 0
+	kept, none, withOverlap, unsettled, broken, brokenAfter, afterEnd := 0, 0, 0, 0, 0, 0, 0
 	hasTerms := false
 	lo, hi := math.Inf(1), math.Inf(-1)
 	for _, r := range rs {
@@ -153,6 +154,9 @@ func exclRow(peer string, rs []ExclRound) string {
 		}
 		if r.TermViolations > 0 {
 			broken++
+			if v, ok := exclFirstViolation(r); ok && v >= r.FaultEndS {
+				brokenAfter++
+			}
 		}
 		lo, hi = min(lo, r.Load[0]), max(hi, r.Load[0])
 	}
@@ -170,6 +174,9 @@ func exclRow(peer string, rs []ExclRound) string {
 	terms := "— (no terms)"
 	if hasTerms {
 		terms = fmt.Sprintf("%d of %d", broken, len(rs))
+		if brokenAfter > 0 {
+			terms += fmt.Sprintf(" (%d only after the fault ended)", brokenAfter)
+		}
 	}
 	rounds := fmt.Sprint(len(rs))
 	if unsettled > 0 {
@@ -177,4 +184,19 @@ func exclRow(peer string, rs []ExclRound) string {
 	}
 	return fmt.Sprintf("| %s | %s | %s | %d of %d | %s | %s | %s | %.2f–%.2f |",
 		peer, rounds, exclCell(overlap, fms), withOverlap, len(rs), sd, to, terms, lo, hi)
+}
+
+// exclFirstViolation is when a round's first term violation came, from
+// the fault: first_violation_s, or, in results written before that field,
+// the time that begins first_violation ("+3.003s: node 5 ...").
+func exclFirstViolation(r ExclRound) (float64, bool) {
+	if r.FirstViolationS != nil {
+		return *r.FirstViolationS, true
+	}
+	head, _, ok := strings.Cut(r.FirstViolation, "s: ")
+	if !ok {
+		return 0, false
+	}
+	v, err := strconv.ParseFloat(head, 64)
+	return v, err == nil
 }
