@@ -265,16 +265,17 @@ func show(p *float64) any {
 // TestExclRow: a report row from three rounds.
 func TestExclRow(t *testing.T) {
 	rs := []ExclRound{
-		{Fault: "partition", FaultEndS: 20, Settled: true, Load: [3]float64{1, 0, 0},
+		{Fault: "partition", FaultEndS: 20, Settled: true, Load: [3]float64{1, 0, 0}, PollMS: 20,
 			exclFigures: exclFigures{OverlapMS: 9000, StepDownS: fptr(10), TakeoverS: fptr(1), Terms: []string{"5.5@5", "7.3@3"},
 				TermViolations: 3, FirstViolation: "+1.000s: node 5 answered primary leader with term 5.5 after node 3's 7.3 (+1.000s)"}},
-		{Fault: "partition", FaultEndS: 20, Settled: true, Load: [3]float64{2, 0, 0},
+		{Fault: "partition", FaultEndS: 20, Settled: true, Load: [3]float64{2, 0, 0}, PollMS: 20,
 			exclFigures: exclFigures{OverlapMS: 8000, StepDownS: fptr(21), TakeoverS: fptr(1.2), Terms: []string{"5.5@5"},
 				TermViolations: 1, FirstViolationS: fptr(20.5)}},
-		{Fault: "partition", FaultEndS: 20, Load: [3]float64{1.5, 0, 0},
-			exclFigures: exclFigures{Kept: true, Terms: []string{"5.5@5"}}},
+		{Fault: "partition", FaultEndS: 20, Load: [3]float64{1.5, 0, 0}, PollMS: 20,
+			exclFigures: exclFigures{OverlapMS: 12, Kept: true, Terms: []string{"5.5@5"}}},
 	}
-	want := "| groupd | 3 (1 not settled) | 8000 (0–9000) | 2 of 3 | 15.50 (10.00–21.00); only after the heal in 1; kept leading in 1 of 3 | " +
+	// 12 ms of overlap is less than a poll: not counted as a round with overlap.
+	want := "| groupd | 3 (1 not settled) | 8000 (12–9000) | 2 of 3 | 15.50 (10.00–21.00); only after the heal in 1; kept leading in 1 of 3 | " +
 		"1.10 (1.00–1.20); none in 1 of 3 | 2 of 3 (1 only after the fault ended) | 1.00–2.00 |"
 	if got := exclRow("groupd", rs); got != want {
 		t.Errorf("row\n got %s\nwant %s", got, want)

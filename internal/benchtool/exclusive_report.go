@@ -87,7 +87,7 @@ func exclMarkdown(rounds []ExclRound, notes []ExclNote, envs []ExclEnv) string {
 			continue
 		}
 		fmt.Fprintf(&b, "**%s** (%s)\n\n", fault, exclFaultSay(fault, rounds))
-		b.WriteString("| implementation | rounds | overlap ms, p50 (min–max) | rounds with overlap | step-down s, p50 (min–max) | takeover s, p50 (min–max) | term order broken | load (1 min) |\n")
+		b.WriteString("| implementation | rounds | overlap ms, p50 (min–max) | rounds with overlap > 1 poll | step-down s, p50 (min–max) | takeover s, p50 (min–max) | term order broken | load (1 min) |\n")
 		b.WriteString("|---|---|---|---|---|---|---|---|\n")
 		for _, r := range rows {
 			b.WriteString(r + "\n")
@@ -127,7 +127,10 @@ func exclRow(peer string, rs []ExclRound) string {
 	lo, hi := math.Inf(1), math.Inf(-1)
 	for _, r := range rs {
 		overlap = append(overlap, r.OverlapMS)
-		if r.OverlapMS > 0 {
+		// Less than one poll interval is within the resolution: the two
+		// answers' intervals can overlap by up to a poll when one node
+		// steps down and another takes over in the same interval.
+		if r.OverlapMS > r.PollMS {
 			withOverlap++
 		}
 		switch {
