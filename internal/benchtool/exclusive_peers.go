@@ -496,8 +496,8 @@ func (c *exclCorosync) stopAll() error {
 	return nil
 }
 
-// cleanShm removes the blackboxes that corosyncs started here and killed
-// with -9 left in /dev/shm, once they are gone (as peers.sh does).
+// cleanShm removes what corosyncs started here and killed with -9 left in
+// /dev/shm, once they are gone (peers.sh removes the blackboxes).
 func (c *exclCorosync) cleanShm() { corosyncCleanShm(filepath.Join(c.e.cfg.dir, "corosync")) }
 
 // corosyncCleanShm does it for the pids listed in DIR/started.pids.
@@ -514,9 +514,13 @@ func corosyncCleanShm(dir string) {
 		if _, err := procState(pid); err == nil {
 			continue // still there (perhaps a zombie not yet reaped)
 		}
-		files, _ := filepath.Glob("/dev/shm/qb-corosync-" + strconv.Itoa(pid) + "-*")
-		for _, g := range files {
-			_ = os.Remove(g)
+		// Its blackbox, and the IPC directories of the clients connected
+		// when it died (the harness's corosync-quorumtool -m):
+		// qb-SERVERPID-CLIENTPID-*.
+		blackbox, _ := filepath.Glob("/dev/shm/qb-corosync-" + strconv.Itoa(pid) + "-*")
+		ipc, _ := filepath.Glob("/dev/shm/qb-" + strconv.Itoa(pid) + "-*")
+		for _, g := range append(blackbox, ipc...) {
+			_ = os.RemoveAll(g)
 		}
 	}
 }
