@@ -229,6 +229,10 @@ func (c *Client) Status(ctx context.Context) (group.Status, error) {
 	return st, err
 }
 
+// TermHeader is the header in which GET /v1/leader gives the node's term
+// (seq.id), on either answer.
+const TermHeader = "X-Groupd-Term"
+
 // MembersRaw returns GET /v1/members as the daemon sent it, and decoded.
 func (c *Client) MembersRaw(ctx context.Context) ([]byte, []group.Member, error) {
 	b, err := c.body(ctx, "/v1/members")

@@ -9,11 +9,13 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/groupd/groupd/group"
 	"github.com/groupd/groupd/wire"
 )
 
@@ -189,3 +191,55 @@ func TestStreamEndsWithContext(t *testing.T) {
 		t.Fatal("Next after the context ended returned no error")
 	}
 }
+
+func TestLeader(t *testing.T) {
+	cases := []struct {
+		name    string
+		code    int
+		body    string
+		want    group.LeaderAnswer
+		wantErr int // an *HTTPError with this code; -1 any other error
+	}{
+		{"leader", http.StatusOK, `{"leader":true,"id":3,"term":"17.3","lease_remaining_ms":812}`,
+			group.LeaderAnswer{Leader: true, ID: 3, Term: "17.3", LeaseRemainingMS: ptr(int64(812))}, 0},
+		{"not leader", http.StatusServiceUnavailable, `{"leader":false,"id":3,"leader_id":5}`,
+			group.LeaderAnswer{ID: 3, LeaderID: 5}, 0},
+		{"no endpoint", http.StatusNotFound, "404 page not found", group.LeaderAnswer{}, http.StatusNotFound},
+		{"not JSON", http.StatusOK, "leader", group.LeaderAnswer{}, -1},
+		{"code and body disagree", http.StatusOK, `{"leader":false}`, group.LeaderAnswer{}, -1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := New(serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path != "/v1/leader" {
+					http.NotFound(w, r)
+					return
+				}
+				w.WriteHeader(tc.code)
+				io.WriteString(w, tc.body+"\n")
+			})))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			got, err := c.Leader(context.Background())
+			var he *HTTPError
+			switch {
+			case tc.wantErr > 0:
+				if !errors.As(err, &he) || he.Code != tc.wantErr {
+					t.Fatalf("err = %v, want an HTTPError %d", err, tc.wantErr)
+				}
+			case tc.wantErr < 0:
+				if err == nil || errors.As(err, &he) {
+					t.Fatalf("err = %v, want a decoding error", err)
+				}
+			case err != nil:
+				t.Fatal(err)
+			case !reflect.DeepEqual(got, tc.want):
+				t.Errorf("got %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -14,6 +14,7 @@
 //	converge       time from a given instant until the lab is one group (from the recorded events)
 //	sample         a window of steady state: messages, bytes, RSS and CPU
 //	peers          groupd beside corosync, serf, JGroups and keepalived (see peers.go)
+//	exclusive      exclusive leadership under faults: groupd, corosync, keepalived (see exclusive.go)
 //
 // Simulator subcommands:
 //
@@ -49,6 +50,7 @@ func main() {
 		"bully":         cmdBully,
 		"report":        cmdReport,
 		"peers":         cmdPeers,
+		"exclusive":     cmdExclusive,
 	}
 	f, ok := cmds[os.Args[1]]
 	if !ok {
@@ -65,6 +67,7 @@ func usage() {
 	fmt.Fprintln(os.Stderr, `usage: benchtool COMMAND [FLAGS]
 lab:       failover | heal | vrrp-failover | wait | converge | sample
 peers:     peers wait|cold|failover|heal|idle|report
+exclusive: exclusive run|report|cleanup
 simulator: sim-msgs | sim-scale | bully
 output:    report
 Run "benchtool COMMAND -h" for the flags of one command.`)

@@ -87,6 +87,8 @@ const (
 	KindQuiet     = "quiet"     // chaos: an L1 check point (spec: a label)
 	KindCheck     = "check"     // a check point (spec "L1", "L1 LIST", "L2 LIST")
 	KindEnd       = "end"       // the run is over; later records are its shutdown
+	KindPause     = "pause"     // SIGSTOP: the process is frozen, not dead (spec: nodes); a note
+	KindResume    = "resume"    // SIGCONT after a pause (spec: nodes); a note
 )
 
 // Mark is one thing the lab did, or a check point: one line of

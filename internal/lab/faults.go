@@ -295,26 +295,44 @@ func (l *Lab) Partition(sides ...[]int) (Window, error) {
 // Cut drops every packet from node from to each node of to; the reverse
 // direction still flows. Cuts add up until a heal.
 func (l *Lab) Cut(from int, to ...int) (Window, error) {
-	if _, err := l.node(from); err != nil {
-		return Window{}, err
-	}
 	if len(to) == 0 {
 		return Window{}, errors.New("lab: a one-way cut needs a receiver")
 	}
+	pairs := make([][2]int, len(to))
+	for k, i := range to {
+		pairs[k] = [2]int{from, i}
+	}
+	return l.Cuts(pairs...)
+}
+
+// Cuts applies several one-way cuts (from, to) at once: each receiver's
+// chains are rewritten once, all receivers in parallel, and the history
+// gets one mark ("1->5,2->5"). Cut is Cuts from one sender; a node that
+// hears nobody is Cuts from every other node to it.
+func (l *Lab) Cuts(pairs ...[2]int) (Window, error) {
+	if len(pairs) == 0 {
+		return Window{}, errors.New("lab: a one-way cut needs a sender and a receiver")
+	}
 	var spec []string
-	for _, i := range to {
-		if _, err := l.node(i); err != nil {
-			return Window{}, err
+	var to []int
+	for _, c := range pairs {
+		for _, i := range c {
+			if _, err := l.node(i); err != nil {
+				return Window{}, err
+			}
 		}
-		if i == from {
+		if c[0] == c[1] {
 			return Window{}, errors.New("lab: a one-way cut needs two different nodes")
 		}
-		spec = append(spec, fmt.Sprintf("%d->%d", from, i))
+		spec = append(spec, fmt.Sprintf("%d->%d", c[0], c[1]))
+		if !slices.Contains(to, c[1]) {
+			to = append(to, c[1])
+		}
 	}
 	w, err := l.apply(to, func(f *faultState) {
-		for _, i := range to {
-			if !slices.Contains(f.Cuts, [2]int{from, i}) {
-				f.Cuts = append(f.Cuts, [2]int{from, i})
+		for _, c := range pairs {
+			if !slices.Contains(f.Cuts, c) {
+				f.Cuts = append(f.Cuts, c)
 			}
 		}
 	})

@@ -301,3 +301,19 @@ func TestBridge(t *testing.T) {
 		t.Errorf("Remove deleted the host's bridge %s", host)
 	}
 }
+
+// TestCutsRefused: Cuts checks every pair before it changes anything.
+func TestCutsRefused(t *testing.T) {
+	l := testLab(t, 4)
+	for _, pairs := range [][][2]int{nil, {{1, 1}}, {{1, 4}, {5, 4}}, {{0, 2}}} {
+		if _, err := l.Cuts(pairs...); err == nil {
+			t.Errorf("Cuts(%v) accepted", pairs)
+		}
+	}
+	if _, err := l.Cut(1); err == nil {
+		t.Error("Cut without a receiver accepted")
+	}
+	if len(l.faults.Cuts) != 0 {
+		t.Errorf("refused cuts left %v in place", l.faults.Cuts)
+	}
+}

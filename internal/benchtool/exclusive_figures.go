@@ -1,0 +1,421 @@
+package main
+
+// The figures of one round of `benchtool exclusive`, computed from the
+// polls' answers alone (see exclCompute). They are pinned by
+// exclusive_figures_test.go and described in scripts/bench/README.md,
+// "Exclusive leadership".
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// exclTerm orders leaderships: groupd's term (the group number seq.id at
+// which the leadership began) or corosync's ring id (its sequence, then
+// its representative). The zero term means "none given" (keepalived).
+type exclTerm struct {
+	Seq uint64
+	ID  uint64
+}
+
+func (t exclTerm) IsZero() bool { return t.Seq == 0 && t.ID == 0 }
+
+// Less orders terms by sequence, then by ID (as wire.GroupNumber.Less).
+func (t exclTerm) Less(o exclTerm) bool {
+	if t.Seq != o.Seq {
+		return t.Seq < o.Seq
+	}
+	return t.ID < o.ID
+}
+
+func (t exclTerm) String() string {
+	if t.IsZero() {
+		return ""
+	}
+	return strconv.FormatUint(t.Seq, 10) + "." + strconv.FormatUint(t.ID, 10)
+}
+
+// exclSample is one poll of one node.
+type exclSample struct {
+	Node int
+	// At is when the answer came, or when the poll gave up (OK false).
+	At time.Time
+	// OK: the node answered. An unanswered poll (a dead, frozen or
+	// unreachable process, a timeout) claims nothing.
+	OK bool
+	// PL: the node answered that it is a primary leader, the signal a
+	// user acts on.
+	PL bool
+	// Leader and Primary are PL's two halves where the source gives them
+	// apart (groupd's /v1/status, corosync); otherwise both equal PL.
+	Leader, Primary bool
+	// Term is the node's term when it is a leader (zero: none given).
+	Term exclTerm
+	// Full: the node sees all N nodes (used to wait for a steady lab).
+	Full bool
+}
+
+// state names a sample for the recorded runs.
+func (s exclSample) state() string {
+	switch {
+	case !s.OK:
+		return "no-answer"
+	case s.PL:
+		return "primary-leader"
+	case s.Leader:
+		return "leader"
+	case s.Primary:
+		return "primary"
+	}
+	return "follower"
+}
+
+// exclSpan is a stretch of time during which two or more nodes answered
+// primary leader, in seconds from the fault, and which nodes did.
+type exclSpan struct {
+	FromS float64 `json:"from_s"`
+	ToS   float64 `json:"to_s"`
+	Nodes []int   `json:"nodes"`
+}
+
+// exclFigures are one round's figures.
+type exclFigures struct {
+	// OverlapMS is the total time, in ms, during which two or more nodes
+	// held a primary-leader answer (each answer holds for one poll
+	// interval from its arrival, or until that node's next poll ended if
+	// sooner), over the whole observed window.
+	OverlapMS float64 `json:"overlap_ms"`
+	// Spans are the overlapping stretches (the first exclMaxSpans;
+	// NumSpans counts them all); stretches less than exclRunGap polls
+	// apart are one span.
+	Spans    []exclSpan `json:"overlap_spans,omitempty"`
+	NumSpans int        `json:"overlap_span_count"`
+	// StepDownS: from the fault to the old leader's last primary-leader
+	// answer before it first answered anything else (or before it went
+	// silent for good); 0 if it gave no such answer after the fault.
+	// Nil with Kept: it still answered primary leader at the window's end
+	// and never answered otherwise after the fault.
+	StepDownS *float64 `json:"stepdown_s"`
+	Kept      bool     `json:"kept,omitempty"`
+	// TakeoverS: from the fault to the first primary-leader answer of
+	// another node; nil if none came in the window. NewLeader is it.
+	TakeoverS *float64 `json:"takeover_s"`
+	NewLeader int      `json:"new_leader,omitempty"`
+	// Terms are the distinct terms of primary-leader answers, in the
+	// order they were first seen ("TERM@NODE"); TermViolations counts the
+	// primary-leader answers whose term is lower than one already seen
+	// (by arrival time) in the window; FirstViolation describes the first.
+	Terms          []string `json:"terms,omitempty"`
+	TermViolations int      `json:"term_violations"`
+	FirstViolation string   `json:"first_violation,omitempty"`
+	// FirstViolationS and LastViolationS: when the first and the last
+	// violating answers came, from the fault.
+	FirstViolationS *float64 `json:"first_violation_s,omitempty"`
+	LastViolationS  *float64 `json:"last_violation_s,omitempty"`
+}
+
+// exclMaxSpans bounds the spans kept in a round's record.
+const exclMaxSpans = 20
+
+// exclCompute computes the figures of one round from its samples: the
+// polls of every node, fault the instant just before the fault was
+// applied, leader the node that was the only primary leader before it,
+// poll the poll interval, and [from, to) the observed window (samples
+// outside it are ignored).
+func exclCompute(samples []exclSample, fault time.Time, leader int, poll time.Duration, from, to time.Time) exclFigures {
+	var f exclFigures
+	byNode := map[int][]exclSample{}
+	var in []exclSample
+	for _, s := range samples {
+		if s.At.Before(from) || !s.At.Before(to) {
+			continue
+		}
+		byNode[s.Node] = append(byNode[s.Node], s)
+		in = append(in, s)
+	}
+	for _, ss := range byNode {
+		sort.SliceStable(ss, func(a, b int) bool { return ss[a].At.Before(ss[b].At) })
+	}
+	rel := func(t time.Time) float64 { return secs(t.Sub(fault)) }
+
+	// Overlap: each node's primary-leader answers as intervals, swept.
+	type edge struct {
+		t    time.Time
+		node int
+		up   bool
+	}
+	var edges []edge
+	for node, ss := range byNode {
+		for k, s := range ss {
+			if !s.OK || !s.PL {
+				continue
+			}
+			end := s.At.Add(poll)
+			if k+1 < len(ss) && ss[k+1].At.Before(end) {
+				end = ss[k+1].At
+			}
+			if end.After(to) {
+				end = to
+			}
+			if end.After(s.At) {
+				edges = append(edges, edge{s.At, node, true}, edge{end, node, false})
+			}
+		}
+	}
+	sort.Slice(edges, func(a, b int) bool { return edges[a].t.Before(edges[b].t) })
+	active := map[int]int{}
+	var overlap time.Duration
+	var cur *exclSpan
+	var spans []exclSpan
+	var spanNodes map[int]bool
+	for k := 0; k < len(edges); {
+		t := edges[k].t
+		// Every edge of one instant first: an answer that ends as the
+		// same node's, or another's, begins is no break.
+		for ; k < len(edges) && edges[k].t.Equal(t); k++ {
+			e := edges[k]
+			if e.up {
+				active[e.node]++
+			} else if active[e.node]--; active[e.node] <= 0 {
+				delete(active, e.node)
+			}
+		}
+		switch {
+		case len(active) >= 2 && cur == nil:
+			cur = &exclSpan{FromS: rel(t)}
+			spanNodes = map[int]bool{}
+		case len(active) < 2 && cur != nil:
+			cur.ToS = rel(t)
+			for n := range spanNodes {
+				cur.Nodes = append(cur.Nodes, n)
+			}
+			slices.Sort(cur.Nodes)
+			// A span that begins within exclRunGap polls of the last one's
+			// end continues it in the record (a late poll leaves a gap of a
+			// few ms between two answers' intervals); the figure counts
+			// only the overlap itself.
+			if k := len(spans) - 1; k >= 0 && cur.FromS-spans[k].ToS <= exclRunGap*poll.Seconds() {
+				spans[k].ToS = cur.ToS
+				spans[k].Nodes = sortedInts(append(spans[k].Nodes, cur.Nodes...))
+			} else {
+				spans = append(spans, *cur)
+			}
+			cur = nil
+		}
+		if cur != nil {
+			for n := range active {
+				spanNodes[n] = true
+			}
+			if k < len(edges) {
+				overlap += edges[k].t.Sub(t)
+			}
+		}
+	}
+	f.OverlapMS = float64(overlap.Microseconds()) / 1000
+	f.NumSpans = len(spans)
+	if len(spans) > exclMaxSpans {
+		spans = spans[:exclMaxSpans]
+	}
+	f.Spans = spans
+
+	// Step-down: the old leader's answers from the fault on.
+	var after []exclSample
+	for _, s := range byNode[leader] {
+		if !s.At.Before(fault) {
+			after = append(after, s)
+		}
+	}
+	var lastPL *exclSample
+	steppedDown := false
+	for k := range after {
+		s := &after[k]
+		if !s.OK {
+			continue
+		}
+		if !s.PL {
+			steppedDown = true
+			break
+		}
+		lastPL = s
+	}
+	switch {
+	case steppedDown || lastPL == nil:
+		d := 0.0
+		if lastPL != nil {
+			d = rel(lastPL.At)
+		}
+		f.StepDownS = &d
+	case !after[len(after)-1].OK:
+		// It answered primary leader, then went silent for good (killed,
+		// or unreachable to the end): its last such answer.
+		d := rel(lastPL.At)
+		f.StepDownS = &d
+	default:
+		f.Kept = true
+	}
+
+	// Takeover: the first primary-leader answer of another node.
+	for _, s := range sortedSamples(in) {
+		if s.OK && s.PL && s.Node != leader && !s.At.Before(fault) {
+			d := rel(s.At)
+			f.TakeoverS, f.NewLeader = &d, s.Node
+			break
+		}
+	}
+
+	// Terms: by arrival, never lower than one seen before.
+	var maxT exclTerm
+	var maxNode int
+	var maxAt time.Time
+	seen := map[exclTerm]bool{}
+	for _, s := range sortedSamples(in) {
+		if !s.OK || !s.PL || s.Term.IsZero() {
+			continue
+		}
+		if !seen[s.Term] {
+			seen[s.Term] = true
+			f.Terms = append(f.Terms, fmt.Sprintf("%s@%d", s.Term, s.Node))
+		}
+		if s.Term.Less(maxT) {
+			f.TermViolations++
+			v := rel(s.At)
+			f.LastViolationS = &v
+			if f.FirstViolation == "" {
+				f.FirstViolationS = &v
+				f.FirstViolation = fmt.Sprintf("%+.3fs: node %d answered primary leader with term %s after node %d's %s (%+.3fs)",
+					rel(s.At), s.Node, s.Term, maxNode, maxT, rel(maxAt))
+			}
+			continue
+		}
+		if maxT.Less(s.Term) || maxT.IsZero() {
+			maxT, maxNode, maxAt = s.Term, s.Node, s.At
+		}
+	}
+	return f
+}
+
+// sortedSamples returns samples by arrival time (ties by node).
+func sortedSamples(in []exclSample) []exclSample {
+	out := slices.Clone(in)
+	sort.SliceStable(out, func(a, b int) bool {
+		if !out[a].At.Equal(out[b].At) {
+			return out[a].At.Before(out[b].At)
+		}
+		return out[a].Node < out[b].Node
+	})
+	return out
+}
+
+// exclRun is a stretch of one node's polls with the same answer: the
+// round's raw record, compact. A run ends where the answer (state or term)
+// changes, or where two answers are more than exclRunGap poll intervals
+// apart.
+type exclRun struct {
+	Node  int     `json:"node"`
+	FromS float64 `json:"from_s"` // first answer, seconds from the fault
+	ToS   float64 `json:"to_s"`   // last answer
+	N     int     `json:"n"`      // polls in the run
+	State string  `json:"state"`  // primary-leader, leader, primary, follower, no-answer
+	Term  string  `json:"term,omitempty"`
+}
+
+const exclRunGap = 3
+
+// exclRuns compresses the samples of [from, to) into runs, by node.
+func exclRuns(samples []exclSample, fault time.Time, poll time.Duration, from, to time.Time) []exclRun {
+	var out []exclRun
+	byNode := map[int][]exclSample{}
+	for _, s := range samples {
+		if !s.At.Before(from) && s.At.Before(to) {
+			byNode[s.Node] = append(byNode[s.Node], s)
+		}
+	}
+	nodes := make([]int, 0, len(byNode))
+	for n := range byNode {
+		nodes = append(nodes, n)
+	}
+	slices.Sort(nodes)
+	for _, n := range nodes {
+		ss := sortedSamples(byNode[n])
+		var cur *exclRun
+		var prev time.Time
+		for _, s := range ss {
+			st, term := s.state(), s.Term.String()
+			if cur != nil && (cur.State != st || cur.Term != term || s.At.Sub(prev) > exclRunGap*poll) {
+				out = append(out, *cur)
+				cur = nil
+			}
+			if cur == nil {
+				cur = &exclRun{Node: n, FromS: secs(s.At.Sub(fault)), State: st, Term: term}
+			}
+			cur.ToS = secs(s.At.Sub(fault))
+			cur.N++
+			prev = s.At
+		}
+		if cur != nil {
+			out = append(out, *cur)
+		}
+	}
+	return out
+}
+
+// exclPollStat says how regularly a node was polled in a window: answered
+// and unanswered polls, the median interval between two answers, and the
+// longest time without one (a freeze, a dead process, a stalled host).
+type exclPollStat struct {
+	Answered   int     `json:"answered"`
+	Unanswered int     `json:"unanswered"`
+	MedianMS   float64 `json:"median_interval_ms"`
+	MaxGapMS   float64 `json:"max_gap_ms"`
+}
+
+func exclPollStats(samples []exclSample, from, to time.Time) map[string]exclPollStat {
+	byNode := map[int][]exclSample{}
+	for _, s := range samples {
+		if !s.At.Before(from) && s.At.Before(to) {
+			byNode[s.Node] = append(byNode[s.Node], s)
+		}
+	}
+	out := map[string]exclPollStat{}
+	for n, ss := range byNode {
+		var st exclPollStat
+		var gaps []float64
+		var prev time.Time
+		for _, s := range sortedSamples(ss) {
+			if !s.OK {
+				st.Unanswered++
+				continue
+			}
+			st.Answered++
+			if !prev.IsZero() {
+				gaps = append(gaps, float64(s.At.Sub(prev).Microseconds())/1000)
+			}
+			prev = s.At
+		}
+		if len(gaps) > 0 {
+			st.MedianMS = medianOf(gaps)
+			st.MaxGapMS = slices.Max(gaps)
+		}
+		out[strconv.Itoa(n)] = st
+	}
+	return out
+}
+
+// describeSpans writes spans for a one-line summary.
+func describeSpans(f exclFigures) string {
+	if f.NumSpans == 0 {
+		return "no overlap"
+	}
+	var parts []string
+	for _, s := range f.Spans {
+		parts = append(parts, fmt.Sprintf("%+.2f..%+.2fs nodes %s", s.FromS, s.ToS, joinInts(s.Nodes)))
+	}
+	if f.NumSpans > len(f.Spans) {
+		parts = append(parts, fmt.Sprintf("and %d more", f.NumSpans-len(f.Spans)))
+	}
+	return strings.Join(parts, "; ")
+}
