@@ -178,16 +178,7 @@ func RandomSchedule(seed int64) Schedule {
 	cfg.Keyed = op.Intn(5) == 0
 	if op.Intn(6) == 0 {
 		// Some nodes on the fast profile among lan ones, or the reverse.
-		other := invitation.FastTiming()
-		if cfg.Timing == other {
-			other = invitation.DefaultTiming()
-		}
-		cfg.NodeTimings = make([]invitation.Timing, n)
-		for i := range cfg.NodeTimings {
-			if op.Intn(3) == 0 {
-				cfg.NodeTimings[i] = other
-			}
-		}
+		mixTimings(&cfg, n, func() bool { return op.Intn(3) == 0 })
 	}
 	if op.Intn(6) == 0 {
 		cfg.NodeElections = make([]invitation.Election, n)
@@ -226,16 +217,7 @@ func RandomSchedule(seed int64) Schedule {
 	if lq.Intn(4) == 0 {
 		cfg.StartSpread = time.Duration(lq.Int63n(int64(30 * time.Millisecond)))
 		if cfg.NodeTimings == nil {
-			other := invitation.FastTiming()
-			if cfg.Timing == other {
-				other = invitation.DefaultTiming()
-			}
-			cfg.NodeTimings = make([]invitation.Timing, n)
-			for i := range cfg.NodeTimings {
-				if lq.Intn(2) == 0 {
-					cfg.NodeTimings[i] = other
-				}
-			}
+			mixTimings(&cfg, n, func() bool { return lq.Intn(2) == 0 })
 		}
 	}
 	cfg.SeedsOnly = lq.Intn(5) == 0
@@ -580,4 +562,19 @@ func (s *Sim) Failover() error {
 		return err
 	}
 	return s.CheckFailover(survivors)
+}
+
+// mixTimings gives the nodes for which other says so the other profile
+// (fast among lan, or lan among fast): one draw per node, in order.
+func mixTimings(cfg *Config, n int, other func() bool) {
+	alt := invitation.FastTiming()
+	if cfg.Timing == alt {
+		alt = invitation.DefaultTiming()
+	}
+	cfg.NodeTimings = make([]invitation.Timing, n)
+	for i := range cfg.NodeTimings {
+		if other() {
+			cfg.NodeTimings[i] = alt
+		}
+	}
 }
