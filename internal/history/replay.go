@@ -40,7 +40,7 @@ type Result struct {
 	Created  int // group numbers created (as inferred)
 	Restarts int // restarts (start marks after a node's first events, and inferred from incarnations)
 	Crashes  int // kill, stop and restart marks
-	// Safety lists every S1–S4 violation over the history.
+	// Safety lists every S1–S5, LT1–LT2 and LP1 violation over the history.
 	Safety []invariant.Violation
 	Checks []Check
 }

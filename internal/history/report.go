@@ -86,7 +86,7 @@ func NewReport(res Result, bad []string) Report {
 func (r Report) WriteText(w io.Writer) {
 	fmt.Fprintf(w, "history: %d events from %d nodes (%d stale), %d group numbers created, %d restarts, %d crashes (kill, stop, restart)\n",
 		r.Events, r.Nodes, r.StaleEvents, r.GroupsCreated, r.Restarts, r.Crashes)
-	fmt.Fprintf(w, "safety (S1-S4): %d violations\n", len(r.SafetyViolations))
+	fmt.Fprintf(w, "safety (S1-S5, LT1-LT2, LP1): %d violations\n", len(r.SafetyViolations))
 	for _, v := range r.SafetyViolations {
 		fmt.Fprintf(w, "  %s\n", v)
 	}

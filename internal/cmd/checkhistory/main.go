@@ -1,5 +1,5 @@
 // Command checkhistory replays a recorded lab run through the invariant
-// checker and says whether S1–S4 held over the whole history and whether
+// checker and says whether S1–S5 and LP1 held over the whole history and whether
 // every check point held (L1 at quiet and heal check points, per-side L1,
 // L2 at failover check points; see package internal/history, which does
 // the work):
