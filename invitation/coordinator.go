@@ -11,6 +11,54 @@ import (
 // coordinators), Merge (inviting them), the accept window, Ready rounds and
 // member liveness.
 
+// member is a coordinator's record of one member of its group.
+type member struct {
+	m wire.Member
+	// heard is when the member last gave a sign of life (an Accept, a
+	// ReadyAck, a BeatAck, an AreYouThere); granted is when the coordinator
+	// sent the latest heartbeat whose acknowledgement granted its lease.
+	heard, granted time.Time
+}
+
+// checkRound is one AreYouCoordinator round.
+type checkRound struct {
+	deadline time.Time
+	asked    map[wire.NodeID]bool
+	lower    []wire.NodeID
+	higher   map[wire.NodeID]bool
+}
+
+// mergeRound is a coordinator's accept window for a new group.
+type mergeRound struct {
+	invited  map[wire.NodeID]bool // true once accepted
+	targets  []wire.NodeID        // the coordinators among invited
+	fresh    map[wire.NodeID]uint64
+	deadline time.Time
+	resendAt time.Time
+	// expect is how many members (besides the coordinator) the new group
+	// should have once everyone accepted: the window closes at once when
+	// that many have, and runs to its end when it is 0 (unknown).
+	expect int
+	// declined are invitees that held a higher number (Decline): the
+	// window's end renumbers the group and invites them again.
+	declined map[wire.NodeID]bool
+}
+
+// readyRound is a coordinator's delivery of one member-list version.
+type readyRound struct {
+	version  uint64
+	pending  map[wire.NodeID]bool
+	deadline time.Time
+	resendAt time.Time
+}
+
+// backoff holds off merges with a coordinator that did not accept the
+// last invitations: each fruitless merge spends a group number.
+type backoff struct {
+	until time.Time
+	wait  time.Duration
+}
+
 func (n *Node) tickCoordinator(now time.Time) Reason {
 	if m := n.merge; m != nil {
 		if !now.Before(n.afterStall(m.deadline)) {

@@ -324,7 +324,7 @@ func TestInviteWaitFollowsAnnouncedTiming(t *testing.T) {
 
 // TestPacedBeacons: a lone coordinator broadcasts its beacon every
 // BeaconInterval while it hears up to 16 broadcasters (itself included),
-// and paces it by their number beyond that (node.go, paced): 64 of them, a
+// and paces it by their number beyond that (beacon.go, paced): 64 of them, a
 // beacon every 4 s. Beacons sent to one node and heartbeats are not paced.
 func TestPacedBeacons(t *testing.T) {
 	other := wire.GroupNumber{Seq: 50, ID: 1} // the broadcasters are members of another group, reorganizing

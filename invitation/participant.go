@@ -19,6 +19,15 @@ import (
 // every AnswerTimeout, and it gives up AliveTimeout after the last sign of
 // life. All of these are its coordinator's intervals, announced in Ready.
 
+// assembly collects the chunks of a split Ready.
+type assembly struct {
+	group   wire.GroupNumber
+	version uint64
+	members []wire.Member
+	have    []bool
+	missing int
+}
+
 func (n *Node) tickParticipant(now time.Time) Reason {
 	c := n.group.ID
 	gt := n.gt
