@@ -256,3 +256,33 @@ func (n *Node) sendBeacon(to wire.NodeID, hb beatFields) {
 	}
 	n.send(to, b)
 }
+
+// sendPeriodicBeacon is the beacon timer's work: the heartbeat of a
+// coordinator that beats its members by unicast (and, every
+// BeaconInterval, its discovery beacon), or the node's beacon, unless the
+// beacon budget holds it back until its gate.
+func (n *Node) sendPeriodicBeacon(now time.Time) {
+	if n.unicastHeartbeat() {
+		n.heartbeatMembers(n.heartbeat(now))
+		if !now.Before(n.nextDiscovery) {
+			to, p := n.beaconTarget(now, true), n.t.BeaconInterval
+			if to == wire.Broadcast {
+				// Not a heartbeat: its members get theirs by
+				// unicast. A period of its own bounds it.
+				p = n.paced(p)
+			}
+			n.nextDiscovery = now.Add(n.jitter(p))
+			n.sendBeacon(to, beatFields{})
+		}
+		n.scheduleBeacon(now)
+	} else if g := n.gate(now); now.Before(g) {
+		n.nextBeacon = g
+	} else {
+		to := n.beaconTarget(now, false)
+		if n.paceable(to) {
+			n.lastLoud = now
+		}
+		n.sendBeacon(to, n.heartbeat(now))
+		n.beaconSent(now, to)
+	}
+}

@@ -59,70 +59,64 @@ type backoff struct {
 	wait  time.Duration
 }
 
-func (n *Node) tickCoordinator(now time.Time) Reason {
-	if m := n.merge; m != nil {
-		if !now.Before(n.afterStall(m.deadline)) {
-			return n.closeAcceptWindow(now)
-		}
-		if !now.Before(m.resendAt) {
-			// Invitations are UDP: repeat them to whoever has not
-			// accepted yet.
-			n.sendInvitations(m)
-			m.resendAt = now.Add(n.t.AnswerTimeout)
-		}
-		return ""
+// resendInvitations repeats the accept window's invitations to whoever
+// has not accepted yet: they are UDP.
+func (n *Node) resendInvitations(now time.Time) {
+	n.sendInvitations(n.merge)
+	n.merge.resendAt = now.Add(n.t.AnswerTimeout)
+}
+
+// endReadyRound ends a Ready round at its deadline: members that never
+// acknowledged are dropped, in a new member list (finishReady reports the
+// group's confirmation itself, if this round formed it).
+func (n *Node) endReadyRound(now time.Time) (Reason, bool) {
+	n.finishReady(now)
+	return ReasonMembers, false
+}
+
+// publishHeld publishes the member list publish held back: the list
+// moved on, so the new one is delivered (to the members an open round
+// still waits for, too).
+func (n *Node) publishHeld(now time.Time) (Reason, bool) {
+	n.newVersion(now)
+	return ReasonMembers, false
+}
+
+// resendReady repeats the Ready round's Ready to the members that have
+// not acknowledged it.
+func (n *Node) resendReady(now time.Time) {
+	r := n.ready
+	for _, id := range sortedIDs(r.pending) {
+		n.sendReady(id)
 	}
-	why := Reason("")
-	if r := n.ready; r != nil {
-		if !now.Before(n.afterStall(r.deadline)) {
-			// Members that never acknowledged are dropped: a new
-			// member list (finishReady reports the group's
-			// confirmation itself, if this round formed it).
-			n.finishReady(now)
-			why = ReasonMembers
-		} else if !now.Before(r.resendAt) && !n.versionDue(now) {
-			for _, id := range sortedIDs(r.pending) {
-				n.sendReady(id)
-			}
-			r.resendAt = now.Add(n.t.AnswerTimeout)
-		}
+	r.resendAt = now.Add(n.t.AnswerTimeout)
+}
+
+// endCheck closes a Check's wait for answers: a merge now, or after the
+// merge delay.
+func (n *Node) endCheck(now time.Time) (Reason, bool) {
+	if n.finishCheck(now) {
+		return ReasonMerge, true
 	}
-	if n.versionDue(now) {
-		// The list moved on: deliver the new one (to the members an
-		// open round still waits for, too).
-		n.newVersion(now)
-		why = ReasonMembers
-	}
-	if n.state != wire.StateNormal {
-		return why
-	}
-	if len(n.up) > 1 && !n.nextLate.IsZero() && !now.Before(n.afterStall(n.nextLate)) {
-		n.scanLate(now)
-	}
-	if c := n.check; c != nil && !now.Before(c.deadline) {
-		if n.finishCheck(now) {
-			return ReasonMerge
-		}
-	}
-	if !n.mergeAt.IsZero() && !now.Before(n.mergeAt) {
-		// After the delay, invite only those still coordinating: a
-		// higher coordinator may have absorbed them meanwhile.
-		var targets []wire.NodeID
-		for _, id := range n.mergeWith {
-			if p := n.coords[id]; p != nil && p.isCoordinator(id) && p.group != n.group {
-				targets = append(targets, id)
-			}
-		}
-		n.mergeAt, n.mergeWith = time.Time{}, nil
-		if len(targets) > 0 && !n.degraded() {
-			n.startMerge(now, targets)
-			return ReasonMerge
+	return "", false
+}
+
+// endMergeDelay ends the merge delay a Check started: it invites only
+// those still coordinating, as a higher coordinator may have absorbed
+// them meanwhile.
+func (n *Node) endMergeDelay(now time.Time) Reason {
+	var targets []wire.NodeID
+	for _, id := range n.mergeWith {
+		if p := n.coords[id]; p != nil && p.isCoordinator(id) && p.group != n.group {
+			targets = append(targets, id)
 		}
 	}
-	if !now.Before(n.nextCheck) {
-		n.startCheck(now)
+	n.mergeAt, n.mergeWith = time.Time{}, nil
+	if len(targets) > 0 && !n.degraded() {
+		n.startMerge(now, targets)
+		return ReasonMerge
 	}
-	return why
+	return ""
 }
 
 // startCheck sends AreYouCoordinator to every peer that last said it

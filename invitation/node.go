@@ -197,6 +197,8 @@ func New(cfg Config, now time.Time) (*Node, error) {
 		since:    now,
 		born:     now,
 		now:      now,
+		// The first Tick sweeps, and so sets the sweep's period.
+		nextSweep: now,
 
 		q:           cfg.Quorum,
 		noPreempt:   cfg.NoPreempt,

@@ -315,9 +315,10 @@ func (s *Sim) handle(e *event) {
 		n.tickAt = -1
 		now := s.clock(n)
 		if !n.d.Tick(now) {
+			timer, _ := n.d.Node().NextTimer()
 			s.fail(invariant.Violation{Invariant: "DL", Time: s.Now(), Nodes: []wire.NodeID{n.id},
-				Detail: fmt.Sprintf("node %d: after repeated Ticks at %s its deadline is still due (status %s)",
-					n.id, invariant.FormatTime(now), n.d.Node().Status())})
+				Detail: fmt.Sprintf("node %d: after repeated Ticks at %s its deadline is still due (timer %s, status %s)",
+					n.id, invariant.FormatTime(now), timer, n.d.Node().Status())})
 		}
 		s.after(n)
 	case evSaved:
