@@ -43,21 +43,48 @@ func (s *Sim) runTo(end int64) error {
 	return nil
 }
 
-// RunUntil runs until cond holds, checking it every poll of virtual time,
-// for at most max. It returns how long it ran and whether cond held.
-func (s *Sim) RunUntil(cond func(*Sim) bool, poll, max time.Duration) (time.Duration, bool, error) {
+// Poll is how often (in virtual time) RunUntil looks at the nodes' views
+// unless told otherwise.
+const Poll = 10 * time.Millisecond
+
+// Until says how RunUntil runs.
+type Until struct {
+	// Max is how much virtual time it runs at most.
+	Max time.Duration
+	// Poll is how often, in virtual time, it checks its condition; zero
+	// means Poll.
+	Poll time.Duration
+	// Guard, if set, is called before each step of Poll; an error from it
+	// ends the run with that error (a wall-clock limit, a memory guard: a
+	// run of a huge N cannot be interrupted otherwise).
+	Guard func() error
+}
+
+// RunUntil runs until cond holds, checking it every u.Poll of virtual
+// time, for at most u.Max (never past it). It returns how long it ran and
+// whether cond held. The one way to run a simulation until something
+// happens: the experiments of internal/simbench and benchtool use it.
+func (s *Sim) RunUntil(cond func() bool, u Until) (time.Duration, bool, error) {
+	poll := u.Poll
+	if poll <= 0 {
+		poll = Poll
+	}
 	start := s.now
-	for {
-		if cond(s) {
-			return time.Duration(s.now - start), true, nil
+	took := func() time.Duration { return time.Duration(s.now - start) }
+	for !cond() {
+		if took() >= u.Max {
+			return took(), false, nil
 		}
-		if time.Duration(s.now-start) >= max {
-			return time.Duration(s.now - start), false, nil
+		if u.Guard != nil {
+			if err := u.Guard(); err != nil {
+				return took(), false, err
+			}
 		}
-		if err := s.RunFor(poll); err != nil {
-			return time.Duration(s.now - start), false, err
+		if err := s.RunFor(min(poll, u.Max-took())); err != nil {
+			return took(), false, err
 		}
 	}
+	return took(), true, nil
 }
 
 // clock is node n's view of the current time: the virtual clock, its

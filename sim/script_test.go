@@ -457,10 +457,10 @@ func (h *script) runUntil(t *testing.T, d *datadriven.TestData, b *strings.Build
 	d.ScanArgs(t, "node", &node)
 	d.ScanArgs(t, "state", &state)
 	d.MaybeScanArgs(t, "role", &role)
-	took, ok, err := h.s.RunUntil(func(s *Sim) bool {
-		st, up := s.Status(node)
+	took, ok, err := h.s.RunUntil(func() bool {
+		st, up := h.s.Status(node)
 		return up && st.State.String() == state && (role == "" || st.Role().String() == role)
-	}, time.Millisecond, durationArg(t, d, "max", time.Minute))
+	}, Until{Poll: time.Millisecond, Max: durationArg(t, d, "max", time.Minute)})
 	if err == nil {
 		if !ok {
 			d.Fatalf(t, "node %d not %s %s within %v", node, state, role, took)
