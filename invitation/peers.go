@@ -99,13 +99,9 @@ func (n *Node) observe(now time.Time, m wire.Message) {
 			// loses its group.
 			return
 		}
-		f := n.fresh[m.From]
+		f := entry(n.fresh, m.From)
 		if f == nil {
-			if len(n.fresh) >= MaxGroupSize {
-				return
-			}
-			f = &freshPeer{}
-			n.fresh[m.From] = f
+			return
 		}
 		if f.boot != m.Boot {
 			f.invited, f.wait = time.Time{}, 0
@@ -124,13 +120,9 @@ func (n *Node) observe(now time.Time, m wire.Message) {
 		n.forgetCoord(m.From)
 		return
 	}
-	p := n.coords[m.From]
+	p := entry(n.coords, m.From)
 	if p == nil {
-		if len(n.coords) >= MaxGroupSize {
-			return
-		}
-		p = &peer{}
-		n.coords[m.From] = p
+		return
 	}
 	p.prio = m.Priority
 	p.degraded = m.Flags&wire.FlagDegraded != 0
@@ -147,6 +139,18 @@ func (n *Node) observe(now time.Time, m wire.Message) {
 	if wait > 0 {
 		p.wait = wait
 	}
+}
+
+// entry returns the record of id in m, adding an empty one, unless m
+// already holds MaxGroupSize records (nil then): what a node keeps of its
+// peers is bounded whatever the LAN sends it.
+func entry[V any](m map[wire.NodeID]*V, id wire.NodeID) *V {
+	v := m[id]
+	if v == nil && len(m) < MaxGroupSize {
+		v = new(V)
+		m[id] = v
+	}
+	return v
 }
 
 // seen records a group number a message carries: new numbers go above it,
