@@ -192,23 +192,35 @@ func ends(f func(*Node, time.Time) Reason) func(*Node, time.Time) (Reason, bool)
 	}
 }
 
+// byPhase is the table by phase, in its order: what tick and NextTimer
+// walk, so that a node's input costs only its phase's timers.
+var byPhase = func() (b [idlePhase + 1][]*timer) {
+	for i := range timers {
+		t := &timers[i]
+		b[t.phase] = append(b[t.phase], t)
+	}
+	return b
+}()
+
 // tick runs the timers due at now, in the table's order: those of every
 // phase, then those of the phase the node is in once they ran. Each reads
 // its time after the ones before it ran, as their work may have moved it.
 // It returns the reason for the view change the last of them reported.
 func (n *Node) tick(now time.Time) Reason {
-	why := Reason("")
-	ph := anyPhase
-	for i := range timers {
-		t := &timers[i]
-		if t.phase != anyPhase {
-			if ph == anyPhase {
-				ph = n.phase()
-			}
-			if t.phase != ph {
-				continue
-			}
+	why, stop := n.fire(now, byPhase[anyPhase])
+	if !stop {
+		w, _ := n.fire(now, byPhase[n.phase()])
+		if w != "" {
+			why = w
 		}
+	}
+	return why
+}
+
+// fire runs the timers of ts due at now, in order, until one stops the
+// Tick.
+func (n *Node) fire(now time.Time, ts []*timer) (why Reason, stop bool) {
+	for _, t := range ts {
 		if t.fire == nil {
 			continue
 		}
@@ -222,10 +234,10 @@ func (n *Node) tick(now time.Time) Reason {
 			why = w
 		}
 		if stop {
-			break
+			return why, true
 		}
 	}
-	return why
+	return why, false
 }
 
 // NextDeadline returns the earliest time at which a Tick has work to do:
@@ -244,14 +256,11 @@ func (n *Node) NextTimer() (name string, at time.Time) {
 	if n.stopped {
 		return "", time.Time{}
 	}
-	ph := n.phase()
-	for i := range timers {
-		t := &timers[i]
-		if t.phase != anyPhase && t.phase != ph {
-			continue
-		}
-		if d := t.due(n); !d.IsZero() && (at.IsZero() || d.Before(at)) {
-			name, at = t.name, d
+	for _, ts := range [2][]*timer{byPhase[anyPhase], byPhase[n.phase()]} {
+		for _, t := range ts {
+			if d := t.due(n); !d.IsZero() && (at.IsZero() || d.Before(at)) {
+				name, at = t.name, d
+			}
 		}
 	}
 	return name, at
