@@ -48,6 +48,10 @@ var ErrDuplicateID = errors.New("group: another live process uses this node ID")
 // it once the disk has room).
 var ErrPersist = errors.New("group: cannot write the state file")
 
+// ErrClosed is what Run returns for an agent that was closed, or already
+// run.
+var ErrClosed = errors.New("group: agent closed or already run")
+
 // Addrs are the addresses an agent bound or advertises, with the ports
 // actually chosen when Config asked for port 0.
 type Addrs struct {
@@ -432,14 +436,18 @@ func (a *Agent) release() {
 	}
 }
 
-// Close releases the data dir and sockets of an agent that was not run.
-// It does nothing to an agent whose Run started: Run releases everything
-// when its context is done.
+// Close releases the data dir and sockets of an agent that was not run;
+// Run then returns ErrClosed. It does nothing to an agent whose Run
+// started (Run releases everything when its context is done), nor to one
+// already closed. It may be called alongside Run: whichever starts first
+// owns the agent's resources.
 func (a *Agent) Close() error {
-	if a.started.Load() {
+	// One atomic step with Run's: a check and a later store let both
+	// pass, and Close released the sockets under a running loop and
+	// closed done twice.
+	if !a.started.CompareAndSwap(false, true) {
 		return nil
 	}
-	a.started.Store(true) // Run must not start on released resources
 	a.release()
 	close(a.done)
 	return nil

@@ -491,13 +491,18 @@ func (n *testNode) createdSeqs() []uint64 {
 // TestMain raises the default test parallelism (GOMAXPROCS, 2 on a small
 // machine) unless -parallel was given: the cluster tests spend their time
 // waiting on protocol timers, not on the CPU, and run in seconds side by
-// side rather than one pair at a time.
+// side rather than one pair at a time. It ends by saying which test
+// skipped for want of root.
 func TestMain(m *testing.M) {
 	flag.Parse()
 	if f := flag.Lookup("test.parallel"); f != nil && !flagSet("test.parallel") {
 		_ = f.Value.Set("8")
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if why := notRoot.Load(); why != nil {
+		fmt.Printf("group: 1 test skipped, not root (%s); as root, go test ./group/ runs it\n", why)
+	}
+	os.Exit(code)
 }
 
 func flagSet(name string) bool {

@@ -157,57 +157,16 @@ func testCrashedDataDir(t *testing.T, mode netMode) {
 func TestJoinsKeepLeader(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t, memMulticast)
-	var cbMu sync.Mutex
-	type callback struct {
-		node wire.NodeID
-		what string
-	}
-	var calls []callback
-	record := func(id wire.NodeID, what string) {
-		cbMu.Lock()
-		calls = append(calls, callback{id, what})
-		cbMu.Unlock()
-	}
-	c.tweak = func(cfg *Config) {
-		id := cfg.ID
-		cfg.Leader = LeaderCallbacks{
-			OnStartedLeading: func(ctx context.Context) {
-				record(id, "start")
-				<-ctx.Done()
-				record(id, "ctx-done")
-			},
-			OnStoppedLeading: func() { record(id, "stop") },
-		}
-	}
+	cbs := &callbackLog{}
+	c.tweak = func(cfg *Config) { cfg.Leader = cbs.callbacks(cfg.ID) }
 	for id := wire.NodeID(2); id <= 5; id++ {
 		c.start(id, "")
 	}
 	g0, _ := c.waitConverged(convergeBound(c))
 	lead := c.node(5)
 	term := lead.a.Status().Term
-	cbMu.Lock()
-	calls = nil // nodes that led alone while starting are not the point
-	cbMu.Unlock()
-	var mu sync.Mutex
-	var flaps []string
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(5 * time.Millisecond):
-			}
-			if st := lead.a.Status(); !st.Leader {
-				mu.Lock()
-				flaps = append(flaps, st.String())
-				mu.Unlock()
-			}
-		}
-	}()
+	cbs.take() // nodes that led alone while starting are not the point
+	flaps := watchLeadership(lead.a)
 
 	c.start(1, "") // a lower node joins
 	g1, _ := c.waitConverged(convergeBound(c))
@@ -223,20 +182,12 @@ func TestJoinsKeepLeader(t *testing.T) {
 	if st := lead.a.Status(); st.Term != term {
 		t.Errorf("a join and a restart changed the term from %s to %s", term, st.Term)
 	}
-	for _, e := range lead.eventsOf() {
-		if e.Reason == ReasonLeaderStop {
-			t.Errorf("the leader got %s at %v during joins", e.Reason, e.Time)
-		}
+	if _, stops := leaderChanges(lead.eventsOf()); stops > 0 {
+		t.Errorf("the leader got %d %s during joins", stops, ReasonLeaderStop)
 	}
-	cbMu.Lock()
-	for _, cb := range calls {
-		if cb.node == 5 {
-			t.Errorf("the leader's callbacks ran during joins: %v", calls)
-			break
-		}
+	if calls := cbs.take(); callsOf(calls, 5) != nil {
+		t.Errorf("the leader's callbacks ran during joins: %v", calls)
 	}
-	calls = nil
-	cbMu.Unlock()
 
 	// A partition of lower nodes heals: the leader merges them back (a
 	// new number). Node 2 led them meanwhile, with a term above 5's, so 5
@@ -251,43 +202,22 @@ func TestJoinsKeepLeader(t *testing.T) {
 	})
 	c.nw.Heal()
 	g2, _ := c.waitConverged(convergeBound(c))
-	close(stop)
-	wg.Wait()
+	if fl := flaps(); len(fl) > 0 {
+		t.Errorf("the leader's status left leadership %d times, e.g. %s", len(fl), fl[0])
+	}
 	if g2.ID != 5 {
 		t.Errorf("after the heal: group %s, want coordinator 5", g2)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(flaps) > 0 {
-		t.Errorf("the leader's status left leadership %d times, e.g. %s", len(flaps), flaps[0])
-	}
-	starts, stops := 0, 0
-	for _, e := range lead.eventsOf() {
-		switch e.Reason {
-		case ReasonLeaderStart:
-			starts++
-		case ReasonLeaderStop:
-			stops++
-		}
-	}
-	if starts != 2 || stops != 1 { // its first leadership, and the new term
+	if starts, stops := leaderChanges(lead.eventsOf()); starts != 2 || stops != 1 { // its first leadership, and the new term
 		t.Errorf("the leader got %d leader-start and %d leader-stop, want 2 and 1 (the heal's new term)", starts, stops)
 	}
 	if st := lead.a.Status(); !t2.Less(st.Term) || !term.Less(st.Term) || st.Term != g2 {
 		t.Errorf("after the heal the term is %s; want the new group %s, above 5's old term %s and 2's %s", st.Term, g2, term, t2)
 	}
-	cbMu.Lock()
-	got5 := map[string]int{}
-	for _, cb := range calls {
-		if cb.node == 5 {
-			got5[cb.what]++
-		}
-	}
-	if want := map[string]int{"ctx-done": 1, "stop": 1, "start": 1}; !maps.Equal(got5, want) {
+	calls := cbs.take()
+	if got5, want := callsOf(calls, 5), map[string]int{"ctx-done": 1, "stop": 1, "start": 1}; !maps.Equal(got5, want) {
 		t.Errorf("the leader's callbacks during the heal: %v, want %v (all calls %v)", got5, want, calls)
 	}
-	calls = nil
-	cbMu.Unlock()
 
 	// A real failover: exactly one leader-start, on node 4.
 	marks := map[wire.NodeID]int{}
@@ -300,26 +230,16 @@ func TestJoinsKeepLeader(t *testing.T) {
 		t.Fatalf("after the failover: group %s, want coordinator 4", g3)
 	}
 	for _, n := range c.live() {
-		starts, stops := 0, 0
-		for _, e := range n.eventsOf()[marks[n.id]:] {
-			switch e.Reason {
-			case ReasonLeaderStart:
-				starts++
-			case ReasonLeaderStop:
-				stops++
-			}
-		}
 		want := 0
 		if n.id == 4 {
 			want = 1
 		}
-		if starts != want || stops != 0 {
+		if starts, stops := leaderChanges(n.eventsOf()[marks[n.id]:]); starts != want || stops != 0 {
 			t.Errorf("node %d: %d leader-start and %d leader-stop in the failover, want %d and 0", n.id, starts, stops, want)
 		}
 	}
-	cbMu.Lock()
-	defer cbMu.Unlock()
 	// The crashed leader's callbacks end with its agent; node 4 starts.
+	calls = cbs.take()
 	got := map[callback]int{}
 	for _, cb := range calls {
 		got[cb]++
@@ -327,6 +247,97 @@ func TestJoinsKeepLeader(t *testing.T) {
 	want := map[callback]int{{5, "ctx-done"}: 1, {5, "stop"}: 1, {4, "start"}: 1}
 	if !maps.Equal(got, want) {
 		t.Errorf("callbacks in the failover: %v, want %v", calls, want)
+	}
+}
+
+// callback is one call of a node's LeaderCallbacks: start, ctx-done (its
+// OnStartedLeading context ended) or stop.
+type callback struct {
+	node wire.NodeID
+	what string
+}
+
+// callbackLog records the leader callbacks of every node of a cluster.
+type callbackLog struct {
+	mu    sync.Mutex
+	calls []callback
+}
+
+// callbacks are node id's LeaderCallbacks, recording into l.
+func (l *callbackLog) callbacks(id wire.NodeID) LeaderCallbacks {
+	record := func(what string) {
+		l.mu.Lock()
+		l.calls = append(l.calls, callback{id, what})
+		l.mu.Unlock()
+	}
+	return LeaderCallbacks{
+		OnStartedLeading: func(ctx context.Context) {
+			record("start")
+			<-ctx.Done()
+			record("ctx-done")
+		},
+		OnStoppedLeading: func() { record("stop") },
+	}
+}
+
+// take returns the calls recorded since the last take.
+func (l *callbackLog) take() []callback {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	calls := l.calls
+	l.calls = nil
+	return calls
+}
+
+// callsOf counts node id's calls among calls, by kind (nil: none).
+func callsOf(calls []callback, id wire.NodeID) map[string]int {
+	var n map[string]int
+	for _, cb := range calls {
+		if cb.node == id {
+			if n == nil {
+				n = map[string]int{}
+			}
+			n[cb.what]++
+		}
+	}
+	return n
+}
+
+// leaderChanges counts the leader-start and leader-stop events among es.
+func leaderChanges(es []Event) (starts, stops int) {
+	for _, e := range es {
+		switch e.Reason {
+		case ReasonLeaderStart:
+			starts++
+		case ReasonLeaderStop:
+			stops++
+		}
+	}
+	return starts, stops
+}
+
+// watchLeadership polls a's status every 5 ms until the returned function
+// is called, which returns the statuses seen that did not say leader.
+func watchLeadership(a *Agent) func() []string {
+	var flaps []string
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+			if st := a.Status(); !st.Leader {
+				flaps = append(flaps, st.String())
+			}
+		}
+	}()
+	return func() []string {
+		close(stop)
+		<-done
+		return flaps
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	mrand "math/rand"
 	"sync"
@@ -29,13 +28,14 @@ const (
 // peers react at once), releases the data dir and sockets, and returns nil
 // within about a second. It returns an error if memberlist cannot start,
 // and ErrDuplicateID (soon after the start) if another live process uses
-// this node's ID and this one gave way. Run may be called once.
+// this node's ID and this one gave way. Run may be called once, and not
+// after Close: it then returns ErrClosed.
 //
 // Done is closed when Run has returned, and Err then returns what it
 // returned. Kill stops it as a crash would.
 func (a *Agent) Run(ctx context.Context) (err error) {
 	if !a.started.CompareAndSwap(false, true) {
-		return errors.New("group: Run called twice")
+		return ErrClosed
 	}
 	defer func() {
 		a.runErr = err

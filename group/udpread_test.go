@@ -7,6 +7,8 @@ import (
 	"net/netip"
 	"testing"
 	"time"
+
+	"github.com/groupd/groupd/group/memnet"
 )
 
 // TestUDPReader: the transport's reader returns each datagram with its
@@ -32,12 +34,19 @@ func TestUDPReader(t *testing.T) {
 			}
 			want := netip.MustParseAddrPort(sc.LocalAddr().String())
 			buf := make([]byte, 64)
+			// reading waits until the test's read is parked in the
+			// netpoller: what comes next reaches a reader that waits.
+			reading := func() {
+				if err := memnet.WaitParked(10*time.Second, "IO wait", "group.(*udpReader).ReadFromUDPAddrPort", "group.TestUDPReader"); err != nil {
+					t.Error(err)
+				}
+			}
 			for i, msg := range [][]byte{[]byte("first"), {}, bytes.Repeat([]byte{7}, 64)} {
-				// The second and third are sent after the read began:
-				// the reader must wait for them.
+				// The second and third are sent once the read waits:
+				// the reader must wake for them.
 				go func() {
 					if i > 0 {
-						time.Sleep(20 * time.Millisecond)
+						reading()
 					}
 					sc.WriteToUDP(msg, rc.LocalAddr().(*net.UDPAddr))
 				}()
@@ -49,7 +58,7 @@ func TestUDPReader(t *testing.T) {
 					t.Fatalf("datagram %d: %q from %v, want %q from %v", i, buf[:n], src, msg, want)
 				}
 			}
-			go func() { time.Sleep(20 * time.Millisecond); rc.Close() }()
+			go func() { reading(); rc.Close() }()
 			if _, _, err := r.ReadFromUDPAddrPort(buf); !errors.Is(err, net.ErrClosed) {
 				t.Fatalf("read after close: %v, want net.ErrClosed", err)
 			}

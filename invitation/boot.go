@@ -44,7 +44,24 @@ func (n *Node) detach(now time.Time) {
 	n.announced = false
 }
 
-// tickDetached runs the listening window of a node without a group.
+// bootWindowDue is when a node without a group must next weigh the nodes
+// it heard: at the end of its listening window, then at the end of its
+// wait for a higher node's invitation. A node waiting for its number's
+// save, or degraded (it waits to be invited), has nothing to weigh.
+func (n *Node) bootWindowDue() time.Time {
+	switch {
+	case n.pending != nil || n.degraded():
+		return time.Time{}
+	case n.waitUntil.IsZero():
+		return n.attachAt
+	}
+	return n.waitUntil
+}
+
+// tickDetached runs the listening window of a node without a group. It
+// polls (it runs on every Tick from the window's end): the higher node it
+// waits for may have gone silent or joined a group since the last, and
+// then it need not wait for the end of its wait.
 func (n *Node) tickDetached(now time.Time) Reason {
 	if now.Before(n.attachAt) || n.pending != nil {
 		return ""

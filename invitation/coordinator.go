@@ -11,70 +11,112 @@ import (
 // coordinators), Merge (inviting them), the accept window, Ready rounds and
 // member liveness.
 
-func (n *Node) tickCoordinator(now time.Time) Reason {
-	if m := n.merge; m != nil {
-		if !now.Before(n.afterStall(m.deadline)) {
-			return n.closeAcceptWindow(now)
+// member is a coordinator's record of one member of its group.
+type member struct {
+	m wire.Member
+	// heard is when the member last gave a sign of life (an Accept, a
+	// ReadyAck, a BeatAck, an AreYouThere); granted is when the coordinator
+	// sent the latest heartbeat whose acknowledgement granted its lease.
+	heard, granted time.Time
+}
+
+// checkRound is one AreYouCoordinator round.
+type checkRound struct {
+	deadline time.Time
+	asked    map[wire.NodeID]bool
+	lower    []wire.NodeID
+	higher   map[wire.NodeID]bool
+}
+
+// mergeRound is a coordinator's accept window for a new group.
+type mergeRound struct {
+	invited  map[wire.NodeID]bool // true once accepted
+	targets  []wire.NodeID        // the coordinators among invited
+	fresh    map[wire.NodeID]uint64
+	deadline time.Time
+	resendAt time.Time
+	// expect is how many members (besides the coordinator) the new group
+	// should have once everyone accepted: the window closes at once when
+	// that many have, and runs to its end when it is 0 (unknown).
+	expect int
+	// declined are invitees that held a higher number (Decline): the
+	// window's end renumbers the group and invites them again.
+	declined map[wire.NodeID]bool
+}
+
+// readyRound is a coordinator's delivery of one member-list version.
+type readyRound struct {
+	version  uint64
+	pending  map[wire.NodeID]bool
+	deadline time.Time
+	resendAt time.Time
+}
+
+// backoff holds off merges with a coordinator that did not accept the
+// last invitations: each fruitless merge spends a group number.
+type backoff struct {
+	until time.Time
+	wait  time.Duration
+}
+
+// resendInvitations repeats the accept window's invitations to whoever
+// has not accepted yet: they are UDP.
+func (n *Node) resendInvitations(now time.Time) {
+	n.sendInvitations(n.merge)
+	n.merge.resendAt = now.Add(n.t.AnswerTimeout)
+}
+
+// endReadyRound ends a Ready round at its deadline: members that never
+// acknowledged are dropped, in a new member list (finishReady reports the
+// group's confirmation itself, if this round formed it).
+func (n *Node) endReadyRound(now time.Time) (Reason, bool) {
+	n.finishReady(now)
+	return ReasonMembers, false
+}
+
+// publishHeld publishes the member list publish held back: the list
+// moved on, so the new one is delivered (to the members an open round
+// still waits for, too).
+func (n *Node) publishHeld(now time.Time) (Reason, bool) {
+	n.newVersion(now)
+	return ReasonMembers, false
+}
+
+// resendReady repeats the Ready round's Ready to the members that have
+// not acknowledged it.
+func (n *Node) resendReady(now time.Time) {
+	r := n.ready
+	for _, id := range sortedIDs(r.pending) {
+		n.sendReady(id)
+	}
+	r.resendAt = now.Add(n.t.AnswerTimeout)
+}
+
+// endCheck closes a Check's wait for answers: a merge now, or after the
+// merge delay.
+func (n *Node) endCheck(now time.Time) (Reason, bool) {
+	if n.finishCheck(now) {
+		return ReasonMerge, true
+	}
+	return "", false
+}
+
+// endMergeDelay ends the merge delay a Check started: it invites only
+// those still coordinating, as a higher coordinator may have absorbed
+// them meanwhile.
+func (n *Node) endMergeDelay(now time.Time) Reason {
+	var targets []wire.NodeID
+	for _, id := range n.mergeWith {
+		if p := n.coords[id]; p != nil && p.isCoordinator(id) && p.group != n.group {
+			targets = append(targets, id)
 		}
-		if !now.Before(m.resendAt) {
-			// Invitations are UDP: repeat them to whoever has not
-			// accepted yet.
-			n.sendInvitations(m)
-			m.resendAt = now.Add(n.t.AnswerTimeout)
-		}
-		return ""
 	}
-	why := Reason("")
-	if r := n.ready; r != nil {
-		if !now.Before(n.afterStall(r.deadline)) {
-			// Members that never acknowledged are dropped: a new
-			// member list (finishReady reports the group's
-			// confirmation itself, if this round formed it).
-			n.finishReady(now)
-			why = ReasonMembers
-		} else if !now.Before(r.resendAt) && !n.versionDue(now) {
-			for _, id := range sortedIDs(r.pending) {
-				n.sendReady(id)
-			}
-			r.resendAt = now.Add(n.t.AnswerTimeout)
-		}
+	n.mergeAt, n.mergeWith = time.Time{}, nil
+	if len(targets) > 0 && !n.degraded() {
+		n.startMerge(now, targets)
+		return ReasonMerge
 	}
-	if n.versionDue(now) {
-		// The list moved on: deliver the new one (to the members an
-		// open round still waits for, too).
-		n.newVersion(now)
-		why = ReasonMembers
-	}
-	if n.state != wire.StateNormal {
-		return why
-	}
-	if len(n.up) > 1 && !n.nextLate.IsZero() && !now.Before(n.afterStall(n.nextLate)) {
-		n.scanLate(now)
-	}
-	if c := n.check; c != nil && !now.Before(c.deadline) {
-		if n.finishCheck(now) {
-			return ReasonMerge
-		}
-	}
-	if !n.mergeAt.IsZero() && !now.Before(n.mergeAt) {
-		// After the delay, invite only those still coordinating: a
-		// higher coordinator may have absorbed them meanwhile.
-		var targets []wire.NodeID
-		for _, id := range n.mergeWith {
-			if p := n.coords[id]; p != nil && p.isCoordinator(id) && p.group != n.group {
-				targets = append(targets, id)
-			}
-		}
-		n.mergeAt, n.mergeWith = time.Time{}, nil
-		if len(targets) > 0 && !n.degraded() {
-			n.startMerge(now, targets)
-			return ReasonMerge
-		}
-	}
-	if !now.Before(n.nextCheck) {
-		n.startCheck(now)
-	}
-	return why
+	return ""
 }
 
 // startCheck sends AreYouCoordinator to every peer that last said it

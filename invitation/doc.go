@@ -10,6 +10,11 @@
 // Package driver is the one runtime loop around a Node; the daemon (package
 // group), the simulator (package sim) and the tests use it.
 //
+// The node's timers are one table (timers.go): each names when it is due,
+// read from the node's state, and what it does then. A Tick runs the ones
+// due; NextDeadline, when the runtime should tick next, is the earliest of
+// the same entries, and NextTimer names it.
+//
 // # Group numbers
 //
 // A group is named by (Seq, ID), ID being its coordinator. Before creating

@@ -324,7 +324,7 @@ func TestInviteWaitFollowsAnnouncedTiming(t *testing.T) {
 
 // TestPacedBeacons: a lone coordinator broadcasts its beacon every
 // BeaconInterval while it hears up to 16 broadcasters (itself included),
-// and paces it by their number beyond that (node.go, paced): 64 of them, a
+// and paces it by their number beyond that (beacon.go, paced): 64 of them, a
 // beacon every 4 s. Beacons sent to one node and heartbeats are not paced.
 func TestPacedBeacons(t *testing.T) {
 	other := wire.GroupNumber{Seq: 50, ID: 1} // the broadcasters are members of another group, reorganizing
@@ -449,5 +449,37 @@ func TestStalledParticipant(t *testing.T) {
 				t.Fatalf("no election after 12 ticks (%v after the last heartbeat): %s", m.now.Sub(last), m.n.Status())
 			}
 		})
+	}
+}
+
+// TestNextTimer: NextTimer names the timer NextDeadline is for, and a Tick
+// then runs it. A participant that hears nothing from its coordinator
+// asks it AreYouThere, then gives up on it: it wins the election (the
+// only survivor) and leaves the group.
+func TestNextTimer(t *testing.T) {
+	g := wire.GroupNumber{Seq: 500, ID: 9}
+	m := joined(t, 1, g, 1, 9)
+	m.sent = nil
+	var fired []string
+	for i := 0; m.n.Status().Group == g; i++ {
+		name, at := m.n.NextTimer()
+		if name == "" || at.IsZero() || !at.Equal(m.n.NextDeadline()) {
+			t.Fatalf("NextTimer = %q, %v; NextDeadline = %v", name, at, m.n.NextDeadline())
+		}
+		if i > 100 {
+			t.Fatalf("still in %s after 100 ticks: %v", g, fired)
+		}
+		fired = append(fired, name)
+		m.now = later(m.now, at)
+		m.step(invitation.Tick{})
+	}
+	asked := 0
+	for _, e := range m.sent {
+		if _, ok := e.Msg.Body.(wire.AreYouThere); ok && e.To == g.ID {
+			asked++
+		}
+	}
+	if asked == 0 || fired[0] != "are-you-there" || fired[len(fired)-1] != "alive" {
+		t.Fatalf("timers fired %v, %d AreYouThere sent; want are-you-there first, alive last", fired, asked)
 	}
 }

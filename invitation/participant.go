@@ -19,25 +19,44 @@ import (
 // every AnswerTimeout, and it gives up AliveTimeout after the last sign of
 // life. All of these are its coordinator's intervals, announced in Ready.
 
-func (n *Node) tickParticipant(now time.Time) Reason {
-	c := n.group.ID
-	gt := n.gt
-	if now.Sub(n.lastYes) > n.aliveTimeout() && !now.Before(n.judgeAfter) {
+// assembly collects the chunks of a split Ready.
+type assembly struct {
+	group   wire.GroupNumber
+	version uint64
+	members []wire.Member
+	have    []bool
+	missing int
+}
+
+// endProbe ends a suspicion probe: without a sign of life of the
+// coordinator since it began, the participant starts an election.
+func (n *Node) endProbe(now time.Time) Reason {
+	n.probeUntil = time.Time{}
+	if !n.lastYes.After(n.probeSince) {
 		return n.startElection(now)
 	}
-	if !n.probeUntil.IsZero() && !now.Before(n.afterStall(n.probeUntil)) {
-		n.probeUntil = time.Time{}
-		if !n.lastYes.After(n.probeSince) {
-			return n.startElection(now)
+	return ""
+}
+
+// askDue is when a participant next asks its coordinator AreYouThere:
+// once a heartbeat is late, or the coordinator announced a newer member
+// list than the participant has for behindLimit, at most once per
+// AnswerTimeout.
+func (n *Node) askDue() time.Time {
+	at := n.lastYes.Add(n.gt.AliveInterval + n.gt.AnswerTimeout)
+	if !n.behindSince.IsZero() {
+		if stale := n.behindSince.Add(n.behindLimit()); stale.Before(at) {
+			at = stale
 		}
 	}
-	late := !now.Before(n.lastYes.Add(gt.AliveInterval + gt.AnswerTimeout))
-	stale := !n.behindSince.IsZero() && !now.Before(n.behindSince.Add(n.behindLimit()))
-	if (late || stale) && !now.Before(n.nextAYT) {
-		n.send(c, wire.AreYouThere{Group: n.group})
-		n.nextAYT = now.Add(gt.AnswerTimeout)
-	}
-	return n.maybeTakeOver(now)
+	return later(at, n.nextAYT)
+}
+
+// askCoordinator asks the coordinator whether it is alive and still
+// counts this node as a member.
+func (n *Node) askCoordinator(now time.Time) {
+	n.send(n.group.ID, wire.AreYouThere{Group: n.group})
+	n.nextAYT = now.Add(n.gt.AnswerTimeout)
 }
 
 // beatDecay weighs the heartbeat loss estimate towards the last ~16
@@ -144,17 +163,17 @@ func (n *Node) maybeTakeOver(now time.Time) Reason {
 	return ""
 }
 
-func (n *Node) tickReorganization(now time.Time) Reason {
-	if !now.Before(n.afterStall(n.reorgUntil)) {
-		// The new coordinator never sent Ready: Recovery.
-		n.detach(now)
-		return ReasonRecovery
-	}
-	if !now.Before(n.resendAcc) {
-		n.send(n.group.ID, wire.Accept{Group: n.group, Term: n.want.Term})
-		n.resendAcc = now.Add(n.gt.AnswerTimeout)
-	}
-	return ""
+// endReorganization gives up on a group whose new coordinator never sent
+// Ready: Recovery.
+func (n *Node) endReorganization(now time.Time) Reason {
+	n.detach(now)
+	return ReasonRecovery
+}
+
+// resendAccept repeats the Accept until Ready comes.
+func (n *Node) resendAccept(now time.Time) {
+	n.send(n.group.ID, wire.Accept{Group: n.group, Term: n.want.Term})
+	n.resendAcc = now.Add(n.gt.AnswerTimeout)
 }
 
 // onHeartbeat handles my coordinator's beacon: an unsolicited Yes. Unlike
@@ -302,15 +321,14 @@ func (n *Node) highest(cands []wire.Member) (wire.NodeID, bool) {
 	return best.ID, best.ID != n.id
 }
 
+// tickElection is the election timer's work: the end of a survivor's
+// hold-back (it runs the election now), or the embedded election's own
+// deadline, past a stall's round trip (noteStall).
 func (n *Node) tickElection(now time.Time) Reason {
-	switch {
-	case n.electAt.IsZero() && now.Before(n.judgeAfter):
-		return "" // stalled: read the Answers first (noteStall)
-	case n.electAt.IsZero():
+	if n.electAt.IsZero() {
 		n.election.Tick(now)
-	case now.Before(n.electAt):
-		return "" // still holding back
-	default:
+	} else {
+		// The hold-back is over and no invitation came: run it.
 		n.electAt = time.Time{}
 		n.election.Start(now)
 	}

@@ -2,14 +2,10 @@ package sim
 
 import "time"
 
-// Poll is how often (in virtual time) Converge, and the experiments of
-// internal/simbench, look at the nodes' views.
-const Poll = 10 * time.Millisecond
-
 // Converge runs s until every node has started and L1's condition holds,
 // for at most max, and returns how long that took.
 func (s *Sim) Converge(max time.Duration) (time.Duration, error) {
-	d, ok, err := s.RunUntil(func(s *Sim) bool { return s.started() && s.Converged() }, Poll, max)
+	d, ok, err := s.RunUntil(func() bool { return s.started() && s.Converged() }, Until{Max: max})
 	if err != nil {
 		return d, err
 	}

@@ -83,9 +83,10 @@
 //
 // # Using it
 //
-// Scripted: New, then RunFor, Partition, Cut, CutBroadcast, Heal, Quiet, SetNet, SetHost,
-// Pause, SetLoss, Crash, Restart, SetDurable, and the checks CheckConverged,
-// CheckConvergedAmong, CheckFailover, Failover. Random: RandomSchedule(seed)
+// Scripted: New, then RunFor (or RunUntil a condition holds), Partition,
+// Cut, CutBroadcast, Heal, Quiet, SetNet, SetHost, Pause, SetLoss, Crash,
+// Restart, SetDurable, and the checks CheckConverged, CheckConvergedAmong,
+// CheckFailover, Failover. Random: RandomSchedule(seed)
 // builds a Schedule (N in [2, 20], partitions, cuts, loss, crashes, quiet
 // check points); Schedule.Run plays it. Counts gives messages and bytes by
 // type (bytes as wire.Encode sizes; Config.Codec also sends every message
@@ -96,7 +97,7 @@
 // comparison, the standalone bully counts) are defined once, in
 // internal/simbench, beside the benchmarks that use them.
 //
-//	go test ./sim                                          300 random schedules and the scenarios
+//	go test ./sim                                          300 random schedules, the scenarios and the pinned histories
 //	GROUPD_SIM_SEEDS=10000 go test ./sim -run Random -timeout 30m
 //	go test ./sim -run TestRandomSchedules -seed=12345 -v  one schedule, traced
 package sim

@@ -473,14 +473,3 @@ func (s *Sim) networkChanged() {
 		s.push(event{at: s.now + int64(s.detect.Delay), kind: evDetectNetwork, epoch: s.epoch})
 	}
 }
-
-// SetDetect replaces the failure detector model.
-func (s *Sim) SetDetect(d Detect) {
-	if d.Delay == 0 {
-		d.Delay = defaultDetectDelay
-	}
-	if d.Jitter == 0 {
-		d.Jitter = defaultDetectJitter
-	}
-	s.detect = d
-}

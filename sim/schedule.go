@@ -144,8 +144,72 @@ func (sc Schedule) String() string {
 // periods (and sometimes a coordinator crash) checked in between, and a
 // final quiet period after which L1 must hold.
 func RandomSchedule(seed int64) Schedule {
-	r := rand.New(rand.NewSource(seed))
-	n := 2 + r.Intn(19)
+	g := newScheduleGen(seed)
+	r := g.r
+	g.add(Step{Kind: StepRun, D: time.Duration(r.Int63n(int64(3 * time.Second)))})
+	phases := 3 + r.Intn(6)
+	for p := 0; p < phases; p++ {
+		for k := 1 + r.Intn(3); k > 0; k-- {
+			g.fault()
+		}
+		g.hostAndOperatorFaults()
+		d := 200*time.Millisecond + time.Duration(r.Int63n(int64(5*time.Second)))
+		if r.Intn(3) == 0 {
+			d = 10*time.Millisecond + time.Duration(r.Int63n(int64(300*time.Millisecond)))
+		}
+		g.add(Step{Kind: StepRun, D: d})
+		if r.Intn(4) == 0 {
+			g.quiet()
+		}
+	}
+	g.quiet()
+	return Schedule{Config: g.cfg, Steps: g.steps}
+}
+
+// scheduleGen draws one random schedule. Each kind of fault added since
+// the first draws from a source of its own, seeded from the seed, so that
+// adding it left every other draw, and so every older seed's schedule, as
+// it was.
+type scheduleGen struct {
+	cfg   Config
+	n     int
+	r     *rand.Rand // the first: size, network faults, crashes, phases
+	op    *rand.Rand // operator faults and mixed configurations
+	mc    *rand.Rand // cuts of multicast alone
+	hs    *rand.Rand // an overloaded host
+	ps    *rand.Rand // stalled processes
+	steps []Step
+	// Which of the later kinds of fault this schedule has.
+	opFaults, deafness, overload, stalls bool
+}
+
+func newScheduleGen(seed int64) *scheduleGen {
+	g := &scheduleGen{r: rand.New(rand.NewSource(seed))}
+	g.n = 2 + g.r.Intn(19)
+	g.cfg = g.baseConfig(seed)
+	g.operatorConfig(seed)
+	epochConfig(&g.cfg, g.n, rand.New(rand.NewSource(seed^0x1ea5e)))
+	// A quarter of the schedules cut multicast alone, one way, between
+	// some nodes.
+	g.mc = rand.New(rand.NewSource(seed ^ 0x4e110))
+	g.deafness = g.mc.Intn(4) == 0
+	// A quarter of the schedules overload the host the nodes share for
+	// some phases: a CPU that handles 50 to 1,000 deliveries a second,
+	// so that the LAN's own traffic delays and sheds its packets.
+	g.hs = rand.New(rand.NewSource(seed ^ 0xc0de))
+	g.overload = g.hs.Intn(4) == 0
+	// A quarter of the schedules stall processes: a node gets no CPU for
+	// up to three seconds, then handles its late timer and what it was
+	// told meanwhile.
+	g.ps = rand.New(rand.NewSource(seed ^ 0x57a11))
+	g.stalls = g.ps.Intn(4) == 0
+	return g
+}
+
+// baseConfig draws the first configuration: size, start, profile,
+// priorities, failure detector; the codec and the ring by seed.
+func (g *scheduleGen) baseConfig(seed int64) Config {
+	r, n := g.r, g.n
 	cfg := Config{
 		N:           n,
 		Seed:        seed,
@@ -172,13 +236,19 @@ func RandomSchedule(seed int64) Schedule {
 	if r.Intn(8) == 0 {
 		cfg.Detect.Off = true
 	}
-	// Operator faults and mixed configurations (chosen by seed, so that
-	// the draws above stay as they were).
-	op := rand.New(rand.NewSource(seed ^ 0x0fa017))
+	return cfg
+}
+
+// operatorConfig draws the operator's faults and mixed configurations:
+// keys, profiles and algorithms mixed among the nodes, clocks set apart,
+// and whether the schedule loses state, moves clocks and duplicates IDs.
+func (g *scheduleGen) operatorConfig(seed int64) {
+	op, n, cfg := rand.New(rand.NewSource(seed^0x0fa017)), g.n, &g.cfg
+	g.op = op
 	cfg.Keyed = op.Intn(5) == 0
 	if op.Intn(6) == 0 {
 		// Some nodes on the fast profile among lan ones, or the reverse.
-		mixTimings(&cfg, n, func() bool { return op.Intn(3) == 0 })
+		mixTimings(cfg, n, func() bool { return op.Intn(3) == 0 })
 	}
 	if op.Intn(6) == 0 {
 		cfg.NodeElections = make([]invitation.Election, n)
@@ -192,15 +262,16 @@ func RandomSchedule(seed int64) Schedule {
 			cfg.ClockOffsets[i] = time.Duration(op.Int63n(int64(20*time.Second))) - 10*time.Second
 		}
 	}
-	opFaults := op.Intn(3) == 0 // a third of the schedules lose state, move clocks, duplicate IDs
-	// The lease and group numbers as epochs (issues 23, 28), from their
-	// own source so that the draws above and below stay as they were: a
-	// third of the schedules run in quorum mode (some with a tie-breaker,
-	// some without preemption), a third drift their clocks' rates apart
-	// (within the 1 % the lease allows), a quarter start every node
-	// within a few milliseconds on mixed profiles (creations that race),
-	// and a fifth discover without multicast (seeds only).
-	lq := rand.New(rand.NewSource(seed ^ 0x1ea5e))
+	g.opFaults = op.Intn(3) == 0 // a third of the schedules lose state, move clocks, duplicate IDs
+}
+
+// epochConfig draws the lease and group numbers as epochs (issues 23,
+// 28): a third of the schedules run in quorum mode (some with a
+// tie-breaker, some without preemption), a third drift their clocks'
+// rates apart (within the 1 % the lease allows), a quarter start every
+// node within a few milliseconds on mixed profiles (creations that race),
+// and a fifth discover without multicast (seeds only).
+func epochConfig(cfg *Config, n int, lq *rand.Rand) {
 	if lq.Intn(3) == 0 {
 		cfg.Quorum = invitation.Quorum{Expect: n}
 		if n%2 == 0 && lq.Intn(2) == 0 {
@@ -217,165 +288,157 @@ func RandomSchedule(seed int64) Schedule {
 	if lq.Intn(4) == 0 {
 		cfg.StartSpread = time.Duration(lq.Int63n(int64(30 * time.Millisecond)))
 		if cfg.NodeTimings == nil {
-			mixTimings(&cfg, n, func() bool { return lq.Intn(2) == 0 })
+			mixTimings(cfg, n, func() bool { return lq.Intn(2) == 0 })
 		}
 	}
 	cfg.SeedsOnly = lq.Intn(5) == 0
-	// A quarter of the schedules cut multicast alone, one way, between
-	// some nodes (drawn from their own source, so that the other draws
-	// stay as they were).
-	mc := rand.New(rand.NewSource(seed ^ 0x4e110))
-	deafness := mc.Intn(4) == 0
-	// A quarter of the schedules overload the host the nodes share for
-	// some phases: a CPU that handles 50 to 1,000 deliveries a second,
-	// so that the LAN's own traffic delays and sheds its packets (their
-	// own source again).
-	hs := rand.New(rand.NewSource(seed ^ 0xc0de))
-	overload := hs.Intn(4) == 0
-	// A quarter of the schedules stall processes: a node gets no CPU for
-	// up to three seconds, then handles its late timer and what it was
-	// told meanwhile (their own source).
-	ps := rand.New(rand.NewSource(seed ^ 0x57a11))
-	stalls := ps.Intn(4) == 0
-	t := cfg.Timing
-	ids := func(k int) []wire.NodeID { // k distinct random nodes
-		p := r.Perm(n)[:k]
-		out := make([]wire.NodeID, k)
-		for i, x := range p {
-			out[i] = wire.NodeID(x + 1)
-		}
-		return out
+}
+
+func (g *scheduleGen) add(st ...Step) { g.steps = append(g.steps, st...) }
+
+// ids returns k distinct random nodes.
+func (g *scheduleGen) ids(k int) []wire.NodeID {
+	p := g.r.Perm(g.n)[:k]
+	out := make([]wire.NodeID, k)
+	for i, x := range p {
+		out[i] = wire.NodeID(x + 1)
 	}
-	node := func() wire.NodeID { return wire.NodeID(1 + r.Intn(n)) }
-	var steps []Step
-	quiet := func() {
-		p := 0.7
-		if r.Intn(3) == 0 {
-			p = 1
-		}
-		steps = append(steps, Step{Kind: StepQuietCheck, P: p})
-		if r.Intn(3) == 0 {
-			steps = append(steps, Step{Kind: StepFailoverCheck})
-		}
-		if opFaults && op.Intn(3) == 0 {
-			steps = append(steps, Step{Kind: StepDuplicateCheck, Node: wire.NodeID(op.Intn(20))})
-		}
+	return out
+}
+
+func (g *scheduleGen) node() wire.NodeID { return wire.NodeID(1 + g.r.Intn(g.n)) }
+
+// quiet adds a quiet check, sometimes followed by a failover check and a
+// duplicate's.
+func (g *scheduleGen) quiet() {
+	r := g.r
+	p := 0.7
+	if r.Intn(3) == 0 {
+		p = 1
 	}
-	steps = append(steps, Step{Kind: StepRun, D: time.Duration(r.Int63n(int64(3 * time.Second)))})
-	phases := 3 + r.Intn(6)
-	for p := 0; p < phases; p++ {
-		for k := 1 + r.Intn(3); k > 0; k-- {
-			switch r.Intn(10) {
-			case 0, 1:
-				nt := LAN()
-				nt.Loss = 0.3 * r.Float64()
-				if r.Intn(2) == 0 {
-					nt.Dup = 0.1 * r.Float64()
-				}
-				nt.Jitter = time.Duration(r.Int63n(int64(t.AnswerTimeout / 5)))
-				if r.Intn(6) == 0 {
-					// Slower than the round-trip bound the timers
-					// assume: only safety is expected to hold.
-					nt.Jitter = time.Duration(r.Int63n(int64(3 * t.AnswerTimeout)))
-				}
-				if r.Intn(2) == 0 {
-					nt.Reorder = 0.2 * r.Float64()
-					nt.ReorderDelay = time.Duration(r.Int63n(int64(t.AnswerTimeout / 3)))
-				}
-				steps = append(steps, Step{Kind: StepNet, Net: nt})
-			case 2, 3:
-				sides := 2 + r.Intn(2)
-				perm := ids(n)
-				var ss [][]wire.NodeID
-				cuts := make([]int, 0, sides-1)
-				for i := 1; i < sides; i++ {
-					cuts = append(cuts, 1+r.Intn(max(n-1, 1)))
-				}
-				prev := 0
-				for _, c := range sortInts(cuts) {
-					if c > prev {
-						ss = append(ss, perm[prev:c])
-						prev = c
-					}
-				}
-				ss = append(ss, perm[prev:])
-				steps = append(steps, Step{Kind: StepPartition, Sides: ss})
-			case 4:
-				if a, b := node(), node(); a != b {
-					steps = append(steps, Step{Kind: StepCut, From: a, To: b})
-				}
-			case 5:
-				id := node()
-				steps = append(steps, Step{Kind: StepCrash, Node: id})
-			case 6:
-				steps = append(steps, Step{Kind: StepCrashCoord, Node: wire.NodeID(r.Intn(4))})
-			case 7:
-				steps = append(steps, Step{Kind: StepRestartSome, P: 0.3 + 0.7*r.Float64()})
-			case 9:
-				// A one-way partition: nothing from one set reaches
-				// the other.
-				perm := ids(n)
-				k := 1 + r.Intn(max(n-1, 1))
-				for _, a := range perm[:k] {
-					for _, b := range perm[k:] {
-						steps = append(steps, Step{Kind: StepCut, From: a, To: b})
-					}
-				}
-			case 8:
-				if r.Intn(2) == 0 {
-					steps = append(steps, Step{Kind: StepHeal})
-				} else {
-					steps = append(steps, Step{Kind: StepSaveFailure, P: 0.3 * r.Float64()})
-				}
+	g.add(Step{Kind: StepQuietCheck, P: p})
+	if r.Intn(3) == 0 {
+		g.add(Step{Kind: StepFailoverCheck})
+	}
+	if g.opFaults && g.op.Intn(3) == 0 {
+		g.add(Step{Kind: StepDuplicateCheck, Node: wire.NodeID(g.op.Intn(20))})
+	}
+}
+
+// fault adds one of the first kinds of fault: a network model, a
+// partition, cuts, crashes and restarts, a heal, failing saves.
+func (g *scheduleGen) fault() {
+	r, n := g.r, g.n
+	switch r.Intn(10) {
+	case 0, 1:
+		g.add(Step{Kind: StepNet, Net: g.network()})
+	case 2, 3:
+		sides := 2 + r.Intn(2)
+		perm := g.ids(n)
+		var ss [][]wire.NodeID
+		cuts := make([]int, 0, sides-1)
+		for i := 1; i < sides; i++ {
+			cuts = append(cuts, 1+r.Intn(max(n-1, 1)))
+		}
+		prev := 0
+		for _, c := range sortInts(cuts) {
+			if c > prev {
+				ss = append(ss, perm[prev:c])
+				prev = c
 			}
 		}
-		if deafness && mc.Intn(2) == 0 {
-			// One node deaf to the broadcasts of some others, or
-			// of everyone.
-			to := wire.NodeID(1 + mc.Intn(n))
-			for from := wire.NodeID(1); int(from) <= n; from++ {
-				if from != to && mc.Intn(2) == 0 {
-					steps = append(steps, Step{Kind: StepCutBroadcast, From: from, To: to})
-				}
+		ss = append(ss, perm[prev:])
+		g.add(Step{Kind: StepPartition, Sides: ss})
+	case 4:
+		if a, b := g.node(), g.node(); a != b {
+			g.add(Step{Kind: StepCut, From: a, To: b})
+		}
+	case 5:
+		g.add(Step{Kind: StepCrash, Node: g.node()})
+	case 6:
+		g.add(Step{Kind: StepCrashCoord, Node: wire.NodeID(r.Intn(4))})
+	case 7:
+		g.add(Step{Kind: StepRestartSome, P: 0.3 + 0.7*r.Float64()})
+	case 9:
+		// A one-way partition: nothing from one set reaches the other.
+		perm := g.ids(n)
+		k := 1 + r.Intn(max(n-1, 1))
+		for _, a := range perm[:k] {
+			for _, b := range perm[k:] {
+				g.add(Step{Kind: StepCut, From: a, To: b})
 			}
 		}
-		if overload && hs.Intn(2) == 0 {
-			h := Host{Cores: 1 + hs.Intn(2), PerDelivery: time.Millisecond + time.Duration(hs.Int63n(int64(19*time.Millisecond)))}
-			if hs.Intn(3) == 0 {
-				h = Host{} // the load passes
-			}
-			steps = append(steps, Step{Kind: StepHost, Host: h})
-		}
-		if stalls {
-			for k := ps.Intn(3); k > 0; k-- {
-				d := 50*time.Millisecond + time.Duration(ps.Int63n(int64(3*time.Second)))
-				steps = append(steps, Step{Kind: StepPause, Node: wire.NodeID(1 + ps.Intn(n)), D: d})
-			}
-		}
-		if opFaults {
-			for k := op.Intn(3); k > 0; k-- {
-				id := wire.NodeID(1 + op.Intn(n))
-				switch op.Intn(3) {
-				case 0:
-					steps = append(steps, Step{Kind: StepWipe, Node: id})
-				case 1:
-					steps = append(steps, Step{Kind: StepRestore, Node: id, K: 1 + op.Intn(6)})
-				case 2:
-					steps = append(steps, Step{Kind: StepClock, Node: id, D: time.Duration(op.Int63n(int64(20*time.Second))) - 10*time.Second})
-				}
-			}
-		}
-		d := 200*time.Millisecond + time.Duration(r.Int63n(int64(5*time.Second)))
-		if r.Intn(3) == 0 {
-			d = 10*time.Millisecond + time.Duration(r.Int63n(int64(300*time.Millisecond)))
-		}
-		steps = append(steps, Step{Kind: StepRun, D: d})
-		if r.Intn(4) == 0 {
-			quiet()
+	case 8:
+		if r.Intn(2) == 0 {
+			g.add(Step{Kind: StepHeal})
+		} else {
+			g.add(Step{Kind: StepSaveFailure, P: 0.3 * r.Float64()})
 		}
 	}
-	quiet()
-	return Schedule{Config: cfg, Steps: steps}
+}
+
+// network draws a network model: loss, duplication, jitter (sometimes
+// beyond the round-trip bound the timers assume: only safety is expected
+// to hold then) and reordering.
+func (g *scheduleGen) network() Net {
+	r, t := g.r, g.cfg.Timing
+	nt := LAN()
+	nt.Loss = 0.3 * r.Float64()
+	if r.Intn(2) == 0 {
+		nt.Dup = 0.1 * r.Float64()
+	}
+	nt.Jitter = time.Duration(r.Int63n(int64(t.AnswerTimeout / 5)))
+	if r.Intn(6) == 0 {
+		nt.Jitter = time.Duration(r.Int63n(int64(3 * t.AnswerTimeout)))
+	}
+	if r.Intn(2) == 0 {
+		nt.Reorder = 0.2 * r.Float64()
+		nt.ReorderDelay = time.Duration(r.Int63n(int64(t.AnswerTimeout / 3)))
+	}
+	return nt
+}
+
+// hostAndOperatorFaults adds a phase's later kinds of fault, each from its
+// own source: broadcasts cut to one node, the host's load, stalled
+// processes, the operator's faults.
+func (g *scheduleGen) hostAndOperatorFaults() {
+	n := g.n
+	if mc := g.mc; g.deafness && mc.Intn(2) == 0 {
+		// One node deaf to the broadcasts of some others, or of
+		// everyone.
+		to := wire.NodeID(1 + mc.Intn(n))
+		for from := wire.NodeID(1); int(from) <= n; from++ {
+			if from != to && mc.Intn(2) == 0 {
+				g.add(Step{Kind: StepCutBroadcast, From: from, To: to})
+			}
+		}
+	}
+	if hs := g.hs; g.overload && hs.Intn(2) == 0 {
+		h := Host{Cores: 1 + hs.Intn(2), PerDelivery: time.Millisecond + time.Duration(hs.Int63n(int64(19*time.Millisecond)))}
+		if hs.Intn(3) == 0 {
+			h = Host{} // the load passes
+		}
+		g.add(Step{Kind: StepHost, Host: h})
+	}
+	if ps := g.ps; g.stalls {
+		for k := ps.Intn(3); k > 0; k-- {
+			d := 50*time.Millisecond + time.Duration(ps.Int63n(int64(3*time.Second)))
+			g.add(Step{Kind: StepPause, Node: wire.NodeID(1 + ps.Intn(n)), D: d})
+		}
+	}
+	if op := g.op; g.opFaults {
+		for k := op.Intn(3); k > 0; k-- {
+			id := wire.NodeID(1 + op.Intn(n))
+			switch op.Intn(3) {
+			case 0:
+				g.add(Step{Kind: StepWipe, Node: id})
+			case 1:
+				g.add(Step{Kind: StepRestore, Node: id, K: 1 + op.Intn(6)})
+			case 2:
+				g.add(Step{Kind: StepClock, Node: id, D: time.Duration(op.Int63n(int64(20*time.Second))) - 10*time.Second})
+			}
+		}
+	}
 }
 
 func sortInts(xs []int) []int {

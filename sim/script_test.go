@@ -161,29 +161,50 @@ func (h *script) run(t *testing.T, d *datadriven.TestData) string {
 	if d.Cmd != "new" && h.s == nil {
 		d.Fatalf(t, "no simulation: start with new")
 	}
-	var b strings.Builder
-	var err error
-	switch d.Cmd {
-	case "new":
+	if d.Cmd == "new" {
 		h.newSim(t, d)
 		return fmt.Sprintf("T_heal %v, T_failover %v\n", h.s.HealBound(), h.s.FailoverBound())
+	}
+	var b strings.Builder
+	var err error
+	handled := false
+	for _, cmd := range []func(*testing.T, *datadriven.TestData, *strings.Builder) (bool, error){h.runCmd, h.faultCmd, h.reportCmd} {
+		if handled, err = cmd(t, d, &b); handled {
+			break
+		}
+	}
+	if !handled {
+		d.Fatalf(t, "unknown command %q", d.Cmd)
+	}
+	// The trace's lines come first: they are what happened during the
+	// command.
+	var out strings.Builder
+	h.log.flush(&out)
+	out.WriteString(b.String())
+	h.failure(t, d, &out, err)
+	return out.String()
+}
+
+// runCmd runs a command that runs the simulation and checks L1 or L2.
+func (h *script) runCmd(t *testing.T, d *datadriven.TestData, b *strings.Builder) (handled bool, err error) {
+	switch d.Cmd {
 	case "run":
 		err = h.s.RunFor(duration(t, d, 0))
 	case "run-until":
-		err = h.runUntil(t, d, &b)
+		err = h.runUntil(t, d, b)
 	case "settle", "converge":
 		if d.Cmd == "settle" {
 			err = h.s.RunFor(h.s.HealBound())
 		} else {
 			var took time.Duration
 			took, err = h.s.Converge(durationArg(t, d, "max", time.Minute))
-			fmt.Fprintf(&b, "converged after %v\n", took.Truncate(10*time.Millisecond))
+			fmt.Fprintf(b, "converged after %v\n", took.Truncate(10*time.Millisecond))
 		}
 		if err == nil {
 			err = h.s.CheckConverged()
 		}
 		if err == nil {
-			h.converged(t, d, &b, h.s.Statuses())
+			h.converged(t, d, b, h.s.Statuses())
 		}
 	case "converged", "failed-over":
 		// L1 among one side, or L2 for the given survivors.
@@ -193,17 +214,26 @@ func (h *script) run(t *testing.T, d *datadriven.TestData) string {
 			check, show = h.s.CheckFailover, h.failedOver
 		}
 		if err = check(ids); err == nil {
-			show(t, d, &b, h.views(ids))
+			show(t, d, b, h.views(ids))
 		}
 	case "check-failover":
 		sts := h.s.Statuses()
 		if len(sts) < 2 || !h.s.Converged() {
 			d.Fatalf(t, "check-failover needs a converged group of two or more")
 		}
-		fmt.Fprintf(&b, "crash coordinator %d\n", sts[0].Group.ID)
+		fmt.Fprintf(b, "crash coordinator %d\n", sts[0].Group.ID)
 		if err = h.s.Failover(); err == nil {
-			h.failedOver(t, d, &b, h.s.Statuses())
+			h.failedOver(t, d, b, h.s.Statuses())
 		}
+	default:
+		return false, nil
+	}
+	return true, err
+}
+
+// faultCmd runs a command that changes the network or a node.
+func (h *script) faultCmd(t *testing.T, d *datadriven.TestData, b *strings.Builder) (handled bool, err error) {
+	switch d.Cmd {
 	case "partition":
 		var sides [][]wire.NodeID
 		for i := range d.CmdArgs {
@@ -249,7 +279,7 @@ func (h *script) run(t *testing.T, d *datadriven.TestData) string {
 		var k int
 		d.ScanArgs(t, "k", &k)
 		err = h.s.Restore(nodeID(t, d, 0), k)
-		fmt.Fprintf(&b, "state file %s\n", rel(h.s.Durable(nodeID(t, d, 0)).String()))
+		fmt.Fprintf(b, "state file %s\n", rel(h.s.Durable(nodeID(t, d, 0)).String()))
 	case "clock":
 		off, perr := time.ParseDuration(d.CmdArgs[1].Key)
 		if perr != nil {
@@ -266,6 +296,15 @@ func (h *script) run(t *testing.T, d *datadriven.TestData) string {
 		var mark string
 		d.ScanArgs(t, "counter", &mark)
 		err = h.s.SetDurable(nodeID(t, d, 0), invitation.Durable{Counter: h.mark(t, d, mark)})
+	default:
+		return false, nil
+	}
+	return true, err
+}
+
+// reportCmd runs a command that prints what the simulation did or holds.
+func (h *script) reportCmd(t *testing.T, d *datadriven.TestData, b *strings.Builder) (handled bool, err error) {
+	switch d.Cmd {
 	case "mark":
 		var plus uint64
 		d.MaybeScanArgs(t, "plus", &plus)
@@ -277,11 +316,11 @@ func (h *script) run(t *testing.T, d *datadriven.TestData) string {
 			h.marks = map[string]uint64{}
 		}
 		h.marks[d.CmdArgs[0].Key] = sts[0].Group.Seq + plus
-		fmt.Fprintf(&b, "%s = %s\n", d.CmdArgs[0].Key, rel(strconv.FormatUint(h.marks[d.CmdArgs[0].Key], 10)))
+		fmt.Fprintf(b, "%s = %s\n", d.CmdArgs[0].Key, rel(strconv.FormatUint(h.marks[d.CmdArgs[0].Key], 10)))
 	case "durable":
 		id := nodeID(t, d, 0)
 		du := h.s.Durable(id)
-		fmt.Fprintf(&b, "state file of %d: %s\n", id, rel(du.String()))
+		fmt.Fprintf(b, "state file of %d: %s\n", id, rel(du.String()))
 		var mark string
 		if d.MaybeScanArgs(t, "covers", &mark) {
 			if seq := h.mark(t, d, mark); du.Counter < seq || du.LastGroup.Seq != seq {
@@ -289,14 +328,14 @@ func (h *script) run(t *testing.T, d *datadriven.TestData) string {
 			}
 		}
 	case "status":
-		h.status(&b)
+		h.status(b)
 	case "notices":
 		for _, nr := range h.s.Notices()[h.notices:] {
 			who := fmt.Sprintf("n%d", nr.Slot+1)
 			if int(nr.Slot) >= h.s.N() {
 				who = fmt.Sprintf("n%d (second process)", h.dups[nr.Slot])
 			}
-			fmt.Fprintf(&b, "%s: %s\n", who, rel(nr.Notice.String()))
+			fmt.Fprintf(b, "%s: %s\n", who, rel(nr.Notice.String()))
 		}
 		h.notices = len(h.s.Notices())
 	case "counts":
@@ -305,15 +344,15 @@ func (h *script) run(t *testing.T, d *datadriven.TestData) string {
 		h.counts = c
 		for _, ty := range wire.Types() {
 			if d.Sent[ty] > 0 {
-				fmt.Fprintf(&b, "%s %d ", ty, d.Sent[ty])
+				fmt.Fprintf(b, "%s %d ", ty, d.Sent[ty])
 			}
 		}
 		b.WriteString("\n")
 	case "created":
-		fmt.Fprintf(&b, "numbers created: %d\n", h.log.created)
+		fmt.Fprintf(b, "numbers created: %d\n", h.log.created)
 		h.log.created = 0
 	case "leader":
-		h.leaderCmd(t, d, &b)
+		h.leaderCmd(t, d, b)
 	case "primaries":
 		for _, p := range h.s.Primaries() {
 			to := "open"
@@ -323,18 +362,12 @@ func (h *script) run(t *testing.T, d *datadriven.TestData) string {
 			case !p.Open:
 				to = p.To.Sub(Epoch).Truncate(time.Millisecond).String()
 			}
-			fmt.Fprintf(&b, "n%d term %s primary %v – %s\n", p.Node, relGroup(p.Term), p.From.Sub(Epoch).Truncate(time.Millisecond), to)
+			fmt.Fprintf(b, "n%d term %s primary %v – %s\n", p.Node, relGroup(p.Term), p.From.Sub(Epoch).Truncate(time.Millisecond), to)
 		}
 	default:
-		d.Fatalf(t, "unknown command %q", d.Cmd)
+		return false, nil
 	}
-	// The trace's lines come first: they are what happened during the
-	// command.
-	var out strings.Builder
-	h.log.flush(&out)
-	out.WriteString(b.String())
-	h.failure(t, d, &out, err)
-	return out.String()
+	return true, err
 }
 
 // failure prints the violations of err; one the command does not expect
@@ -457,10 +490,10 @@ func (h *script) runUntil(t *testing.T, d *datadriven.TestData, b *strings.Build
 	d.ScanArgs(t, "node", &node)
 	d.ScanArgs(t, "state", &state)
 	d.MaybeScanArgs(t, "role", &role)
-	took, ok, err := h.s.RunUntil(func(s *Sim) bool {
-		st, up := s.Status(node)
+	took, ok, err := h.s.RunUntil(func() bool {
+		st, up := h.s.Status(node)
 		return up && st.State.String() == state && (role == "" || st.Role().String() == role)
-	}, time.Millisecond, durationArg(t, d, "max", time.Minute))
+	}, Until{Poll: time.Millisecond, Max: durationArg(t, d, "max", time.Minute)})
 	if err == nil {
 		if !ok {
 			d.Fatalf(t, "node %d not %s %s within %v", node, state, role, took)

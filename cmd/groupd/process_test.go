@@ -90,6 +90,12 @@ func (d *daemon) logs() string {
 	return string(b)
 }
 
+// logged reports whether the daemon's stderr, all of it, holds s.
+func (d *daemon) logged(s string) bool {
+	b, _ := os.ReadFile(d.log)
+	return bytes.Contains(b, []byte(s))
+}
+
 func (d *daemon) running() bool {
 	select {
 	case <-d.done:
@@ -123,8 +129,69 @@ func TestThreeDaemons(t *testing.T) {
 		t.Skip("builds and runs the daemon")
 	}
 	bin := buildGroupd(t)
+	ds := startDaemons(t, bin, 3)
+	waitAgreement(t, bin, ds)
 
-	ds := make([]*daemon, 3)
+	// members --json of the coordinator lists the three nodes, in the group.
+	out, err := exec.Command(bin, "members", "--json", "--api", ds[2].api).Output()
+	if err != nil {
+		t.Fatalf("members --json: %v", err)
+	}
+	var ms []group.Member
+	if err := json.Unmarshal(out, &ms); err != nil {
+		t.Fatalf("members --json printed %q: %v", out, err)
+	}
+	in := map[wire.NodeID]bool{}
+	for _, m := range ms {
+		if m.InGroup {
+			in[m.ID] = true
+		}
+	}
+	if !reflect.DeepEqual(in, map[wire.NodeID]bool{1: true, 2: true, 3: true}) {
+		t.Errorf("members --json of node 3: %s", out)
+	}
+
+	// SIGHUP is ignored: the node says so, and it still answers.
+	if err := ds[0].cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for !ds[0].logged("SIGHUP ignored") && ds[0].running() {
+		if time.Now().After(deadline) {
+			t.Fatalf("node 1 did not log the SIGHUP it ignored within 5 s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if _, _, err := ds[0].status(bin); err != nil || !ds[0].running() {
+		t.Fatalf("node 1 did not survive SIGHUP: %v", err)
+	}
+
+	// SIGTERM: each leaves and exits 0 within 2 s.
+	start := time.Now()
+	for _, d := range ds {
+		if err := d.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, d := range ds {
+		select {
+		case <-d.done:
+		case <-time.After(2*time.Second - time.Since(start)):
+			t.Fatalf("node %d still running 2s after SIGTERM", d.id)
+		}
+		var ee *exec.ExitError
+		if errors.As(d.waited, &ee) || d.waited != nil {
+			t.Errorf("node %d: %v after SIGTERM, want exit 0", d.id, d.waited)
+		}
+	}
+	t.Logf("all stopped %v after SIGTERM", time.Since(start).Round(time.Millisecond))
+}
+
+// startDaemons starts n `groupd run` processes on loopback ports, each
+// joining the others by their gossip ports; cleanup kills those still
+// running.
+func startDaemons(t *testing.T, bin string, n int) []*daemon {
+	ds := make([]*daemon, n)
 	for i := range ds {
 		dir := t.TempDir()
 		ds[i] = &daemon{
@@ -185,8 +252,12 @@ func TestThreeDaemons(t *testing.T) {
 			}
 		})
 	}
+	return ds
+}
 
-	// Converge: all Normal, one group, coordinator 3, members 1 2 3.
+// waitAgreement waits until every daemon is Normal in one group,
+// coordinated by node 3, with members 1 2 3.
+func waitAgreement(t *testing.T, bin string, ds []*daemon) {
 	deadline := time.Now().Add(30 * time.Second)
 	var last []string
 	for {
@@ -219,55 +290,4 @@ func TestThreeDaemons(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-
-	// members --json of the coordinator lists the three nodes, in the group.
-	out, err := exec.Command(bin, "members", "--json", "--api", ds[2].api).Output()
-	if err != nil {
-		t.Fatalf("members --json: %v", err)
-	}
-	var ms []group.Member
-	if err := json.Unmarshal(out, &ms); err != nil {
-		t.Fatalf("members --json printed %q: %v", out, err)
-	}
-	in := map[wire.NodeID]bool{}
-	for _, m := range ms {
-		if m.InGroup {
-			in[m.ID] = true
-		}
-	}
-	if !reflect.DeepEqual(in, map[wire.NodeID]bool{1: true, 2: true, 3: true}) {
-		t.Errorf("members --json of node 3: %s", out)
-	}
-
-	// SIGHUP is ignored.
-	if err := ds[0].cmd.Process.Signal(syscall.SIGHUP); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(300 * time.Millisecond)
-	if _, _, err := ds[0].status(bin); err != nil || !ds[0].running() {
-		t.Fatalf("node 1 did not survive SIGHUP: %v", err)
-	}
-	if !strings.Contains(ds[0].logs(), "SIGHUP ignored") {
-		t.Errorf("node 1 did not log the SIGHUP it ignored")
-	}
-
-	// SIGTERM: each leaves and exits 0 within 2 s.
-	start := time.Now()
-	for _, d := range ds {
-		if err := d.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, d := range ds {
-		select {
-		case <-d.done:
-		case <-time.After(2*time.Second - time.Since(start)):
-			t.Fatalf("node %d still running 2s after SIGTERM", d.id)
-		}
-		var ee *exec.ExitError
-		if errors.As(d.waited, &ee) || d.waited != nil {
-			t.Errorf("node %d: %v after SIGTERM, want exit 0", d.id, d.waited)
-		}
-	}
-	t.Logf("all stopped %v after SIGTERM", time.Since(start).Round(time.Millisecond))
 }

@@ -429,7 +429,9 @@ func TestGossipDialAcrossPartition(t *testing.T) {
 		_, err := a.DialTimeout(b.Addr(), time.Hour)
 		done <- err
 	}()
-	time.Sleep(10 * time.Millisecond) // let it start waiting (harmless if not)
+	if err := memnet.WaitParked(wait, "select", "memnet.(*GossipLayer).DialTimeout", "TestGossipDialAcrossPartition"); err != nil {
+		t.Fatal(err)
+	}
 	a.Shutdown()
 	select {
 	case err := <-done:

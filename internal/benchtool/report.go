@@ -16,19 +16,17 @@ import (
 	"strings"
 	"time"
 
+	"github.com/groupd/groupd/internal/simbench"
 	"github.com/groupd/groupd/invitation"
 	"github.com/groupd/groupd/wire"
 )
 
-// quantile is the nearest-rank q-quantile, as simbench.Dist.Quantile.
+// quantile is simbench.Quantile, or NaN (printed as a gap) for no samples.
 func quantile(xs []float64, q float64) float64 {
 	if len(xs) == 0 {
 		return math.NaN()
 	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	i := int(q*float64(len(s))+0.5) - 1
-	return s[min(max(i, 0), len(s)-1)]
+	return simbench.Quantile(xs, q)
 }
 
 func mean(xs []float64) float64 {

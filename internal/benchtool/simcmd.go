@@ -54,9 +54,8 @@ func countsBy(c sim.Counts) (msgs, bytes map[string]float64) {
 	return msgs, bytes
 }
 
-// simRun is a simulation run under a wall-clock limit: RunUntil cannot be
-// interrupted, so this steps the virtual clock by sim.Poll and checks the
-// wall clock between steps.
+// simRun is a simulation run under a wall-clock limit and a memory guard,
+// checked between the steps of sim.RunUntil (guard).
 type simRun struct {
 	s        *sim.Sim
 	wallStop time.Time
@@ -91,37 +90,28 @@ func (r *simRun) stop() error {
 	return nil
 }
 
+// guard notes the virtual time reached, for the memory watchdog, and
+// reports whether the run must stop.
+func (r *simRun) guard() error {
+	r.virt.Store(int64(r.s.Elapsed()))
+	return r.stop()
+}
+
 // until runs until cond holds (checked every sim.Poll of virtual time),
 // for at most max virtual time.
 func (r *simRun) until(cond func() bool, max time.Duration) (time.Duration, error) {
-	start := r.s.Elapsed()
-	for !cond() {
-		if r.s.Elapsed()-start >= max {
-			return r.s.Elapsed() - start, fmt.Errorf("condition not reached within %v of virtual time", max)
-		}
-		if err := r.stop(); err != nil {
-			return r.s.Elapsed() - start, err
-		}
-		if err := r.s.RunFor(sim.Poll); err != nil {
-			return r.s.Elapsed() - start, err
-		}
-		r.virt.Store(int64(r.s.Elapsed()))
+	d, ok, err := r.s.RunUntil(cond, sim.Until{Max: max, Guard: r.guard})
+	if err == nil && !ok {
+		err = fmt.Errorf("condition not reached within %v of virtual time", max)
 	}
-	return r.s.Elapsed() - start, nil
+	return d, err
 }
 
+// runFor runs for d of virtual time, checking the guard every 100 ms of it.
 func (r *simRun) runFor(d time.Duration) error {
-	end := r.s.Elapsed() + d
-	for r.s.Elapsed() < end {
-		if err := r.stop(); err != nil {
-			return err
-		}
-		if err := r.s.RunFor(min(100*time.Millisecond, end-r.s.Elapsed())); err != nil {
-			return err
-		}
-		r.virt.Store(int64(r.s.Elapsed()))
-	}
-	return nil
+	never := func() bool { return false }
+	_, _, err := r.s.RunUntil(never, sim.Until{Max: d, Poll: 100 * time.Millisecond, Guard: r.guard})
+	return err
 }
 
 func (r *simRun) allUp() bool { return len(r.s.LiveIDs()) == r.s.N() }

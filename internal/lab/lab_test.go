@@ -11,12 +11,26 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/groupd/groupd/internal/history"
 	"github.com/groupd/groupd/wire"
 )
+
+// notRoot counts the tests that skipped for want of root: the package
+// then prints ok as if they had run, so TestMain says how many, as
+// package e2e does.
+var notRoot atomic.Int32
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if n := notRoot.Load(); n > 0 {
+		fmt.Printf("lab: root-only tests skipped: %d, not root on Linux (they build labs in network namespaces); as root, go test ./internal/lab/ runs them\n", n)
+	}
+	os.Exit(code)
+}
 
 func TestConfig(t *testing.T) {
 	good := Config{Nodes: 5, Prefix: "hl", Subnet: netip.MustParsePrefix("10.81.0.0/24"), Dir: "/tmp/hl"}
@@ -123,6 +137,7 @@ func TestIDs(t *testing.T) {
 // nothing behind.
 func TestLab(t *testing.T) {
 	if os.Geteuid() != 0 || runtime.GOOS != "linux" {
+		notRoot.Add(1)
 		t.Skip("needs root: network namespaces (the lab is tested as root by e2e as well)")
 	}
 	if testing.Short() {
@@ -241,6 +256,7 @@ func TestLab(t *testing.T) {
 // an address) is refused and left alone.
 func TestBridge(t *testing.T) {
 	if os.Geteuid() != 0 || runtime.GOOS != "linux" {
+		notRoot.Add(1)
 		t.Skip("needs root: network namespaces")
 	}
 	if testing.Short() {

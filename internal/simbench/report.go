@@ -1,6 +1,7 @@
 package simbench
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"slices"
@@ -14,11 +15,18 @@ import (
 type Dist []time.Duration
 
 // Quantile returns the q-quantile (nearest rank), or 0 for no samples.
-func (d Dist) Quantile(q float64) time.Duration {
-	if len(d) == 0 {
-		return 0
+func (d Dist) Quantile(q float64) time.Duration { return Quantile(d, q) }
+
+// Quantile returns the q-quantile of xs by nearest rank (the smallest x
+// with at least q of the samples at or below it), or the zero value for no
+// samples: the one definition every figure of the simulator and the
+// benchmarks uses.
+func Quantile[T cmp.Ordered](xs []T, q float64) T {
+	if len(xs) == 0 {
+		var zero T
+		return zero
 	}
-	s := slices.Clone(d)
+	s := slices.Clone(xs)
 	slices.Sort(s)
 	i := int(q*float64(len(s))+0.5) - 1
 	return s[min(max(i, 0), len(s)-1)]

@@ -49,27 +49,6 @@ func (o Options) config() sim.Config {
 	return sim.Config{N: o.N, Seed: o.Seed, Timing: o.Timing, Election: o.Election, Detect: det, StartSpread: time.Second}
 }
 
-// Until runs s until cond holds, checked every sim.Poll of virtual time,
-// for at most max virtual time, calling guard (if set) between polls. It
-// returns the virtual time it ran and whether cond held.
-func Until(s *sim.Sim, cond func() bool, max time.Duration, guard func() error) (time.Duration, bool, error) {
-	start := s.Elapsed()
-	for !cond() {
-		if s.Elapsed()-start >= max {
-			return s.Elapsed() - start, false, nil
-		}
-		if guard != nil {
-			if err := guard(); err != nil {
-				return s.Elapsed() - start, false, err
-			}
-		}
-		if err := s.RunFor(sim.Poll); err != nil {
-			return s.Elapsed() - start, false, err
-		}
-	}
-	return s.Elapsed() - start, true, nil
-}
-
 // Settle starts a simulation of o, runs it until every node has booted and
 // L1 holds (failing past 3·T_heal), then for a random phase in
 // [0, 2·CheckInterval) from the seed. It returns the simulation, the time
@@ -80,7 +59,7 @@ func Settle(o Options) (s *sim.Sim, converge, phase time.Duration, err error) {
 		return nil, 0, 0, err
 	}
 	allUp := func() bool { return len(s.LiveIDs()) == s.N() && s.Converged() }
-	converge, ok, err := Until(s, allUp, 3*s.HealBound(), o.Guard)
+	converge, ok, err := s.RunUntil(allUp, sim.Until{Max: 3 * s.HealBound(), Guard: o.Guard})
 	if err == nil && !ok {
 		err = fmt.Errorf("simbench: not converged within %v: %w", 3*s.HealBound(), s.CheckConverged())
 	}
@@ -116,7 +95,7 @@ func Failover(o Options) (Trial, error) {
 		}
 		return len(invariant.FailedOver(time.Time{}, view)) == 0
 	}
-	took, ok, err := Until(s, failedOver, 3*s.FailoverBound(), o.Guard)
+	took, ok, err := s.RunUntil(failedOver, sim.Until{Max: 3 * s.FailoverBound(), Guard: o.Guard})
 	tr.Took, tr.Counts = took, s.Counts().Sub(before)
 	if err == nil && !ok {
 		err = fmt.Errorf("simbench: no failover within %v: %w", 3*s.FailoverBound(), s.CheckFailover(survivors))
@@ -153,7 +132,7 @@ func Heal(o Options) (Trial, error) {
 	}
 	before := s.Counts()
 	s.Heal()
-	took, ok, err := Until(s, s.Converged, 3*s.HealBound(), o.Guard)
+	took, ok, err := s.RunUntil(s.Converged, sim.Until{Max: 3 * s.HealBound(), Guard: o.Guard})
 	tr.Took, tr.Counts = took, s.Counts().Sub(before)
 	if err == nil && !ok {
 		err = fmt.Errorf("simbench: not one group within %v of the heal: %w", 3*s.HealBound(), s.CheckConverged())
