@@ -130,7 +130,8 @@ type Agent struct {
 	names nameBoard // wakes waiters for other nodes' names (names.go)
 
 	started  atomic.Bool
-	running  atomic.Bool // the loop runs: /healthz is ok unless persist_error
+	running  atomic.Bool  // the loop runs: /healthz is ok unless persist_error
+	turned   atomic.Int64 // when the loop last went round (Unix ns; LoopTurned)
 	stopping atomic.Bool
 	crashCh  chan struct{} // closed by Kill: stop like a crash (no Leave)
 	killOnce sync.Once

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -243,6 +244,11 @@ func runAction(c *cli.Context) error {
 	}
 
 	ctx := c.Context
+	// systemd (Type=notify): READY=1 in a group, STATUS=, the watchdog.
+	sdn := newNotifier(agent, log)
+	sdCtx, sdStop := context.WithCancel(context.Background())
+	defer sdStop()
+	go sdn.run(sdCtx)
 	if hupSignals != nil {
 		go func() {
 			for {
@@ -281,6 +287,7 @@ func runAction(c *cli.Context) error {
 		}
 	case <-ctx.Done():
 		log.Info().Msg("signal received: leaving the group")
+		sdn.stopping()
 		select {
 		case err := <-done:
 			if err != nil {
