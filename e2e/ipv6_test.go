@@ -75,10 +75,38 @@ func TestDualStackLab(t *testing.T) {
 	t.Parallel()
 	requireFaults(t)
 	l := dualLab(t, 5, "lan")
-	l.failover("dual-stack failover", l.Timing().FailoverBound())
-	l.restart(5, false)
-	l.waitFor("node 5 back", l.all(), 30*time.Second, lab.Converged(l.all()))
+	ids := l.all()
+	up := l.startKeeping(ids...)
+	_, polled := l.waitFor("5 dual-stack nodes converge", ids, 60*time.Second, lab.Converged(ids))
+	t.Logf("dual stack: 5 nodes converged %.3fs after all daemons were up", l.measure("cold start", up, ids, invariant.IsConverged, polled).Seconds())
+	for i, want := range map[int]string{1: `"gossip":"[` + l.Addr6(1).String() + `]:7951"`, 2: `"gossip":"` + l.Addr(2).String() + `:7951"`} {
+		if b, _ := os.ReadFile(l.LogFile(i)); !strings.Contains(string(b), want) {
+			t.Errorf("node %d does not advertise %s", i, want)
+		}
+	}
+	kill := l.kill(5)
+	surv := lab.Span(1, 4)
+	_, polled = l.waitFor("dual-stack failover", surv, 30*time.Second, lab.FailedOver(surv))
+	f := l.measure("dual-stack failover", kill.Start, surv, isFailedOver, polled)
+	t.Logf("dual stack: failover %.3fs after kill -9 of coordinator 5", f.Seconds())
+	if bound := l.Timing().FailoverBound() + slack; f > bound {
+		t.Errorf("failover took %v, more than T_failover + slack = %v", f, bound)
+	}
+	l.checkpoint("L2 "+list(surv), kill.End.Add(l.Timing().FailoverBound()+slack), "L2 at kill + T_failover + slack (dual stack)")
+	l.startKeeping(5)
+	l.waitFor("node 5 back", ids, 30*time.Second, lab.Converged(ids))
 	splitAndHeal(t, l, []int{1, 2}, []int{3, 4, 5}, 30*time.Second)
+}
+
+// startKeeping starts nodes ids with the options they were given
+// (SetOptions), where start gives them none.
+func (tl *tlab) startKeeping(ids ...int) time.Time {
+	tl.t.Helper()
+	up, err := tl.Start(ids...)
+	if err != nil {
+		tl.t.Fatalf("e2e: %v", err)
+	}
+	return up
 }
 
 // TestIPv6Figures measures (GROUPD_E2E_LONG=1) the figures of
@@ -116,7 +144,7 @@ func figures(t *testing.T, l *tlab, ids []int, trials int) {
 		if err := l.Stop(ids...); err != nil {
 			t.Fatal(err)
 		}
-		up := l.start(ids...)
+		up := l.startKeeping(ids...)
 		_, polled := l.waitFor("cold start", ids, 60*time.Second, lab.Converged(ids))
 		cold = append(cold, l.measure("cold start", up, ids, invariant.IsConverged, polled))
 
@@ -125,7 +153,7 @@ func figures(t *testing.T, l *tlab, ids []int, trials int) {
 		surv := ids[:len(ids)-1]
 		_, polled = l.waitFor("failover", surv, 30*time.Second, lab.FailedOver(surv))
 		fail = append(fail, l.measure("failover", kill.Start, surv, isFailedOver, polled))
-		l.start(top)
+		l.startKeeping(top)
 		l.waitFor("back", ids, 30*time.Second, lab.Converged(ids))
 
 		a, b := ids[:len(ids)/2], ids[len(ids)/2:]
