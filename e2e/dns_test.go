@@ -268,6 +268,7 @@ func TestDNSFigures(t *testing.T) {
 	if !long() {
 		t.Skip("GROUPD_E2E_LONG=1 measures the DNS-seeded figures")
 	}
+	t.Parallel()
 	requireDNS(t)
 	for _, v6 := range []bool{false, true} {
 		t.Run(map[bool]string{false: "A", true: "AAAA"}[v6], func(t *testing.T) {
@@ -283,7 +284,7 @@ func TestDNSFigures(t *testing.T) {
 				}
 			}
 			d.records(ids, nil)
-			figures(t, d.tlab, ids, 10)
+			figures(t, "no multicast, DNS seeds", d.tlab, ids, 10)
 		})
 	}
 }

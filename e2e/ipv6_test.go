@@ -119,6 +119,7 @@ func TestIPv6Figures(t *testing.T) {
 	if !long() {
 		t.Skip("GROUPD_E2E_LONG=1 measures the IPv6 and dual-stack figures")
 	}
+	t.Parallel()
 	requireFaults(t)
 	for _, family := range []string{"ipv6", "dual"} {
 		t.Run(family, func(t *testing.T) {
@@ -128,7 +129,7 @@ func TestIPv6Figures(t *testing.T) {
 			} else {
 				l = dualLab(t, 5, "lan")
 			}
-			figures(t, l, l.all(), 10)
+			figures(t, family, l, l.all(), 10)
 		})
 	}
 }
@@ -136,7 +137,7 @@ func TestIPv6Figures(t *testing.T) {
 // figures runs trials of cold start, failover (kill -9 of the coordinator)
 // and heal (a 10 s split 1..n/2 | the rest) on the nodes ids of l, and logs
 // their p50 and maximum.
-func figures(t *testing.T, l *tlab, ids []int, trials int) {
+func figures(t *testing.T, what string, l *tlab, ids []int, trials int) {
 	t.Helper()
 	top := ids[len(ids)-1]
 	var cold, fail, heal []time.Duration
@@ -165,8 +166,8 @@ func figures(t *testing.T, l *tlab, ids []int, trials int) {
 		_, polled = l.waitFor("heal", ids, 30*time.Second, lab.Converged(ids))
 		heal = append(heal, l.measure("heal", h.End, ids, invariant.IsConverged, polled))
 	}
-	t.Logf("FIGURES %s, %d nodes, %d trials: cold start p50 %v max %v; failover p50 %v max %v; heal (10 s split) p50 %v max %v",
-		l.Config().Subnet, len(ids), trials, p50(cold), maxOf(cold), p50(fail), maxOf(fail), p50(heal), maxOf(heal))
+	t.Logf("FIGURES %s (%s), %d nodes, %d trials: cold start p50 %v max %v; failover p50 %v max %v; heal (10 s split) p50 %v max %v",
+		what, l.Config().Subnet, len(ids), trials, p50(cold), maxOf(cold), p50(fail), maxOf(fail), p50(heal), maxOf(heal))
 }
 
 func p50(ds []time.Duration) time.Duration {

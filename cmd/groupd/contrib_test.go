@@ -140,3 +140,31 @@ func TestContribUnitVerify(t *testing.T) {
 		t.Errorf("systemd-analyze verify: %v\n%s", err, out)
 	}
 }
+
+// TestContribKubernetes checks the StatefulSet's groupd arguments against
+// the flags of groupd run, and the settings README.md explains: a
+// headless Service that publishes pods before they are ready, --id from
+// the ordinal, --name from the pod's name, no multicast.
+func TestContribKubernetes(t *testing.T) {
+	b, err := os.ReadFile("../../contrib/kubernetes/groupd.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	y := string(b)
+	flags := map[string]bool{}
+	for _, f := range runCommand().Flags {
+		flags[f.Names()[0]] = true
+	}
+	for _, m := range regexp.MustCompile(`(?m)^\s+- --([a-z-]+)=`).FindAllStringSubmatch(y, -1) {
+		if !flags[m[1]] {
+			t.Errorf("groupd.yaml passes --%s, which groupd run does not know", m[1])
+		}
+	}
+	for _, want := range []string{"clusterIP: None", "publishNotReadyAddresses: true", "--id=$(POD_INDEX)", "apps.kubernetes.io/pod-index",
+		"--name=$(POD_NAME)", "--multicast=off", "--join=groupd.$(POD_NAMESPACE).svc.cluster.local", "readinessProbe:", "path: /healthz",
+		"runAsNonRoot: true", "mountPath: /var/lib/groupd", "ordinals: {start: 1}"} {
+		if !strings.Contains(y, want) {
+			t.Errorf("groupd.yaml lacks %q", want)
+		}
+	}
+}
