@@ -112,7 +112,7 @@ func (tl *tlab) startKeeping(ids ...int) time.Time {
 // TestIPv6Figures measures (GROUPD_E2E_LONG=1) the figures of
 // BENCHMARKS.md's "IPv6, dual stack, DNS seeds": cold start, failover and
 // heal of 5 nodes, trials each, on an IPv6-only and on a dual-stack LAN,
-// with the lan profile.
+// and on the IPv4 lab for comparison, with the lan profile.
 //
 //	GROUPD_E2E_LONG=1 go test -count=1 -v -run TestIPv6Figures ./e2e/
 func TestIPv6Figures(t *testing.T) {
@@ -121,12 +121,15 @@ func TestIPv6Figures(t *testing.T) {
 	}
 	t.Parallel()
 	requireFaults(t)
-	for _, family := range []string{"ipv6", "dual"} {
+	for _, family := range []string{"ipv4", "ipv6", "dual"} {
 		t.Run(family, func(t *testing.T) {
 			var l *tlab
-			if family == "ipv6" {
+			switch family {
+			case "ipv4": // the same harness on the IPv4 lab, to compare
+				l = newLab(t, 5, "lan")
+			case "ipv6":
 				l = ipv6Lab(t, 5, "lan")
-			} else {
+			default:
 				l = dualLab(t, 5, "lan")
 			}
 			figures(t, family, l, l.all(), 10)
