@@ -4,6 +4,7 @@ go 1.26.8
 
 require (
 	github.com/cockroachdb/datadriven v1.0.3
+	github.com/coreos/go-systemd/v22 v22.7.0
 	github.com/gofrs/flock v0.13.1
 	github.com/hashicorp/memberlist v0.7.0
 	github.com/mattn/go-isatty v0.0.20

@@ -40,6 +40,13 @@ var labs atomic.Int32
 // happens.
 func newLab(t *testing.T, n int, profile string, args ...string) *tlab {
 	t.Helper()
+	return newLabWith(t, n, profile, nil, args...)
+}
+
+// newLabWith is newLab with mod applied to the lab's configuration
+// (IPv6 and dual-stack subnets, no multicast); k is the lab's number.
+func newLabWith(t *testing.T, n int, profile string, mod func(k int, c *lab.Config), args ...string) *tlab {
+	t.Helper()
 	requireLab(t)
 	k := int(labs.Add(1))
 	if k > 255 {
@@ -52,8 +59,12 @@ func newLab(t *testing.T, n int, profile string, args ...string) *tlab {
 		t.Fatal(err)
 	}
 	tl := &tlab{t: t, host0: lab.ReadHostStats(), checked: map[int]bool{}}
-	l, err := lab.Up(context.Background(), lab.Config{Nodes: n, Prefix: prefix, Subnet: labSubnet(k),
-		Dir: dir, Bin: groupdBin, Profile: profile, Args: args, Logf: t.Logf})
+	cfg := lab.Config{Nodes: n, Prefix: prefix, Subnet: labSubnet(k),
+		Dir: dir, Bin: groupdBin, Profile: profile, Args: args, Logf: t.Logf}
+	if mod != nil {
+		mod(k, &cfg)
+	}
+	l, err := lab.Up(context.Background(), cfg)
 	if err != nil {
 		t.Fatalf("e2e: %v", err)
 	}

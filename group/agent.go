@@ -1,6 +1,7 @@
 package group
 
 import (
+	"cmp"
 	"crypto/rand"
 	"encoding/binary"
 	"errors"
@@ -97,6 +98,8 @@ type Agent struct {
 	advertise net.IP
 	// gossipAddr is memberlist's advertised host:port, sent in beacons.
 	gossipAddr string
+	seeds      []seedSpec   // Config.Join, parsed
+	resolver   seedResolver // resolves named seeds (net.DefaultResolver)
 	apiLn      net.Listener
 	apiAddr    string
 	apiSrv     *http.Server
@@ -131,7 +134,8 @@ type Agent struct {
 	names nameBoard // wakes waiters for other nodes' names (names.go)
 
 	started  atomic.Bool
-	running  atomic.Bool // the loop runs: /healthz is ok unless persist_error
+	running  atomic.Bool  // the loop runs: /healthz is ok unless persist_error
+	turned   atomic.Int64 // when the loop last went round (Unix ns; LoopTurned)
 	stopping atomic.Bool
 	crashCh  chan struct{} // closed by Kill: stop like a crash (no Leave)
 	killOnce sync.Once
@@ -177,6 +181,14 @@ func New(cfg Config) (*Agent, error) {
 		sealBuf:  make([]byte, 0, wire.MaxDatagramSize),
 		boot:     newBoot(),
 	}
+	for _, j := range cfg.Join {
+		sp, err := parseSeed(j) // Validate checked it
+		if err != nil {
+			return nil, err
+		}
+		a.seeds = append(a.seeds, sp)
+	}
+	a.resolver = net.DefaultResolver
 	if a.name == "" {
 		a.name, _ = os.Hostname()
 		if len(a.name) > MaxNameLen {
@@ -292,7 +304,10 @@ func (e persistError) Unwrap() []error { return []error{ErrPersist, e.err} }
 // openTransport sets up the wire protocol's transport: Config.Transport,
 // or UDP sockets (the wire port and, with multicast, the multicast group).
 func (a *Agent) openTransport() error {
-	bind := net.ParseIP(a.cfg.Bind).To4()
+	bind := net.ParseIP(a.cfg.Bind)
+	if v4 := bind.To4(); v4 != nil {
+		bind = v4
+	}
 	if t := a.cfg.Transport; t != nil {
 		a.tr = t
 		a.advertise = t.Addr().IP
@@ -303,17 +318,32 @@ func (a *Agent) openTransport() error {
 		return err
 	}
 	a.advertise = adv
-	var group *net.UDPAddr
-	var ifaces []net.Interface
-	if a.cfg.MulticastEnabled() {
-		if group, err = parseMulticast(a.cfg.Multicast); err != nil {
-			return err
-		}
-		if ifaces, err = selectInterfaces(a.cfg.Interface, bind); err != nil {
-			return err
-		}
+	groups, err := a.cfg.multicastGroups(bind)
+	if err != nil {
+		return err
 	}
-	t, err := openUDPTransport(bind, a.cfg.Port, adv, group, ifaces)
+	ifaces := map[bool][]net.Interface{}
+	var usable []*net.UDPAddr
+	var first error
+	for _, g := range groups {
+		v6 := g.IP.To4() == nil
+		ifs, err := selectInterfaces(a.cfg.Interface, bind, v6)
+		if err != nil {
+			first = cmp.Or(first, err)
+			continue
+		}
+		ifaces[v6], usable = ifs, append(usable, g)
+	}
+	switch {
+	case len(usable) == 0 && first != nil:
+		return first
+	case first != nil:
+		// Dual stack on a host that has one family only on its LAN
+		// interfaces: the other family's beacons have nowhere to go.
+		a.log.Info().Str("skipped", first.Error()).Msg("multicast on one family only")
+	}
+	groups = usable
+	t, err := openUDPTransport(bind, a.cfg.Port, adv, groups, ifaces)
 	if err != nil {
 		return err
 	}
@@ -321,12 +351,8 @@ func (a *Agent) openTransport() error {
 		a.log.Debug().Err(err).Bool("multicast", multicast).Msg("read error")
 	}
 	a.tr = t
-	if group != nil {
-		names := make([]string, len(ifaces))
-		for i, ifi := range ifaces {
-			names[i] = ifi.Name
-		}
-		a.log.Info().Str("group", group.String()).Strs("interfaces", names).Msg("multicast beacons on")
+	for _, g := range groups {
+		a.log.Info().Str("group", g.String()).Strs("interfaces", interfaceNames(ifaces[g.IP.To4() == nil])).Msg("multicast beacons on")
 	}
 	return nil
 }

@@ -23,12 +23,21 @@ import (
 const (
 	// DefaultPort is the UDP port of the wire protocol.
 	DefaultPort = 7950
-	// DefaultMulticast is the multicast group and port of the beacons: an
-	// address in the IPv4 organisation-local scope (239.192.0.0/14, RFC
-	// 2365), which routers at a site boundary do not forward.
+	// DefaultMulticast is the IPv4 multicast group and port of the
+	// beacons: an address in the IPv4 organisation-local scope
+	// (239.192.0.0/14, RFC 2365), which routers at a site boundary do not
+	// forward. DefaultMulticast6 is the IPv6 one.
 	DefaultMulticast = "239.192.79.50:7952"
+	// DefaultMulticastGroups is Config.Multicast's default: both groups;
+	// a node joins those of the families it binds.
+	DefaultMulticastGroups = DefaultMulticast + "," + DefaultMulticast6
 	// DefaultAPI is the local HTTP API's address: loopback only.
 	DefaultAPI = "127.0.0.1:7953"
+	// DefaultResolveInterval is Config.ResolveInterval's default: DNS
+	// seeds are looked up again every 10 s (a few queries a minute per
+	// node), and a node that appears in their records is joined within
+	// that. The fast profile uses 2 s.
+	DefaultResolveInterval = 10 * time.Second
 	// DefaultHookTimeout bounds one run of the --on-change hook.
 	DefaultHookTimeout = 10 * time.Second
 )
@@ -91,18 +100,24 @@ type Config struct {
 	// Priority is the first part of the node's rank (priority, ID):
 	// the highest-ranked live node coordinates the group.
 	Priority uint8
-	// Bind is the IPv4 address the wire and gossip sockets bind to.
-	// "0.0.0.0" binds every address.
+	// Bind is the address the wire and gossip sockets bind to, IPv4 or
+	// IPv6: "0.0.0.0" binds every IPv4 address, "::" every
+	// address of both families (dual stack), a specific address its
+	// family only. Link-local IPv6 addresses are refused (memberlist
+	// carries no zone).
 	Bind string
-	// Advertise is the IPv4 address other nodes reach this one at (its
-	// memberlist address). Empty: the first IPv4 address of Interface,
-	// else Bind if it is a specific address, else the first address of
-	// an up, multicast-capable, non-loopback interface, else 127.0.0.1.
+	// Advertise is the address other nodes reach this one at (its
+	// memberlist address), of a family Bind covers. Empty: the first
+	// address of Interface (IPv4 first; IPv6 not link-local), else Bind if
+	// it is a specific address, else the default route's source address,
+	// else the first address of an up, multicast-capable, non-loopback
+	// interface, else loopback.
 	Advertise string
 	// Interface names the network interface for multicast. Empty: the
-	// interface holding Bind, or, when Bind is 0.0.0.0, every up,
-	// multicast-capable, non-loopback interface with an IPv4 address
-	// (loopback if there is none). Beacons go out on each of them.
+	// interface holding Bind, or, when Bind is a wildcard, every up,
+	// multicast-capable, non-loopback interface with an address of the
+	// group's family (loopback if there is none). Beacons go out on each
+	// of them.
 	Interface string
 	// Port is the UDP port of the wire protocol. Zero picks a free port
 	// (for tests and examples; see Agent.Addrs).
@@ -110,17 +125,31 @@ type Config struct {
 	// GossipPort is memberlist's UDP and TCP port. Zero means Port+1,
 	// or a free port when Port is zero too.
 	GossipPort int
-	// Multicast is the beacons' IPv4 multicast group as "addr:port".
-	// Empty or "off" disables multicast: discovery then relies on Join.
+	// Multicast lists the beacons' multicast groups, at most one per
+	// family, comma-separated: "239.192.79.50:7952,[ff15::7952]:7952"
+	// (DefaultMulticastGroups). A node joins and sends to those of the
+	// families Bind covers; one of them at least must be there. Empty or
+	// "off" disables multicast: discovery then relies on Join.
 	Multicast string
-	// Join lists memberlist seeds ("host:port"; a seed without a port
-	// uses this node's gossip port). Without multicast they are the only
-	// way to find the other nodes, and a reconnect loop retries them (and
-	// failed members) while they are not alive, logging a warning for
-	// each failure, 1 s, then 2, 4 ... up to a minute apart. New refuses
-	// seeds that are all this node's own gossip address (it would join
-	// nobody); among others, this node's own address is skipped.
+	// Join lists memberlist seeds: "host:port" ("[addr]:port" for IPv6),
+	// or "host" (this node's gossip port), where host is an address or a
+	// DNS name whose A and AAAA records all count, or "srv:NAME", an SRV
+	// name whose records give the targets and their gossip ports (e.g.
+	// srv:_groupd._udp.example.lan). Names are resolved with the
+	// standard resolver on every attempt to join them, and every
+	// ResolveInterval while they are joined, so that nodes added to the
+	// records are found. Without multicast the seeds are the only way to
+	// find the other nodes; a seed that cannot be joined is retried 1 s
+	// later, then 2, 4 ... up to ResolveInterval apart, with one warning
+	// until it works again. New refuses seeds that are all this node's own
+	// gossip address (it would join nobody); among others, this node's
+	// own address is skipped.
 	Join []string
+	// ResolveInterval is how often a joined --join seed is resolved
+	// again, and the longest wait between attempts at one that fails:
+	// a node added to a seed's records is joined within it. Zero means
+	// DefaultResolveInterval.
+	ResolveInterval time.Duration
 	// DataDir holds the node's durable state (see package store).
 	DataDir string
 	// MinCounter raises the stored group-number counter to at least this
@@ -224,7 +253,8 @@ type Config struct {
 //
 // An agent with this Config is a node of the LAN's groupd, as `groupd run`
 // is: it binds DefaultPort (and DefaultPort+1 for memberlist) on every
-// address, beacons on the multicast group DefaultMulticast, and serves the
+// address, beacons on the multicast group DefaultMulticast (IPv4; and on
+// DefaultMulticast6 where it binds IPv6), and serves the
 // API on DefaultAPI. It forms groups with every groupd and every embedded
 // agent that uses the same multicast group, and a second process on one
 // host with these defaults cannot bind the ports. To keep an
@@ -255,15 +285,16 @@ func DefaultLANConfig() Config {
 		Bind:     "0.0.0.0",            // every address; Advertise and Interface are derived
 		Port:     DefaultPort,
 		// GossipPort 0: Port+1, so moving --port moves both.
-		Multicast:    DefaultMulticast,
-		DataDir:      DefaultDataDir(),
-		API:          DefaultAPI,
-		Profile:      ProfileLAN,
-		Timing:       invitation.DefaultTiming(),
-		Election:     invitation.ElectionBully,
-		HookTimeout:  DefaultHookTimeout,    // long enough for a VIP move or a service reload
-		TickInterval: 10 * time.Millisecond, // 1/10 of the shortest lan interval (AnswerTimeout)
-		RateLimit:    DefaultRateLimit,      // see limits.go
+		Multicast:       DefaultMulticastGroups,
+		DataDir:         DefaultDataDir(),
+		API:             DefaultAPI,
+		Profile:         ProfileLAN,
+		Timing:          invitation.DefaultTiming(),
+		Election:        invitation.ElectionBully,
+		HookTimeout:     DefaultHookTimeout, // long enough for a VIP move or a service reload
+		ResolveInterval: DefaultResolveInterval,
+		TickInterval:    10 * time.Millisecond, // 1/10 of the shortest lan interval (AnswerTimeout)
+		RateLimit:       DefaultRateLimit,      // see limits.go
 	}
 }
 
@@ -275,6 +306,7 @@ func DefaultFastConfig() Config {
 	c.Profile = ProfileFast
 	c.Timing = invitation.FastTiming()
 	c.TickInterval = 5 * time.Millisecond
+	c.ResolveInterval = DefaultResolveInterval / 5
 	return c
 }
 
@@ -338,23 +370,30 @@ func (c Config) Validate() error {
 	} else if gp != 0 && gp == c.Port {
 		return configErrorf("group: --gossip-port %d is the same as --port", gp)
 	}
-	if _, err := parseIPv4("--bind", c.Bind, true); err != nil {
+	bind, err := parseIP("--bind", c.Bind, true)
+	if err != nil {
 		return err
 	}
 	if c.Advertise != "" {
-		if _, err := parseIPv4("--advertise", c.Advertise, false); err != nil {
+		adv, err := parseIP("--advertise", c.Advertise, false)
+		if err != nil {
 			return err
+		}
+		if v4, v6 := families(bind); adv.To4() != nil && !v4 || adv.To4() == nil && !v6 {
+			return configErrorf("group: --advertise %s is %s, but --bind %s is %s only: bind :: for both",
+				c.Advertise, familyName(adv.To4() == nil), c.Bind, familyName(v6))
 		}
 	}
-	if c.MulticastEnabled() {
-		if _, err := parseMulticast(c.Multicast); err != nil {
-			return err
-		}
+	if _, err := c.multicastGroups(bind); err != nil {
+		return err
 	}
 	for _, j := range c.Join {
-		if err := checkSeed(j); err != nil {
+		if _, err := parseSeed(j); err != nil {
 			return err
 		}
+	}
+	if c.ResolveInterval < 0 {
+		return configErrorf("group: --resolve-interval must be > 0, got %v", c.ResolveInterval)
 	}
 	if strings.TrimSpace(c.DataDir) == "" {
 		return configErrorf("group: --data-dir is empty")
@@ -394,55 +433,6 @@ func (c Config) Validate() error {
 		return configErrorf("group: tick interval must be > 0, got %v", c.TickInterval)
 	}
 	return checkNameTags(c.Name, c.Tags)
-}
-
-// parseIPv4 parses an IPv4 literal for flag; unspecified (0.0.0.0) is
-// accepted only if allowAny.
-func parseIPv4(flag, s string, allowAny bool) (net.IP, error) {
-	ip := net.ParseIP(s)
-	if ip == nil || ip.To4() == nil {
-		return nil, configErrorf("group: %s %q is not an IPv4 address", flag, s)
-	}
-	if ip.IsUnspecified() && !allowAny {
-		return nil, configErrorf("group: %s %q must be a specific address, not 0.0.0.0", flag, s)
-	}
-	return ip.To4(), nil
-}
-
-// parseMulticast parses the --multicast "addr:port" value.
-func parseMulticast(s string) (*net.UDPAddr, error) {
-	host, port, err := net.SplitHostPort(s)
-	if err != nil {
-		return nil, configErrorf("group: --multicast %q: want addr:port (or off): %v", s, err)
-	}
-	ip := net.ParseIP(host)
-	if ip == nil || ip.To4() == nil || !ip.IsMulticast() {
-		return nil, configErrorf("group: --multicast %q: %q is not an IPv4 multicast address (224.0.0.0/4)", s, host)
-	}
-	p, err := strconv.Atoi(port)
-	if err != nil || p < 1 || p > 65535 {
-		return nil, configErrorf("group: --multicast %q: port %q out of range (1-65535)", s, port)
-	}
-	return &net.UDPAddr{IP: ip.To4(), Port: p}, nil
-}
-
-// checkSeed validates one --join entry: "host:port" or "host" (memberlist
-// then uses this node's gossip port).
-func checkSeed(s string) error {
-	host, port := s, ""
-	if strings.Contains(s, ":") {
-		var err error
-		if host, port, err = net.SplitHostPort(s); err != nil {
-			return configErrorf("group: --join %q: want host:port: %v", s, err)
-		}
-		if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
-			return configErrorf("group: --join %q: port %q out of range (1-65535)", s, port)
-		}
-	}
-	if host == "" {
-		return configErrorf("group: --join %q: empty host", s)
-	}
-	return nil
 }
 
 // parseAPI splits the --api value into a network ("tcp" or "unix") and an

@@ -26,16 +26,33 @@ func TestValidate(t *testing.T) {
 		{"gossip port too big", func(c *Config) { c.GossipPort = 65536 }, "--gossip-port 65536 out of range"},
 		{"gossip default overflows", func(c *Config) { c.Port = 65535 }, "--port+1 = 65536"},
 		{"gossip same as port", func(c *Config) { c.GossipPort = c.Port }, "same as --port"},
-		{"bind not an IP", func(c *Config) { c.Bind = "eth0" }, `--bind "eth0" is not an IPv4 address`},
-		{"bind IPv6", func(c *Config) { c.Bind = "::1" }, "not an IPv4 address"},
+		{"bind not an IP", func(c *Config) { c.Bind = "eth0" }, `--bind "eth0" is not an IP address`},
+		{"bind IPv6", func(c *Config) { c.Bind = "::1" }, ""},
+		{"bind IPv6 any", func(c *Config) { c.Bind = "::" }, ""},
+		{"bind IPv4-mapped", func(c *Config) { c.Bind = "::ffff:10.0.0.1" }, ""},
+		{"bind link-local", func(c *Config) { c.Bind = "fe80::1" }, "is link-local"},
+		{"bind zone", func(c *Config) { c.Bind = "fe80::1%eth0" }, "a zone (%) is not accepted"},
+		{"advertise IPv6 any", func(c *Config) { c.Bind, c.Advertise = "::", "::" }, "must be a specific address"},
+		{"advertise IPv6 on IPv4", func(c *Config) { c.Advertise = "fd00::1" }, "--advertise fd00::1 is IPv6, but --bind 0.0.0.0 is IPv4 only"},
+		{"advertise IPv4 on IPv6", func(c *Config) { c.Bind, c.Advertise = "fd00::2", "10.0.0.1" }, "is IPv4, but --bind fd00::2 is IPv6 only"},
+		{"advertise IPv6 dual", func(c *Config) { c.Bind, c.Advertise = "::", "fd00::1" }, ""},
+		{"advertise IPv4 dual", func(c *Config) { c.Bind, c.Advertise = "::", "10.0.0.1" }, ""},
 		{"advertise any", func(c *Config) { c.Advertise = "0.0.0.0" }, "must be a specific address"},
 		{"advertise ok", func(c *Config) { c.Advertise = "10.0.0.1" }, ""},
 		{"multicast off", func(c *Config) { c.Multicast = "off" }, ""},
 		{"multicast empty", func(c *Config) { c.Multicast = "" }, ""},
-		{"multicast unicast addr", func(c *Config) { c.Multicast = "10.0.0.1:7952" }, "not an IPv4 multicast address"},
+		{"multicast unicast addr", func(c *Config) { c.Multicast = "10.0.0.1:7952" }, "is not a multicast address"},
+		{"multicast IPv6 unicast", func(c *Config) { c.Multicast = "[fd00::1]:7952" }, "is not a multicast address"},
+		{"multicast IPv6 no brackets", func(c *Config) { c.Multicast = "ff15::7952:7952" }, "want addr:port ([addr]:port for IPv6)"},
+		{"multicast two IPv4", func(c *Config) { c.Multicast = "239.1.1.1:1,239.1.1.2:1" }, "two IPv4 groups"},
+		{"multicast IPv4 only on IPv6", func(c *Config) { c.Bind, c.Multicast = "fd00::1", "239.1.1.1:7952" }, "has no IPv6 group"},
+		{"multicast IPv6 only on IPv4", func(c *Config) { c.Multicast = "[ff15::1]:7952" }, "has no IPv4 group"},
+		{"multicast IPv6 only on IPv6", func(c *Config) { c.Bind, c.Multicast = "fd00::1", "[ff12::1]:7952" }, ""},
+		{"multicast one family on dual", func(c *Config) { c.Bind, c.Multicast = "::", "239.1.1.1:7952" }, ""},
 		{"multicast no port", func(c *Config) { c.Multicast = "239.1.1.1" }, "want addr:port"},
 		{"multicast port 0", func(c *Config) { c.Multicast = "239.1.1.1:0" }, "out of range"},
 		{"join ok", func(c *Config) { c.Join = []string{"10.0.0.2:7951", "node3"} }, ""},
+		{"join IPv6", func(c *Config) { c.Join = []string{"[fd00::2]:7951", "fd00::3"} }, ""},
 		{"join bad port", func(c *Config) { c.Join = []string{"10.0.0.2:x"} }, `--join "10.0.0.2:x"`},
 		{"join empty host", func(c *Config) { c.Join = []string{":7951"} }, "empty host"},
 		{"no data dir", func(c *Config) { c.DataDir = " " }, "--data-dir is empty"},
@@ -95,7 +112,7 @@ func TestConfigForProfile(t *testing.T) {
 
 func TestDefaultPorts(t *testing.T) {
 	c := DefaultLANConfig()
-	if c.Port != 7950 || c.gossipPort() != 7951 || c.Multicast != "239.192.79.50:7952" || c.API != "127.0.0.1:7953" {
+	if c.Port != 7950 || c.gossipPort() != 7951 || c.Multicast != "239.192.79.50:7952,[ff15::7952]:7952" || c.API != "127.0.0.1:7953" {
 		t.Errorf("defaults: port %d gossip %d multicast %s api %s", c.Port, c.gossipPort(), c.Multicast, c.API)
 	}
 	c.Port = 0

@@ -174,9 +174,12 @@ func TestDocFigures(t *testing.T) {
 		t.Errorf("the doc of MaxNameLen says tags get 424 bytes of a 512-byte meta; the code gives %d of %d", maxTagBytes, metaMax)
 	}
 	// Config.Join's doc: failed seeds are retried 1 s, then 2, 4 ... up
-	// to a minute apart.
-	if seedRetryMin != time.Second || seedRetryMax != time.Minute {
-		t.Errorf("Config.Join's doc says seeds are retried from 1 s up to a minute apart; the code: %v to %v", seedRetryMin, seedRetryMax)
+	// to ResolveInterval apart; DefaultResolveInterval's: 10 s, fast 2 s.
+	if seedRetryMin != time.Second {
+		t.Errorf("Config.Join's doc says seeds are retried from 1 s on; the code: %v", seedRetryMin)
+	}
+	if l, f := DefaultLANConfig().ResolveInterval, DefaultFastConfig().ResolveInterval; l != 10*time.Second || f != 2*time.Second {
+		t.Errorf("DefaultResolveInterval's doc says 10 s (fast 2 s); the configs: %v, %v", l, f)
 	}
 	// OnNewLeader's and OnChange's docs: a missing name is waited for up
 	// to BeaconInterval + AliveInterval.

@@ -1,10 +1,14 @@
 package group
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -241,37 +245,50 @@ const (
 	reapTick      = time.Minute
 )
 
-// Seed back-off: a seed that cannot be joined is retried after 1 s, then
-// twice as long each time, up to a minute.
-const (
-	seedRetryMin = time.Second
-	seedRetryMax = time.Minute
-)
+// Seed back-off: a seed that cannot be joined (or resolves to nothing)
+// is tried again after 1 s, then twice as long each time, up to
+// ResolveInterval: a node whose seeds all vanished finds them within that
+// interval of their return.
+const seedRetryMin = time.Second
 
 // seedState is the reconnect loop's record of one --join seed.
 type seedState struct {
-	next    time.Time     // earliest next attempt
+	next    time.Time     // earliest next attempt (a new resolution)
 	backoff time.Duration // wait after the next failure
-	failing bool          // the last attempt failed (logged)
+	failing bool          // the last attempt failed (warned once)
+	addrs   []string      // what the seed resolved to last
 }
 
-// reconnect joins the --join seeds at start and, while memberlist does not
-// list a seed as alive, again with back-off (each failure is a warning:
-// an operator should hear that a seed is wrong or down); without
-// multicast, it also re-joins every reconnectInterval the members
+// seedOutcome is how one attempt at a seed went.
+type seedOutcome uint8
+
+const (
+	seedJoined seedOutcome = iota // every node it names is alive, or one of them was joined
+	seedAlone                     // it names this node only
+	seedFailed                    // it names nobody, or no join succeeded
+)
+
+// reconnect joins the --join seeds at start and keeps them joined: each
+// attempt resolves the seed again (seeds.go) and joins the addresses it
+// names that memberlist does not list as alive. A seed that is joined is
+// resolved again every ResolveInterval (nodes added to its records are
+// joined); one that fails is retried with back-off, with one warning per
+// streak of failures (an operator should hear that a seed is wrong or
+// down, not once a second) and a line when it works again. Without
+// multicast it also re-joins, every reconnectInterval, the members
 // memberlist declared dead in the last peerForget: without beacons this is
-// what re-merges the two sides of a partition once it heals. It also
-// reaps old address-book entries.
+// what re-merges the two sides of a partition once it heals. It also reaps
+// old address-book entries.
 func (a *Agent) reconnect(ctx context.Context, ml *memberlist.Memberlist) {
 	tick := reconnectTick
-	if len(a.cfg.Join) == 0 && a.tr.MulticastGroup() != "" {
+	if len(a.seeds) == 0 && a.tr.MulticastGroup() != "" {
 		tick = reapTick // beacons re-merge partitions; nothing to rejoin
 	}
 	t := time.NewTicker(tick)
 	defer t.Stop()
-	seeds := make(map[string]*seedState, len(a.cfg.Join))
-	for _, s := range a.cfg.Join {
-		seeds[s] = &seedState{backoff: seedRetryMin}
+	states := make([]seedState, len(a.seeds))
+	for i := range states {
+		states[i].backoff = seedRetryMin
 	}
 	var lastFailed time.Time
 	for first := true; ; first = false {
@@ -283,39 +300,9 @@ func (a *Agent) reconnect(ctx context.Context, ml *memberlist.Memberlist) {
 			}
 		}
 		now := time.Now()
-		alive := a.peers.aliveGossipAddrs()
-		var due []string
-		for _, seed := range a.cfg.Join {
-			st := seeds[seed]
-			if seedAlive(ctx, seed, alive, a.gossipAddr) {
-				if st.failing {
-					a.glog.Info().Str("seed", seed).Msg("--join seed reachable again")
-				}
-				st.failing, st.backoff, st.next = false, seedRetryMin, time.Time{}
-				continue
-			}
-			if !now.Before(st.next) {
-				due = append(due, seed)
-			}
-		}
-		if len(due) > 0 {
-			why := "reconnect"
-			if first {
-				why = "seed"
-			}
-			failed := a.join(ctx, ml, why, dedupe(due))
-			for _, seed := range due {
-				st := seeds[seed]
-				err, bad := failed[seed]
-				if !bad {
-					st.failing, st.backoff, st.next = false, seedRetryMin, time.Time{}
-					continue
-				}
-				st.failing = true
-				st.next = now.Add(st.backoff)
-				a.glog.Warn().Err(err).Str("seed", seed).Dur("retry_in", st.backoff).
-					Msg("cannot join --join seed; retrying (check the address and that groupd runs there)")
-				st.backoff = min(2*st.backoff, seedRetryMax)
+		for i, s := range a.seeds {
+			if st := &states[i]; !now.Before(st.next) {
+				a.attemptSeed(ctx, ml, s, st, first)
 			}
 		}
 		if a.tr.MulticastGroup() == "" && now.Sub(lastFailed) >= a.reconnectInterval() {
@@ -328,29 +315,86 @@ func (a *Agent) reconnect(ctx context.Context, ml *memberlist.Memberlist) {
 	}
 }
 
-// seedAlive reports whether a seed address is this node or belongs to a
-// node memberlist lists as alive. Host names are resolved (briefly); a
-// seed that cannot be resolved counts as not alive, so it is retried.
-func seedAlive(ctx context.Context, seed string, alive map[string]bool, self string) bool {
-	host, port, err := net.SplitHostPort(seed)
+// attemptSeed resolves one seed, joins what it names that is not alive,
+// and schedules the next attempt.
+func (a *Agent) attemptSeed(ctx context.Context, ml *memberlist.Memberlist, s seedSpec, st *seedState, first bool) {
+	out, why := a.trySeed(ctx, ml, s, st, first)
+	now := time.Now()
+	refresh := a.resolveInterval()
+	log := a.glog.With().Str("seed", s.String()).Strs("addrs", st.addrs).Logger()
+	switch out {
+	case seedJoined:
+		if st.failing {
+			log.Info().Msg("--join seed reachable again")
+		}
+		st.failing, st.backoff, st.next = false, seedRetryMin, now.Add(refresh)
+		return
+	case seedAlone:
+		// The first node of a LAN (a StatefulSet's pod 0) is alone in
+		// its seed's records: no warning, but look again soon, as for
+		// a failure.
+		log.Debug().Dur("retry_in", st.backoff).Msg("--join seed names only this node")
+	case seedFailed:
+		if !st.failing {
+			log.Warn().Err(why).Dur("retry_in", st.backoff).
+				Msg("cannot join --join seed; retrying with back-off, resolving it again each time (check the name or address, and that groupd runs there)")
+		} else {
+			log.Debug().Err(why).Dur("retry_in", st.backoff).Msg("--join seed still failing")
+		}
+		st.failing = true
+	}
+	st.next = now.Add(st.backoff)
+	st.backoff = min(2*st.backoff, max(refresh, seedRetryMin))
+}
+
+// trySeed is one attempt at a seed: resolve, then join what is not alive.
+func (a *Agent) trySeed(ctx context.Context, ml *memberlist.Memberlist, s seedSpec, st *seedState, first bool) (seedOutcome, error) {
+	port := 0
+	if a.gnet != nil {
+		port = a.gnet.Port()
+	} else if _, p, err := net.SplitHostPort(a.gossipAddr); err == nil {
+		port, _ = strconv.Atoi(p)
+	}
+	addrs, err := resolveSeed(ctx, a.resolver, s, port, a.usableIP)
 	if err != nil {
-		return false // no port: memberlist's default; just retry it
+		return seedFailed, err
 	}
-	ips := []string{host}
-	if net.ParseIP(host) == nil {
-		rctx, cancel := context.WithTimeout(ctx, time.Second)
-		defer cancel()
-		if ips, err = net.DefaultResolver.LookupHost(rctx, host); err != nil {
-			return false
-		}
+	st.addrs = addrs
+	if len(addrs) == 0 {
+		return seedFailed, errors.New("it names no address of a family this node binds")
 	}
-	for _, ip := range ips {
-		addr := net.JoinHostPort(ip, port)
-		if addr == self || alive[addr] {
-			return true
-		}
+	alive := a.peers.aliveGossipAddrs()
+	others := slices.DeleteFunc(slices.Clone(addrs), a.ownGossipAddr)
+	due := slices.DeleteFunc(slices.Clone(others), func(s string) bool { return alive[s] })
+	switch {
+	case len(others) == 0 && len(alive) == 0:
+		return seedAlone, nil
+	case len(due) == 0:
+		return seedJoined, nil
 	}
-	return false
+	why := "reconnect"
+	if first {
+		why = "seed"
+	}
+	failed := a.join(ctx, ml, why, due)
+	if len(failed) < len(due) {
+		return seedJoined, nil
+	}
+	if len(due) < len(others) {
+		// Some of the nodes it names are alive: the seed did its job,
+		// and the others are down or gone (a removed pod's stale record).
+		return seedJoined, nil
+	}
+	parts := make([]string, 0, len(due))
+	for _, addr := range due {
+		parts = append(parts, addr+": "+failed[addr].Error())
+	}
+	return seedFailed, errors.New(strings.Join(parts, "; ")) // one line
+}
+
+// resolveInterval is how often a joined seed is resolved again.
+func (a *Agent) resolveInterval() time.Duration {
+	return cmp.Or(a.cfg.ResolveInterval, DefaultResolveInterval)
 }
 
 func dedupe(ss []string) []string {

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
-	"golang.org/x/net/ipv4"
 
 	"github.com/groupd/groupd/group/memnet"
 	"github.com/groupd/groupd/invariant"
@@ -51,7 +50,7 @@ var loopbackMulticast = sync.OnceValue(func() bool {
 		return false
 	}
 	defer sc.Close()
-	if setupMulticastSender(ipv4.NewPacketConn(sc), []net.Interface{*lo}) != nil {
+	if setupMulticastSender(newWireSocket(sc), []net.Interface{*lo}) != nil {
 		return false
 	}
 	probe := []byte(fmt.Sprintf("groupd-probe-%d", rand.Uint64()))

@@ -55,6 +55,7 @@ func (a *Agent) loop(ctx context.Context, d *driver.Driver) loopEnd {
 		case <-timer.C:
 			armed = time.Time{}
 		}
+		a.turned.Store(time.Now().UnixNano()) // LoopTurned: the loop is not wedged
 		if !d.Tick(time.Now()) {
 			a.log.Error().Str("status", d.Node().Status().String()).
 				Msg("the state machine still has work due after ticking it repeatedly (a bug); going on")

@@ -6,55 +6,66 @@ import (
 	"fmt"
 	"net"
 	"slices"
+	"strconv"
 	"syscall"
 
 	"golang.org/x/net/ipv4"
+	"golang.org/x/net/ipv6"
 	"golang.org/x/sys/unix"
 )
 
-// Multicast beacons.
+// Multicast beacons, one group per address family in use (family.go).
 //
-// Receiving: a socket bound to the group address and port (not 0.0.0.0, so
-// that it only gets datagrams sent to the group) with SO_REUSEADDR and
-// SO_REUSEPORT, so that several groupd on one host all listen on the same
-// port (the kernel delivers a copy of each multicast datagram to every
-// such socket), and IP_MULTICAST_ALL off, so that it only gets the groups
-// it joined itself, not those other programs on the host joined. It joins
-// the group on each selected interface.
+// Receiving: a socket bound to the group address and port (not the
+// wildcard, so that it only gets datagrams sent to the group) with
+// SO_REUSEADDR and SO_REUSEPORT, so that several groupd on one host all
+// listen on the same port (the kernel delivers a copy of each multicast
+// datagram to every such socket), and IP_MULTICAST_ALL (IPv6:
+// IPV6_MULTICAST_ALL) off, so that it only gets the groups it joined
+// itself, not those other programs on the host joined. It joins the group
+// on each selected interface (IPv6: by interface index, the group's scope
+// zone). A link-local IPv6 group (ff02::/16, ff12::/16) is bound with the
+// interface as its zone where the kernel asks for one, which is why it
+// takes exactly one interface.
 //
-// Sending: beacons leave from the unicast wire socket, so their UDP source
-// is the sender's wire address and receivers learn where to reply. That
-// socket gets IP_MULTICAST_TTL 1 (beacons stay on the link),
-// IP_MULTICAST_LOOP on (other nodes on this host hear them) and
-// IP_MULTICAST_IF the first selected interface; with several interfaces,
-// each beacon is sent once per interface, choosing it per datagram with
-// IP_PKTINFO.
+// Sending: beacons leave from the family's unicast wire socket, so their
+// UDP source is the sender's wire address and receivers learn where to
+// reply. That socket gets a multicast TTL (IPv6: hop limit) of 1 (beacons
+// stay on the link), multicast loopback on (other nodes on this host hear
+// them) and the first selected interface as its multicast interface; with
+// several interfaces, each beacon is sent once per interface, choosing it
+// per datagram with IP_PKTINFO (IPV6_PKTINFO).
 //
-// Interface selection (selectInterfaces): --interface if given; else the
-// interface holding --bind; else, when bind is 0.0.0.0, every interface
-// that is up, multicast-capable, not loopback and has an IPv4 address, so
-// that a host on several LANs is found on all of them, the default
-// route's interface first; if there is none, the loopback interface (a
-// single host). Memberlist advertises one address only (chooseAdvertise:
-// the default route's), so on a host with several LANs set --interface or
-// --advertise to the LAN the group lives on. Linux delivers multicast over
-// loopback even when lo lacks the MULTICAST flag, so loopback is accepted
-// when named or bound explicitly.
+// Interface selection (selectInterfaces), per family: --interface if given;
+// else the interface holding --bind; else, when bind is a wildcard (0.0.0.0,
+// ::), every interface that is up, multicast-capable, not loopback and has
+// an address of the family (IPv6: a link-local one is enough), so that a
+// host on several LANs is found on all of them, the default route's
+// interface first; if there is none, the loopback interface (a single
+// host; Linux routes IPv4 multicast over lo, not IPv6). Memberlist
+// advertises one address only (chooseAdvertise: the default route's), so
+// on a host with several LANs set --interface or --advertise to the LAN the
+// group lives on. Linux delivers IPv4 multicast over loopback even when lo
+// lacks the MULTICAST flag, so loopback is accepted when named or bound
+// explicitly.
 
-// multicastTTL keeps beacons on the local link (contract: TTL 1).
+// multicastTTL keeps beacons on the local link (contract: TTL 1; IPv6: hop
+// limit 1).
 const multicastTTL = 1
 
-// mcastSocket is the multicast receiving socket.
+// mcastSocket is one family's multicast receiving socket.
 type mcastSocket struct {
 	group  *net.UDPAddr
 	ifaces []net.Interface
 	conn   net.PacketConn
-	p      *ipv4.PacketConn
 }
 
-// selectInterfaces picks the interfaces to join the group on and send
-// beacons through (see the comment above).
-func selectInterfaces(name string, bind net.IP) ([]net.Interface, error) {
+// v6 reports whether m is the IPv6 group's.
+func (m *mcastSocket) v6() bool { return m.group.IP.To4() == nil }
+
+// selectInterfaces picks the interfaces of one family (v6) to join the
+// group on and send beacons through (see the comment above).
+func selectInterfaces(name string, bind net.IP, v6 bool) ([]net.Interface, error) {
 	if name != "" {
 		ifi, err := net.InterfaceByName(name)
 		if err != nil {
@@ -74,10 +85,8 @@ func selectInterfaces(name string, bind net.IP) ([]net.Interface, error) {
 	}
 	if bind != nil && !bind.IsUnspecified() {
 		for _, ifi := range all {
-			for _, ip := range ifaceIPv4s(ifi) {
-				if ip.Equal(bind) {
-					return []net.Interface{ifi}, nil
-				}
+			if slices.ContainsFunc(ifaceIPs(ifi, v6), bind.Equal) {
+				return []net.Interface{ifi}, nil
 			}
 		}
 		return nil, configErrorf("group: --bind %s is not the address of any interface", bind)
@@ -85,7 +94,7 @@ func selectInterfaces(name string, bind net.IP) ([]net.Interface, error) {
 	var picked []net.Interface
 	var loopback *net.Interface
 	for i, ifi := range all {
-		if ifi.Flags&net.FlagUp == 0 || len(ifaceIPv4s(ifi)) == 0 {
+		if ifi.Flags&net.FlagUp == 0 || len(ifaceIPs(ifi, v6)) == 0 {
 			continue
 		}
 		if ifi.Flags&net.FlagLoopback != 0 {
@@ -99,121 +108,146 @@ func selectInterfaces(name string, bind net.IP) ([]net.Interface, error) {
 	if len(picked) == 0 && loopback != nil {
 		picked = append(picked, *loopback)
 	}
-	// The default route's interface first: it becomes IP_MULTICAST_IF,
-	// and it is the one the advertised address belongs to.
-	if ip := defaultRouteIP(); ip != nil {
+	// The default route's interface first: it becomes the multicast
+	// interface, and it is the one the advertised address belongs to.
+	if ip := defaultRouteIP(v6); ip != nil {
 		for i, ifi := range picked {
-			if slices.ContainsFunc(ifaceIPv4s(ifi), ip.Equal) {
+			if slices.ContainsFunc(ifaceIPs(ifi, v6), ip.Equal) {
 				picked[0], picked[i] = picked[i], picked[0]
 				break
 			}
 		}
 	}
 	if len(picked) == 0 {
-		return nil, configErrorf("group: no interface is up with an IPv4 address for multicast; set --interface or --multicast off")
+		return nil, configErrorf("group: no interface is up with an %s address for multicast; set --interface or --multicast off", familyName(v6))
 	}
 	return picked, nil
 }
 
-// ifaceIPv4s returns the IPv4 addresses of ifi.
-func ifaceIPv4s(ifi net.Interface) []net.IP {
-	addrs, err := ifi.Addrs()
-	if err != nil {
-		return nil
+// defaultRouteIP returns the source address the kernel would use to reach
+// a host of family v6 through the default route, or nil if there is no
+// default route. Connecting a UDP socket only looks the route up: nothing
+// is sent.
+func defaultRouteIP(v6 bool) net.IP {
+	network, probe := "udp4", "198.51.100.1:9" // TEST-NET-2: never a local address
+	if v6 {
+		network, probe = "udp6", "[2001:db8::1]:9" // the documentation prefix
 	}
-	var ips []net.IP
-	for _, a := range addrs {
-		var ip net.IP
-		switch v := a.(type) {
-		case *net.IPNet:
-			ip = v.IP
-		case *net.IPAddr:
-			ip = v.IP
-		}
-		if ip4 := ip.To4(); ip4 != nil {
-			ips = append(ips, ip4)
-		}
-	}
-	return ips
-}
-
-// defaultRouteIP returns the source address the kernel would use to
-// reach a host through the default route, or nil if there is no default
-// route. Connecting a UDP socket only looks the route up: nothing is sent.
-func defaultRouteIP() net.IP {
-	c, err := net.Dial("udp4", "198.51.100.1:9") // TEST-NET-2: never a local address
+	c, err := net.Dial(network, probe)
 	if err != nil {
 		return nil
 	}
 	defer c.Close()
-	if a, ok := c.LocalAddr().(*net.UDPAddr); ok && !a.IP.IsUnspecified() && !a.IP.IsLoopback() {
-		return a.IP.To4()
+	a, ok := c.LocalAddr().(*net.UDPAddr)
+	if !ok || a.IP.IsUnspecified() || a.IP.IsLoopback() || a.IP.IsLinkLocalUnicast() {
+		return nil
 	}
-	return nil
+	if v4 := a.IP.To4(); v4 != nil {
+		return v4
+	}
+	return a.IP
 }
 
 // chooseAdvertise picks the address other nodes reach this one at: the
-// configured Advertise; else the first IPv4 of --interface; else a
-// specific --bind; else the address of the default route's interface (on
-// a host with several LANs, set --advertise or --interface to the LAN the
-// group lives on); else the first IPv4 of an up, non-loopback interface
-// (multicast-capable ones first); else 127.0.0.1.
+// configured Advertise; else the first address of --interface (IPv4
+// first where bind covers it; IPv6 not link-local); else a specific
+// --bind; else the address of the default route's interface (on a host
+// with several LANs, set --advertise or --interface to the LAN the group
+// lives on); else the first address of an up, non-loopback interface
+// (multicast-capable ones first); else loopback. IPv4 comes first where
+// bind covers both families: it is what a LAN of IPv4 nodes reaches.
 func chooseAdvertise(cfg Config, bind net.IP) (net.IP, error) {
+	v4, v6 := families(bind)
 	if cfg.Advertise != "" {
-		return parseIPv4("--advertise", cfg.Advertise, false)
+		ip, err := parseIP("--advertise", cfg.Advertise, false)
+		if err != nil {
+			return nil, err
+		}
+		if ip.To4() != nil && !v4 || ip.To4() == nil && !v6 {
+			return nil, configErrorf("group: --advertise %s is %s, but --bind %s is %s only: bind :: for both", ip, familyName(ip.To4() == nil), bind, familyName(!v6))
+		}
+		return ip, nil
+	}
+	fams := []bool{}
+	if v4 {
+		fams = append(fams, false)
+	}
+	if v6 {
+		fams = append(fams, true)
 	}
 	if cfg.Interface != "" {
 		ifi, err := net.InterfaceByName(cfg.Interface)
 		if err != nil {
 			return nil, configErrorf("group: --interface %q: %v", cfg.Interface, err)
 		}
-		if ips := ifaceIPv4s(*ifi); len(ips) > 0 && (bind.IsUnspecified() || ips[0].Equal(bind)) {
-			return ips[0], nil
+		for _, fam := range fams {
+			if ips := routable(ifaceIPs(*ifi, fam)); len(ips) > 0 && (bind.IsUnspecified() || ips[0].Equal(bind)) {
+				return ips[0], nil
+			}
 		}
 	}
 	if !bind.IsUnspecified() {
 		return bind, nil
 	}
-	if ip := defaultRouteIP(); ip != nil {
-		return ip, nil
+	for _, fam := range fams {
+		if ip := defaultRouteIP(fam); ip != nil {
+			return ip, nil
+		}
 	}
 	all, err := net.Interfaces()
 	if err != nil {
 		return nil, configErrorf("group: list network interfaces: %v", err)
 	}
-	var fallback net.IP
-	for _, ifi := range all {
-		if ifi.Flags&net.FlagUp == 0 || ifi.Flags&net.FlagLoopback != 0 {
-			continue
+	for _, fam := range fams {
+		var fallback net.IP
+		for _, ifi := range all {
+			if ifi.Flags&net.FlagUp == 0 || ifi.Flags&net.FlagLoopback != 0 {
+				continue
+			}
+			ips := routable(ifaceIPs(ifi, fam))
+			if len(ips) == 0 {
+				continue
+			}
+			if ifi.Flags&net.FlagMulticast != 0 {
+				return ips[0], nil
+			}
+			if fallback == nil {
+				fallback = ips[0]
+			}
 		}
-		ips := ifaceIPv4s(ifi)
-		if len(ips) == 0 {
-			continue
-		}
-		if ifi.Flags&net.FlagMulticast != 0 {
-			return ips[0], nil
-		}
-		if fallback == nil {
-			fallback = ips[0]
+		if fallback != nil {
+			return fallback, nil
 		}
 	}
-	if fallback != nil {
-		return fallback, nil
+	if v4 {
+		return net.IPv4(127, 0, 0, 1).To4(), nil
 	}
-	return net.IPv4(127, 0, 0, 1).To4(), nil
+	return net.IPv6loopback, nil
 }
 
 // reusePort sets SO_REUSEADDR and SO_REUSEPORT, so that several groupd on
-// one host can bind the multicast port, and clears IP_MULTICAST_ALL.
-func reusePort(_, _ string, c syscall.RawConn) error {
+// one host can bind the multicast port, and clears IP_MULTICAST_ALL or
+// IPV6_MULTICAST_ALL.
+func reusePort(network, _ string, c syscall.RawConn) error {
+	all := struct{ level, opt int }{unix.IPPROTO_IP, unix.IP_MULTICAST_ALL}
+	if network == "udp6" {
+		all.level, all.opt = unix.IPPROTO_IPV6, unix.IPV6_MULTICAST_ALL
+	}
 	var serr error
 	err := c.Control(func(fd uintptr) {
 		for _, o := range []struct{ level, opt, v int }{
 			{unix.SOL_SOCKET, unix.SO_REUSEADDR, 1},
 			{unix.SOL_SOCKET, unix.SO_REUSEPORT, 1},
-			{unix.IPPROTO_IP, unix.IP_MULTICAST_ALL, 0},
+			{all.level, all.opt, 0},
 		} {
 			if serr = unix.SetsockoptInt(int(fd), o.level, o.opt, o.v); serr != nil {
+				if o.opt == unix.IPV6_MULTICAST_ALL && o.level == unix.IPPROTO_IPV6 && errors.Is(serr, unix.ENOPROTOOPT) {
+					// Linux < 4.20: the socket also gets groups other
+					// programs joined on its port, which decode as
+					// garbage and are dropped and counted.
+					serr = nil
+					continue
+				}
 				serr = fmt.Errorf("setsockopt %d/%d: %w", o.level, o.opt, serr)
 				return
 			}
@@ -225,18 +259,45 @@ func reusePort(_, _ string, c syscall.RawConn) error {
 	return serr
 }
 
-// openMulticast opens the receiving socket and joins group on ifaces.
+// linkLocalGroup reports whether an IPv6 group has a scope narrower than
+// site (interface- or link-local), whose address means one interface.
+func linkLocalGroup(ip net.IP) bool {
+	return ip.To4() == nil && (ip.IsInterfaceLocalMulticast() || ip.IsLinkLocalMulticast())
+}
+
+// openMulticast opens the receiving socket of group's family and joins
+// group on ifaces.
 func openMulticast(group *net.UDPAddr, ifaces []net.Interface) (*mcastSocket, error) {
+	network := "udp4"
+	v6 := group.IP.To4() == nil
+	if v6 {
+		network = "udp6"
+		if linkLocalGroup(group.IP) && len(ifaces) != 1 {
+			return nil, configErrorf("group: --multicast %s is a link-local group: it needs exactly one interface (--interface), not %d", group, len(ifaces))
+		}
+	}
 	lc := net.ListenConfig{Control: reusePort}
-	conn, err := lc.ListenPacket(context.Background(), "udp4", group.String())
+	conn, err := lc.ListenPacket(context.Background(), network, group.String())
+	if err != nil && v6 && linkLocalGroup(group.IP) {
+		// Its zone is the interface.
+		zoned := &net.UDPAddr{IP: group.IP, Port: group.Port, Zone: ifaces[0].Name}
+		conn, err = lc.ListenPacket(context.Background(), network, zoned.String())
+	}
 	if err != nil {
 		return nil, configErrorf("group: --multicast %s: %w", group, err)
 	}
-	p := ipv4.NewPacketConn(conn)
+	join := func(ifi *net.Interface) error {
+		return ipv4.NewPacketConn(conn).JoinGroup(ifi, &net.UDPAddr{IP: group.IP})
+	}
+	if v6 {
+		join = func(ifi *net.Interface) error {
+			return ipv6.NewPacketConn(conn).JoinGroup(ifi, &net.UDPAddr{IP: group.IP})
+		}
+	}
 	var joined []string
 	var errs []error
 	for i := range ifaces {
-		if err := p.JoinGroup(&ifaces[i], &net.UDPAddr{IP: group.IP}); err != nil {
+		if err := join(&ifaces[i]); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", ifaces[i].Name, err))
 			continue
 		}
@@ -246,41 +307,90 @@ func openMulticast(group *net.UDPAddr, ifaces []net.Interface) (*mcastSocket, er
 		conn.Close()
 		return nil, configErrorf("group: --multicast %s: cannot join the group on any interface: %w", group, errors.Join(errs...))
 	}
-	return &mcastSocket{group: group, ifaces: ifaces, conn: conn, p: p}, nil
+	return &mcastSocket{group: group, ifaces: ifaces, conn: conn}, nil
 }
 
-// setupMulticastSender sets the multicast options of the wire socket,
-// which sends the beacons.
-func setupMulticastSender(p *ipv4.PacketConn, ifaces []net.Interface) error {
-	if err := p.SetMulticastTTL(multicastTTL); err != nil {
+// wireSocket is one family's unicast wire socket, which also sends that
+// family's beacons, with its multicast receiver (nil without multicast).
+type wireSocket struct {
+	uc    *net.UDPConn
+	p4    *ipv4.PacketConn // IPv4 socket
+	p6    *ipv6.PacketConn // IPv6 socket
+	mcast *mcastSocket
+}
+
+// newWireSocket wraps uc, a socket of one family.
+func newWireSocket(uc *net.UDPConn) *wireSocket {
+	w := &wireSocket{uc: uc}
+	if la, ok := uc.LocalAddr().(*net.UDPAddr); ok && la.IP.To4() == nil {
+		w.p6 = ipv6.NewPacketConn(uc)
+	} else {
+		w.p4 = ipv4.NewPacketConn(uc)
+	}
+	return w
+}
+
+// v6 reports whether w is an IPv6 socket.
+func (w *wireSocket) v6() bool { return w.p6 != nil }
+
+// setupMulticastSender sets the multicast options of a wire socket, which
+// sends the beacons.
+func setupMulticastSender(w *wireSocket, ifaces []net.Interface) error {
+	type opts interface {
+		SetMulticastLoopback(bool) error
+		SetMulticastInterface(*net.Interface) error
+	}
+	var o opts = w.p4
+	ttl := func() error { return w.p4.SetMulticastTTL(multicastTTL) }
+	if w.v6() {
+		o = w.p6
+		ttl = func() error { return w.p6.SetMulticastHopLimit(multicastTTL) }
+	}
+	if err := ttl(); err != nil {
 		return fmt.Errorf("group: set multicast TTL: %w", err)
 	}
-	if err := p.SetMulticastLoopback(true); err != nil {
+	if err := o.SetMulticastLoopback(true); err != nil {
 		return fmt.Errorf("group: enable multicast loopback: %w", err)
 	}
 	if len(ifaces) > 0 {
-		if err := p.SetMulticastInterface(&ifaces[0]); err != nil {
+		if err := o.SetMulticastInterface(&ifaces[0]); err != nil {
 			return fmt.Errorf("group: set multicast interface %s: %w", ifaces[0].Name, err)
 		}
 	}
 	return nil
 }
 
-// sendMulticast sends pkt to the group through p, once per interface. It
-// returns the first error and how many copies left.
-func (m *mcastSocket) send(p *ipv4.PacketConn, pkt []byte) (int, error) {
+// send sends pkt to the group through w, once per interface. It returns
+// the first error and how many copies left.
+func (m *mcastSocket) send(w *wireSocket, pkt []byte) (int, error) {
+	write := func(ifi *net.Interface) error {
+		if w.v6() {
+			var cm *ipv6.ControlMessage
+			if ifi != nil {
+				cm = &ipv6.ControlMessage{IfIndex: ifi.Index}
+			}
+			_, err := w.p6.WriteTo(pkt, cm, m.group)
+			return err
+		}
+		var cm *ipv4.ControlMessage
+		if ifi != nil {
+			cm = &ipv4.ControlMessage{IfIndex: ifi.Index}
+		}
+		_, err := w.p4.WriteTo(pkt, cm, m.group)
+		return err
+	}
 	if len(m.ifaces) <= 1 {
-		if _, err := p.WriteTo(pkt, nil, m.group); err != nil {
+		if err := write(nil); err != nil {
 			return 0, err
 		}
 		return 1, nil
 	}
 	var first error
 	sent := 0
-	for _, ifi := range m.ifaces {
-		if _, err := p.WriteTo(pkt, &ipv4.ControlMessage{IfIndex: ifi.Index}, m.group); err != nil {
+	for i := range m.ifaces {
+		if err := write(&m.ifaces[i]); err != nil {
 			if first == nil {
-				first = fmt.Errorf("%s: %w", ifi.Name, err)
+				first = fmt.Errorf("%s: %w", m.ifaces[i].Name, err)
 			}
 			continue
 		}
@@ -290,3 +400,55 @@ func (m *mcastSocket) send(p *ipv4.PacketConn, pkt []byte) (int, error) {
 }
 
 func (m *mcastSocket) close() error { return m.conn.Close() }
+
+// interfaceNames lists the names of ifaces, for logs.
+func interfaceNames(ifaces []net.Interface) []string {
+	names := make([]string, len(ifaces))
+	for i, ifi := range ifaces {
+		names[i] = ifi.Name
+	}
+	return names
+}
+
+// portOf returns the port of a bound UDP socket.
+func portOf(uc *net.UDPConn) int {
+	if a, ok := uc.LocalAddr().(*net.UDPAddr); ok {
+		return a.Port
+	}
+	return 0
+}
+
+// bindWire binds the wire sockets of the families bind covers on port: one
+// socket for a specific address or one family's wildcard, two on one port
+// for "::" (udp4 on 0.0.0.0, then udp6 on [::] with IPV6_V6ONLY, which Go
+// sets for "udp6"). With port 0, the IPv6 half may find the port the IPv4
+// half got taken: it retries with a new port.
+func bindWire(bind net.IP, port int) ([]*net.UDPConn, error) {
+	v4, v6 := families(bind)
+	if !v4 || !v6 {
+		network := "udp4"
+		if v6 {
+			network = "udp6"
+		}
+		uc, err := net.ListenUDP(network, &net.UDPAddr{IP: bind, Port: port})
+		if err != nil {
+			return nil, configErrorf("group: --port %d: %w", port, err)
+		}
+		return []*net.UDPConn{uc}, nil
+	}
+	for attempt := 0; ; attempt++ {
+		u4, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4zero, Port: port})
+		if err != nil {
+			return nil, configErrorf("group: --port %d (IPv4): %w", port, err)
+		}
+		p := portOf(u4)
+		u6, err := net.ListenUDP("udp6", &net.UDPAddr{IP: net.IPv6unspecified, Port: p})
+		if err == nil {
+			return []*net.UDPConn{u4, u6}, nil
+		}
+		u4.Close()
+		if port != 0 || attempt+1 == gossipBindAttempts {
+			return nil, configErrorf("group: --port %s (IPv6): %w", strconv.Itoa(p), err)
+		}
+	}
+}

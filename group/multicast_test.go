@@ -12,26 +12,26 @@ func TestSelectInterfaces(t *testing.T) {
 		t.Skip(err)
 	}
 	t.Run("by name", func(t *testing.T) {
-		ifs, err := selectInterfaces(lo.Name, nil)
+		ifs, err := selectInterfaces(lo.Name, nil, false)
 		if err != nil || len(ifs) != 1 || ifs[0].Name != lo.Name {
 			t.Errorf("%v, %v", ifs, err)
 		}
 	})
 	t.Run("by bind address", func(t *testing.T) {
-		ifs, err := selectInterfaces("", net.IPv4(127, 0, 0, 1))
+		ifs, err := selectInterfaces("", net.IPv4(127, 0, 0, 1), false)
 		if err != nil || len(ifs) != 1 || ifs[0].Name != lo.Name {
 			t.Errorf("%v, %v", ifs, err)
 		}
 	})
 	t.Run("any address", func(t *testing.T) {
-		ifs, err := selectInterfaces("", net.IPv4zero)
+		ifs, err := selectInterfaces("", net.IPv4zero, false)
 		if err != nil || len(ifs) == 0 {
 			t.Fatalf("%v, %v", ifs, err)
 		}
 		// Every non-loopback multicast interface that is up with an
 		// IPv4 address, or else loopback alone.
 		for _, ifi := range ifs {
-			if ifi.Flags&net.FlagUp == 0 || len(ifaceIPv4s(ifi)) == 0 {
+			if ifi.Flags&net.FlagUp == 0 || len(ifaceIPs(ifi, false)) == 0 {
 				t.Errorf("picked %s: down or no IPv4", ifi.Name)
 			}
 			if ifi.Flags&net.FlagLoopback != 0 && len(ifs) > 1 {
@@ -40,12 +40,12 @@ func TestSelectInterfaces(t *testing.T) {
 		}
 	})
 	t.Run("unknown name", func(t *testing.T) {
-		if _, err := selectInterfaces("nope0", nil); err == nil {
+		if _, err := selectInterfaces("nope0", nil, false); err == nil {
 			t.Error("no error")
 		}
 	})
 	t.Run("foreign bind", func(t *testing.T) {
-		if _, err := selectInterfaces("", net.IPv4(192, 0, 2, 222)); err == nil {
+		if _, err := selectInterfaces("", net.IPv4(192, 0, 2, 222), false); err == nil {
 			t.Error("no error")
 		}
 	})
@@ -95,12 +95,12 @@ func TestMulticastLoopback(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer a.Close()
-	ut := a.tr.(*udpTransport)
-	if err := setupMulticastSender(ut.ucp, []net.Interface{*lo}); err != nil {
+	ut := a.tr.(*udpTransport).sock(false)
+	if err := setupMulticastSender(ut, []net.Interface{*lo}); err != nil {
 		t.Fatal(err)
 	}
 	sender := &mcastSocket{group: group, ifaces: []net.Interface{*lo}}
-	if n, err := sender.send(ut.ucp, []byte("beacon")); err != nil || n != 1 {
+	if n, err := sender.send(ut, []byte("beacon")); err != nil || n != 1 {
 		t.Fatalf("send: %d %v", n, err)
 	}
 	for i, r := range rs {

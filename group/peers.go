@@ -155,10 +155,12 @@ func (b *peerBook) noteHello(id wire.NodeID, boot uint64) {
 
 // copyAddr returns src, reusing old when it is the same address.
 func copyAddr(old, src *net.UDPAddr) *net.UDPAddr {
-	if old != nil && old.IP.Equal(src.IP) && old.Port == src.Port {
+	if old != nil && old.IP.Equal(src.IP) && old.Port == src.Port && old.Zone == src.Zone {
 		return old
 	}
-	return &net.UDPAddr{IP: append(net.IP(nil), src.IP...), Port: src.Port}
+	// The zone of a link-local IPv6 source is the interface it came in
+	// on, which a reply must leave by.
+	return &net.UDPAddr{IP: append(net.IP(nil), src.IP...), Port: src.Port, Zone: src.Zone}
 }
 
 // noteGossip records memberlist's news about id: its state, gossip

@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/groupd/groupd/wire"
-	"golang.org/x/net/ipv4"
 )
 
 // Transport carries the wire protocol's datagrams (encoded, and sealed
@@ -32,7 +32,8 @@ type Transport interface {
 	// many copies left (one per interface). It is not called when
 	// MulticastGroup is "".
 	Multicast(pkt []byte) (int, error)
-	// MulticastGroup returns the group as "addr:port", or "" without
+	// MulticastGroup returns the group as "addr:port" ("[addr]:port" for
+	// IPv6; groups of several families comma-separated), or "" without
 	// multicast.
 	MulticastGroup() string
 	// Close stops receiving and releases the transport; recv is not called
@@ -40,14 +41,13 @@ type Transport interface {
 	Close() error
 }
 
-// udpTransport is the daemon's Transport: the unicast wire socket, which
-// also sends the beacons (so that their source is the sender's wire
-// address), and the multicast socket that receives them (multicast.go).
+// udpTransport is the daemon's Transport: one unicast wire socket per
+// address family (family.go), each of which also sends its family's
+// beacons (so that their source is the sender's wire address), and the
+// multicast sockets that receive them (multicast.go).
 type udpTransport struct {
-	uc    *net.UDPConn
-	ucp   *ipv4.PacketConn
-	addr  *net.UDPAddr // advertised address
-	mcast *mcastSocket // nil without multicast
+	socks []*wireSocket // IPv4 first
+	addr  *net.UDPAddr  // advertised address
 
 	closed  chan struct{}
 	wg      sync.WaitGroup
@@ -55,39 +55,74 @@ type udpTransport struct {
 	onError func(err error, multicast bool)
 }
 
-// openUDPTransport binds the wire socket on bind:port and, unless group is
-// nil, the multicast socket on ifaces. adv is the advertised IP.
-func openUDPTransport(bind net.IP, port int, adv net.IP, group *net.UDPAddr, ifaces []net.Interface) (*udpTransport, error) {
-	uc, err := net.ListenUDP("udp4", &net.UDPAddr{IP: bind, Port: port})
+// openUDPTransport binds the wire sockets of bind's families on port and
+// the multicast sockets of groups (one per family; none without
+// multicast) on ifaces, the interfaces of each family. adv is the
+// advertised IP.
+func openUDPTransport(bind net.IP, port int, adv net.IP, groups []*net.UDPAddr, ifaces map[bool][]net.Interface) (*udpTransport, error) {
+	ucs, err := bindWire(bind, port)
 	if err != nil {
-		return nil, configErrorf("group: --port %d: %w", port, err)
+		return nil, err
 	}
 	t := &udpTransport{
-		uc:     uc,
-		ucp:    ipv4.NewPacketConn(uc),
-		addr:   &net.UDPAddr{IP: adv, Port: uc.LocalAddr().(*net.UDPAddr).Port},
+		addr:   &net.UDPAddr{IP: adv, Port: portOf(ucs[0])},
 		closed: make(chan struct{}),
 	}
-	if group == nil {
-		return t, nil
+	for _, uc := range ucs {
+		t.socks = append(t.socks, newWireSocket(uc))
 	}
-	if err := setupMulticastSender(t.ucp, ifaces); err != nil {
-		uc.Close()
-		return nil, configErrorf("%w", err)
-	}
-	if t.mcast, err = openMulticast(group, ifaces); err != nil {
-		uc.Close()
-		return nil, err
+	for _, g := range groups {
+		v6 := g.IP.To4() == nil
+		w := t.sock(v6)
+		if w == nil {
+			continue // Config.multicastGroups kept only bind's families
+		}
+		if err := setupMulticastSender(w, ifaces[v6]); err != nil {
+			t.closeSockets()
+			return nil, configErrorf("%w", err)
+		}
+		if w.mcast, err = openMulticast(g, ifaces[v6]); err != nil {
+			t.closeSockets()
+			return nil, err
+		}
 	}
 	return t, nil
 }
 
+// sock returns the wire socket of a family, or nil.
+func (t *udpTransport) sock(v6 bool) *wireSocket {
+	for _, w := range t.socks {
+		if w.v6() == v6 {
+			return w
+		}
+	}
+	return nil
+}
+
+// closeSockets closes every socket; the first error is returned.
+func (t *udpTransport) closeSockets() error {
+	var first error
+	for _, w := range t.socks {
+		if err := w.uc.Close(); first == nil {
+			first = err
+		}
+		if w.mcast != nil {
+			if err := w.mcast.close(); first == nil {
+				first = err
+			}
+		}
+	}
+	return first
+}
+
 func (t *udpTransport) Start(recv func([]byte, *net.UDPAddr, bool)) {
-	t.wg.Add(1)
-	go func() { defer t.wg.Done(); t.readLoop(t.uc, false, recv) }()
-	if t.mcast != nil {
+	for _, w := range t.socks {
 		t.wg.Add(1)
-		go func() { defer t.wg.Done(); t.readLoop(t.mcast.conn, true, recv) }()
+		go func() { defer t.wg.Done(); t.readLoop(w.uc, false, recv) }()
+		if w.mcast != nil {
+			t.wg.Add(1)
+			go func() { defer t.wg.Done(); t.readLoop(w.mcast.conn, true, recv) }()
+		}
 	}
 }
 
@@ -138,7 +173,7 @@ type datagramReader interface {
 }
 
 // datagramReaderFor returns the reader for one of the transport's sockets
-// (always a *net.UDPConn: net.ListenUDP, or ListenPacket on "udp4").
+// (always a *net.UDPConn: net.ListenUDP, or ListenPacket on "udp4" or "udp6").
 func datagramReaderFor(conn net.PacketConn) (datagramReader, error) {
 	uc, ok := conn.(*net.UDPConn)
 	if !ok {
@@ -149,35 +184,54 @@ func datagramReaderFor(conn net.PacketConn) (datagramReader, error) {
 
 func (t *udpTransport) Addr() *net.UDPAddr { return t.addr }
 
+// Send sends pkt to addr from the wire socket of addr's family.
 func (t *udpTransport) Send(pkt []byte, addr *net.UDPAddr) error {
-	_, err := t.uc.WriteToUDP(pkt, addr)
+	v6 := addr.IP.To4() == nil
+	w := t.sock(v6)
+	if w == nil {
+		return fmt.Errorf("group: no %s socket for %s (bound to %s only)", familyName(v6), addr, familyName(!v6))
+	}
+	_, err := w.uc.WriteToUDP(pkt, addr)
 	return err
 }
 
+// Multicast sends pkt to the group of every family with one, and returns
+// how many copies left in all and the first error.
 func (t *udpTransport) Multicast(pkt []byte) (int, error) {
-	if t.mcast == nil {
+	sent := 0
+	var first error
+	for _, w := range t.socks {
+		if w.mcast == nil {
+			continue
+		}
+		n, err := w.mcast.send(w, pkt)
+		sent += n
+		if err != nil && first == nil {
+			first = err
+		}
+	}
+	if sent == 0 && first == nil {
 		return 0, errors.New("group: no multicast socket")
 	}
-	return t.mcast.send(t.ucp, pkt)
+	return sent, first
 }
 
+// MulticastGroup returns the groups joined, comma-separated (IPv4 first).
 func (t *udpTransport) MulticastGroup() string {
-	if t.mcast == nil {
-		return ""
+	var gs []string
+	for _, w := range t.socks {
+		if w.mcast != nil {
+			gs = append(gs, w.mcast.group.String())
+		}
 	}
-	return t.mcast.group.String()
+	return strings.Join(gs, ",")
 }
 
 func (t *udpTransport) Close() error {
 	var err error
 	t.once.Do(func() {
 		close(t.closed)
-		err = t.uc.Close()
-		if t.mcast != nil {
-			if e := t.mcast.close(); err == nil {
-				err = e
-			}
-		}
+		err = t.closeSockets()
 		t.wg.Wait()
 	})
 	return err

@@ -2,10 +2,13 @@ package main
 
 import (
 	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestContribEnv checks that contrib/groupd.env documents the variable of
@@ -92,5 +95,76 @@ func TestContribUnitRestart(t *testing.T) {
 	}
 	if got := u["Unit"]["StartLimitIntervalSec"]; len(got) != 1 || got[0] != "0" {
 		t.Errorf("StartLimitIntervalSec=%v, want 0: systemd gives up after 5 failed starts in 10 s", got)
+	}
+}
+
+// TestContribUnitNotify checks that the unit waits for groupd's READY=1
+// (Type=notify) and watches its event loop (WatchdogSec), and lets only the
+// daemon itself notify: a hook's child must not say READY.
+func TestContribUnitNotify(t *testing.T) {
+	svc := unitKeys(t, "../../contrib/groupd.service")["Service"]
+	for k, want := range map[string]string{"Type": "notify", "NotifyAccess": "main"} {
+		if got := svc[k]; len(got) != 1 || got[0] != want {
+			t.Errorf("%s=%v, want %s", k, got, want)
+		}
+	}
+	if got := svc["WatchdogSec"]; len(got) != 1 {
+		t.Errorf("WatchdogSec=%v, want one value", got)
+	} else if d, err := time.ParseDuration(got[0]); err != nil || d < 2*watchdogStale {
+		t.Errorf("WatchdogSec=%s: want at least %v (pings every half of it, while the loop turned within %v)", got[0], 2*watchdogStale, watchdogStale)
+	}
+}
+
+// TestContribUnitVerify runs `systemd-analyze verify` on the unit, with
+// ExecStart pointed at an executable that exists here (it checks that),
+// where systemd's tools are installed; it needs no running systemd.
+func TestContribUnitVerify(t *testing.T) {
+	tool, err := exec.LookPath("systemd-analyze")
+	if err != nil {
+		t.Skip("systemd-analyze is missing (apt-get install -y systemd): the unit is not verified")
+	}
+	b, err := os.ReadFile("../../contrib/groupd.service")
+	if err != nil {
+		t.Fatal(err)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	unit := filepath.Join(t.TempDir(), "groupd.service")
+	if err := os.WriteFile(unit, []byte(strings.ReplaceAll(string(b), "/usr/local/bin/groupd", self)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(tool, "verify", unit).CombinedOutput()
+	if err != nil || len(strings.TrimSpace(string(out))) > 0 {
+		t.Errorf("systemd-analyze verify: %v\n%s", err, out)
+	}
+}
+
+// TestContribKubernetes checks the StatefulSet's groupd arguments against
+// the flags of groupd run, and the settings README.md explains: a
+// headless Service that publishes pods before they are ready, --id from
+// the ordinal, --name from the pod's name, no multicast.
+func TestContribKubernetes(t *testing.T) {
+	b, err := os.ReadFile("../../contrib/kubernetes/groupd.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	y := string(b)
+	flags := map[string]bool{}
+	for _, f := range runCommand().Flags {
+		flags[f.Names()[0]] = true
+	}
+	for _, m := range regexp.MustCompile(`(?m)^\s+- --([a-z-]+)=`).FindAllStringSubmatch(y, -1) {
+		if !flags[m[1]] {
+			t.Errorf("groupd.yaml passes --%s, which groupd run does not know", m[1])
+		}
+	}
+	for _, want := range []string{"clusterIP: None", "publishNotReadyAddresses: true", "--id=$(POD_INDEX)", "apps.kubernetes.io/pod-index",
+		"--name=$(POD_NAME)", "--multicast=off", "--join=groupd.$(POD_NAMESPACE).svc.cluster.local", "readinessProbe:", "path: /healthz",
+		"runAsNonRoot: true", "mountPath: /var/lib/groupd", "ordinals: {start: 1}"} {
+		if !strings.Contains(y, want) {
+			t.Errorf("groupd.yaml lacks %q", want)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -97,7 +98,7 @@ func runCommand() *cli.Command {
 		&cli.UintFlag{Name: "priority", EnvVars: env("priority"), Category: identity, Value: uint(lan.Priority),
 			Usage: "election `PRIORITY` 0-255; the highest (priority, id) coordinates"},
 		&cli.StringFlag{Name: "bind", EnvVars: env("bind"), Category: addrs, Value: lan.Bind,
-			Usage: "`IP` to bind the protocol and gossip sockets to"},
+			Usage: "`IP` to bind the protocol and gossip sockets to: IPv4, IPv6, or :: for both (dual stack)"},
 		&cli.StringFlag{Name: "advertise", EnvVars: env("advertise"), Category: addrs,
 			DefaultText: "address of --interface, --bind or the first non-loopback",
 			Usage:       "`IP` other nodes reach this one at"},
@@ -109,9 +110,12 @@ func runCommand() *cli.Command {
 		&cli.IntFlag{Name: "gossip-port", EnvVars: env("gossip-port"), Category: addrs, DefaultText: "--port + 1",
 			Usage: "UDP and TCP `PORT` of memberlist gossip"},
 		&cli.StringFlag{Name: "multicast", EnvVars: env("multicast"), Category: disco, Value: lan.Multicast,
-			Usage: "multicast `GROUP:PORT` for beacons, or off (then use --join)"},
+			Usage: "multicast `GROUPS` for beacons, one per family (IPv6 [addr]:port), or off (then use --join)"},
 		&cli.StringSliceFlag{Name: "join", EnvVars: env("join"), Category: disco,
-			Usage: "gossip `HOST:PORT` of other nodes to join (repeat or comma-separate)"},
+			Usage: "`SEEDS` to join: HOST[:PORT], a DNS name (all its A/AAAA) or srv:NAME (repeat or comma-separate)"},
+		&cli.DurationFlag{Name: "resolve-interval", EnvVars: env("resolve-interval"), Category: disco,
+			DefaultText: fmt.Sprintf("%v (lan), %v (fast)", lan.ResolveInterval, fast.ResolveInterval),
+			Usage:       "resolve --join names again every `DURATION` (and at every attempt to join them)"},
 		&cli.StringFlag{Name: "start-at", EnvVars: env("start-at"), Category: disco,
 			Usage: "open the sockets now but start the protocol at `TIME` (RFC 3339, or Unix seconds): lab cold starts"},
 		&cli.StringFlag{Name: "data-dir", EnvVars: env("data-dir"), Category: data, Value: lan.DataDir,
@@ -240,6 +244,11 @@ func runAction(c *cli.Context) error {
 	}
 
 	ctx := c.Context
+	// systemd (Type=notify): READY=1 in a group, STATUS=, the watchdog.
+	sdn := newNotifier(agent, log)
+	sdCtx, sdStop := context.WithCancel(context.Background())
+	defer sdStop()
+	go sdn.run(sdCtx)
 	if hupSignals != nil {
 		go func() {
 			for {
@@ -278,6 +287,7 @@ func runAction(c *cli.Context) error {
 		}
 	case <-ctx.Done():
 		log.Info().Msg("signal received: leaving the group")
+		sdn.stopping()
 		select {
 		case err := <-done:
 			if err != nil {
@@ -399,6 +409,11 @@ func configFromFlags(c *cli.Context) (group.Config, runSettings, error) {
 	for _, j := range c.StringSlice("join") {
 		if j = strings.TrimSpace(j); j != "" {
 			cfg.Join = append(cfg.Join, j)
+		}
+	}
+	if c.IsSet("resolve-interval") {
+		if cfg.ResolveInterval = c.Duration("resolve-interval"); cfg.ResolveInterval <= 0 {
+			return cfg, rs, badConfig("--resolve-interval must be > 0, got %v", cfg.ResolveInterval)
 		}
 	}
 	cfg.DataDir = c.String("data-dir")

@@ -34,8 +34,20 @@ type Config struct {
 	// that "PREFIX-v256" fits the kernel's 15-character interface names.
 	Prefix string
 	// Subnet holds the nodes' addresses: node I has the I-th address of
-	// the prefix (10.77.0.0/24: 10.77.0.1 .. 10.77.0.N).
+	// the prefix (10.77.0.0/24: 10.77.0.1 .. 10.77.0.N). An IPv6 prefix
+	// (a ULA /64, fd00:77::/64: fd00:77::1 .. fd00:77::N) makes an IPv6
+	// lab, whose faults are ip6tables rules.
 	Subnet netip.Prefix
+	// Subnet6, if set, is a second, IPv6 address plan: node I also has
+	// its I-th address (dual stack; Subnet is then the IPv4 one). The
+	// daemons still get --bind with their Subnet address: give them
+	// "--bind ::" in Args for both families. Faults apply to both.
+	Subnet6 netip.Prefix
+	// NoMulticast drops every UDP datagram to a multicast address
+	// (224.0.0.0/4, ff00::/8) on INPUT in every namespace, for the whole
+	// life of the lab, as a switch or a cloud network that filters
+	// multicast does: discovery must go by --join seeds.
+	NoMulticast bool
 	// Bridge names the lab's bridge in the root namespace; empty:
 	// PREFIX-br0. It must be the lab's own: Up refuses an interface of
 	// that name that is not a bridge, or that has an address or ports
@@ -87,6 +99,9 @@ func (c *Config) check() error {
 	if err := checkSubnet(c.Subnet, c.Nodes); err != nil {
 		return err
 	}
+	if c.Subnet6.IsValid() && (!c.Subnet.Addr().Is4() || !c.Subnet6.Addr().Is6() || checkSubnet(c.Subnet6, c.Nodes) != nil) {
+		return fmt.Errorf("lab: dual stack: want an IPv4 subnet and an IPv6 one (%v, %v)", c.Subnet, c.Subnet6)
+	}
 	if c.Bridge != "" {
 		if err := checkBridgeName(c.Bridge, c.Prefix); err != nil {
 			return err
@@ -111,8 +126,17 @@ func (c *Config) check() error {
 
 // checkSubnet says whether subnet holds n node addresses.
 func checkSubnet(subnet netip.Prefix, n int) error {
+	if subnet.IsValid() && subnet.Addr().Is6() && !subnet.Addr().Is4In6() {
+		if subnet.Bits() < 64 || subnet.Bits() > 120 {
+			return fmt.Errorf("lab: subnet %v: want an IPv6 prefix between /64 and /120, e.g. fd00:77::/64", subnet)
+		}
+		if hosts := 1<<(128-subnet.Bits()) - 1; subnet.Bits() > 64 && n > hosts {
+			return fmt.Errorf("lab: subnet %v holds %d node addresses, not %d", subnet.Masked(), hosts, n)
+		}
+		return nil
+	}
 	if !subnet.IsValid() || !subnet.Addr().Is4() || subnet.Bits() < 8 || subnet.Bits() > 30 {
-		return fmt.Errorf("lab: subnet %v: want an IPv4 prefix between /8 and /30, e.g. 10.77.0.0/24", subnet)
+		return fmt.Errorf("lab: subnet %v: want an IPv4 prefix between /8 and /30, e.g. 10.77.0.0/24, or IPv6, e.g. fd00:77::/64", subnet)
 	}
 	if hosts := 1<<(32-subnet.Bits()) - 2; n > hosts {
 		return fmt.Errorf("lab: subnet %v holds %d node addresses, not %d: use a /23 or larger", subnet.Masked(), hosts, n)
@@ -121,8 +145,8 @@ func checkSubnet(subnet netip.Prefix, n int) error {
 }
 
 // ParseSubnet reads a lab subnet: a CIDR prefix ("10.77.0.0/24",
-// "10.81.0.0/23") or, as scripts/netem always took it, the first three
-// octets of a /24 ("10.77.0").
+// "10.81.0.0/23", "fd00:77::/64") or, as scripts/netem always took it, the
+// first three octets of a /24 ("10.77.0").
 func ParseSubnet(s string) (netip.Prefix, error) {
 	if strings.Contains(s, "/") {
 		p, err := netip.ParsePrefix(s)
@@ -133,17 +157,48 @@ func ParseSubnet(s string) (netip.Prefix, error) {
 	}
 	a, err := netip.ParseAddr(s + ".0")
 	if err != nil || !a.Is4() {
-		return netip.Prefix{}, fmt.Errorf("lab: subnet %q: want the first three octets of a /24 (10.77.0) or a prefix (10.77.0.0/24)", s)
+		return netip.Prefix{}, fmt.Errorf("lab: subnet %q: want the first three octets of a /24 (10.77.0) or a prefix (10.77.0.0/24, fd00:77::/64)", s)
 	}
 	return netip.PrefixFrom(a, 24), nil
 }
 
 // hostAddr returns the k-th address of subnet.
 func hostAddr(subnet netip.Prefix, k int) netip.Addr {
+	if subnet.Addr().Is6() {
+		b := subnet.Masked().Addr().As16()
+		v := uint32(b[12])<<24 | uint32(b[13])<<16 | uint32(b[14])<<8 | uint32(b[15])
+		v += uint32(k)
+		b[12], b[13], b[14], b[15] = byte(v>>24), byte(v>>16), byte(v>>8), byte(v)
+		return netip.AddrFrom16(b)
+	}
 	b := subnet.Masked().Addr().As4()
 	v := uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
 	v += uint32(k)
 	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)})
+}
+
+// addrPlan is one address family of a lab: its subnet, its iptables
+// tools and its multicast range.
+type addrPlan struct {
+	subnet    netip.Prefix
+	restore   string // iptables-restore or ip6tables-restore
+	host      string // "/32" or "/128"
+	multicast string
+}
+
+// plans returns the lab's address families: Subnet's, then Subnet6's.
+func (c Config) plans() []addrPlan {
+	var out []addrPlan
+	for _, s := range []netip.Prefix{c.Subnet, c.Subnet6} {
+		switch {
+		case !s.IsValid():
+		case s.Addr().Is4():
+			out = append(out, addrPlan{s, "iptables-restore", "/32", "224.0.0.0/4"})
+		default:
+			out = append(out, addrPlan{s, "ip6tables-restore", "/128", "ff00::/8"})
+		}
+	}
+	return out
 }
 
 // Names. Everything carries the prefix, so that a lab can be found (and

@@ -73,10 +73,11 @@ func (f faultState) trim(n int) faultState {
 	return out
 }
 
-// HaveIptables returns nil when iptables and iptables-restore are there,
-// else what to install.
+// HaveIptables returns nil when iptables, iptables-restore and
+// ip6tables-restore (IPv6 labs; the same package) are there, else what to
+// install.
 func HaveIptables() error {
-	for _, c := range []string{"iptables", "iptables-restore"} {
+	for _, c := range []string{"iptables", "iptables-restore", "ip6tables-restore"} {
 		if _, err := exec.LookPath(c); err != nil {
 			return fmt.Errorf("lab: %s is missing: install it with 'apt-get install -y iptables' (partitions, cuts and the loss fallback need it)", c)
 		}
@@ -145,10 +146,14 @@ func probeNetem(prefix string) bool {
 // source on INPUT catches multicast from a cut peer as well as unicast,
 // and the drop is silent, as on a broken link (an OUTPUT rule would give
 // the sender EPERM).
-func (l *Lab) rules(f faultState, i int, netem bool) map[string][]string {
+func (l *Lab) rules(f faultState, i int, netem bool, plan addrPlan) map[string][]string {
 	p := l.cfg.Prefix
-	out := map[string][]string{chain(p, "PART"): nil, chain(p, "CUT"): nil, chain(p, "LOSS"): nil}
-	drop := func(j int) string { return "-s " + l.Addr(j).String() + "/32 -j DROP" }
+	out := map[string][]string{chain(p, "PART"): nil, chain(p, "CUT"): nil, chain(p, "LOSS"): nil, chain(p, "MCAST"): nil}
+	addr := func(j int) string { return hostAddr(plan.subnet, j).String() + plan.host }
+	drop := func(j int) string { return "-s " + addr(j) + " -j DROP" }
+	if l.cfg.NoMulticast {
+		out[chain(p, "MCAST")] = []string{"-p udp -d " + plan.multicast + " -j DROP"}
+	}
 	for k, side := range f.Sides {
 		if !slices.Contains(side, i) {
 			continue
@@ -173,7 +178,7 @@ func (l *Lab) rules(f faultState, i int, netem bool) map[string][]string {
 		}
 		for _, j := range d.Nodes {
 			if j != i {
-				out[chain(p, "LOSS")] = append(out[chain(p, "LOSS")], "-i eth0 -s "+l.Addr(j).String()+"/32 "+stat)
+				out[chain(p, "LOSS")] = append(out[chain(p, "LOSS")], "-i eth0 -s "+addr(j)+" "+stat)
 			}
 		}
 	}
@@ -198,8 +203,20 @@ func (l *Lab) applyChains(ctx context.Context, ids []int, full bool) error {
 		}
 	}
 	p := l.cfg.Prefix
-	names := []string{chain(p, "PART"), chain(p, "CUT"), chain(p, "LOSS")}
+	names := []string{chain(p, "PART"), chain(p, "CUT"), chain(p, "LOSS"), chain(p, "MCAST")}
 	return eachNode(ids, func(i int) error {
+		for _, plan := range l.cfg.plans() {
+			if err := l.restoreChains(ctx, i, f, netem, plan, names, full); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// restoreChains rewrites node i's fault chains of one address family.
+func (l *Lab) restoreChains(ctx context.Context, i int, f faultState, netem bool, plan addrPlan, names []string, full bool) error {
+	{
 		var b strings.Builder
 		b.WriteString("*filter\n")
 		if full {
@@ -213,7 +230,7 @@ func (l *Lab) applyChains(ctx context.Context, ids []int, full bool) error {
 				b.WriteString("-A INPUT -j " + c + "\n")
 			}
 		}
-		rs := l.rules(f, i, netem)
+		rs := l.rules(f, i, netem, plan)
 		for _, c := range names {
 			for _, r := range rs[c] {
 				b.WriteString("-A " + c + " " + r + "\n")
@@ -224,9 +241,9 @@ func (l *Lab) applyChains(ctx context.Context, ids []int, full bool) error {
 		if !full {
 			args = append(args, "--noflush")
 		}
-		_, err := l.runIn(ctx, i, b.String(), "iptables-restore", args...)
+		_, err := l.runIn(ctx, i, b.String(), plan.restore, args...)
 		return err
-	})
+	}
 }
 
 // apply changes the faults in place with f and rewrites the chains of

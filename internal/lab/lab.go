@@ -65,6 +65,8 @@ type state struct {
 	Nodes      int             `json:"nodes"`
 	Prefix     string          `json:"prefix"`
 	Subnet     netip.Prefix    `json:"subnet"`
+	Subnet6    netip.Prefix    `json:"subnet6,omitzero"`
+	NoMcast    bool            `json:"no_multicast,omitempty"`
 	Bridge     string          `json:"bridge,omitempty"`
 	Bin        string          `json:"bin"`
 	Profile    string          `json:"profile"`
@@ -142,7 +144,7 @@ func Open(dir string, logf func(string, ...any)) (*Lab, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg := Config{Nodes: st.Nodes, Prefix: st.Prefix, Subnet: st.Subnet, Bridge: st.Bridge, Dir: dir, Bin: st.Bin, Profile: st.Profile,
+	cfg := Config{Nodes: st.Nodes, Prefix: st.Prefix, Subnet: st.Subnet, Subnet6: st.Subnet6, NoMulticast: st.NoMcast, Bridge: st.Bridge, Dir: dir, Bin: st.Bin, Profile: st.Profile,
 		Args: st.Args, Env: st.Env, InheritEnv: st.InheritEnv, Faults: st.Faults, Detach: st.Detach, Recorder: st.Recorder, Logf: logf}
 	if err := cfg.check(); err != nil {
 		return nil, fmt.Errorf("lab: %s: %w", filepath.Join(dir, stateFile), err)
@@ -190,7 +192,7 @@ func readState(dir string) (state, error) {
 // the old or the new state).
 func (l *Lab) save() error {
 	l.mu.Lock()
-	st := state{Nodes: l.cfg.Nodes, Prefix: l.cfg.Prefix, Subnet: l.cfg.Subnet, Bridge: l.cfg.Bridge, Bin: l.cfg.Bin, Profile: l.cfg.Profile,
+	st := state{Nodes: l.cfg.Nodes, Prefix: l.cfg.Prefix, Subnet: l.cfg.Subnet, Subnet6: l.cfg.Subnet6, NoMcast: l.cfg.NoMulticast, Bridge: l.cfg.Bridge, Bin: l.cfg.Bin, Profile: l.cfg.Profile,
 		Args: l.cfg.Args, Env: l.cfg.Env, InheritEnv: l.cfg.InheritEnv, Faults: l.cfg.Faults, Detach: l.cfg.Detach,
 		Recorder: l.cfg.Recorder, Netem: l.netem, Fault: l.faults, Options: map[int]Options{}}
 	l.mu.Unlock()
@@ -345,8 +347,16 @@ func (l *Lab) Bridge() string {
 	return bridgeName(l.cfg.Prefix)
 }
 
-// Addr is node i's address on eth0.
+// Addr is node i's address on eth0 (of Subnet).
 func (l *Lab) Addr(i int) netip.Addr { return hostAddr(l.cfg.Subnet, i) }
+
+// Addr6 is node i's address of Subnet6 (dual stack), or the zero Addr.
+func (l *Lab) Addr6(i int) netip.Addr {
+	if !l.cfg.Subnet6.IsValid() {
+		return netip.Addr{}
+	}
+	return hostAddr(l.cfg.Subnet6, i)
+}
 
 // NodeDir is node i's directory in the run dir.
 func (l *Lab) NodeDir(i int) string { return l.nodes[i].dir }

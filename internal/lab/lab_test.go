@@ -48,7 +48,10 @@ func TestConfig(t *testing.T) {
 		{"256 nodes in a /24", func(c *Config) { c.Nodes = 256 }, false},
 		{"256 nodes in a /23", func(c *Config) { c.Nodes, c.Subnet = 256, netip.MustParsePrefix("10.81.0.0/23") }, true},
 		{"257 nodes", func(c *Config) { c.Nodes, c.Subnet = 257, netip.MustParsePrefix("10.81.0.0/16") }, false},
-		{"IPv6", func(c *Config) { c.Subnet = netip.MustParsePrefix("fd00::/64") }, false},
+		{"IPv6", func(c *Config) { c.Subnet = netip.MustParsePrefix("fd00::/64") }, true},
+		{"IPv6 /48", func(c *Config) { c.Subnet = netip.MustParsePrefix("fd00::/48") }, false},
+		{"dual stack", func(c *Config) { c.Subnet6 = netip.MustParsePrefix("fd00::/64") }, true},
+		{"dual stack twice IPv4", func(c *Config) { c.Subnet6 = netip.MustParsePrefix("10.82.0.0/24") }, false},
 		{"relative dir", func(c *Config) { c.Dir = "hl" }, false},
 		{"root dir", func(c *Config) { c.Dir = "/" }, false},
 		{"profile", func(c *Config) { c.Profile = "wan" }, false},
@@ -67,7 +70,7 @@ func TestConfig(t *testing.T) {
 			t.Errorf("%s: check() = %v", c.name, err)
 		}
 	}
-	for in, want := range map[string]string{"10.77.0": "10.77.0.0/24", "10.81.0.7/23": "10.81.0.0/23"} {
+	for in, want := range map[string]string{"10.77.0": "10.77.0.0/24", "10.81.0.7/23": "10.81.0.0/23", "fd00:77::9/64": "fd00:77::/64"} {
 		if p, err := ParseSubnet(in); err != nil || p.String() != want {
 			t.Errorf("ParseSubnet(%q) = %v, %v", in, p, err)
 		}
@@ -91,26 +94,63 @@ func testLab(t *testing.T, n int) *Lab {
 	return newLab(Config{Nodes: n, Prefix: "hlt", Subnet: netip.MustParsePrefix("10.81.9.0/24"), Dir: t.TempDir(), Profile: "lan"})
 }
 
+// TestRulesIPv6: an IPv6 lab's rules name /128 sources, and a lab
+// without multicast drops UDP to ff00::/8 (and, dual stack, to
+// 224.0.0.0/4 through iptables).
+func TestRulesIPv6(t *testing.T) {
+	l := newLab(Config{Nodes: 3, Prefix: "hlt", Subnet: netip.MustParsePrefix("10.81.9.0/24"), Subnet6: netip.MustParsePrefix("fd00:81:9::/64"),
+		NoMulticast: true, Dir: t.TempDir(), Profile: "lan"})
+	if err := l.cfg.check(); err != nil {
+		t.Fatal(err)
+	}
+	plans := l.cfg.plans()
+	if len(plans) != 2 || plans[0].restore != "iptables-restore" || plans[1].restore != "ip6tables-restore" {
+		t.Fatalf("plans %+v", plans)
+	}
+	f := faultState{Sides: [][]int{{1}, {2, 3}}}
+	r := l.rules(f, 1, false, plans[1])
+	if want := []string{"-s fd00:81:9::2/128 -j DROP", "-s fd00:81:9::3/128 -j DROP"}; !slices.Equal(r["HLT-PART"], want) {
+		t.Errorf("IPv6 partition rules %v, want %v", r["HLT-PART"], want)
+	}
+	if want := []string{"-p udp -d ff00::/8 -j DROP"}; !slices.Equal(r["HLT-MCAST"], want) {
+		t.Errorf("IPv6 multicast rule %v, want %v", r["HLT-MCAST"], want)
+	}
+	if r := l.rules(f, 1, false, plans[0]); !slices.Equal(r["HLT-MCAST"], []string{"-p udp -d 224.0.0.0/4 -j DROP"}) {
+		t.Errorf("IPv4 multicast rule %v", r["HLT-MCAST"])
+	}
+	if a := l.Addr6(3); a.String() != "fd00:81:9::3" {
+		t.Errorf("Addr6(3) = %v", a)
+	}
+	for _, tc := range []struct {
+		subnet string
+		ok     bool
+	}{{"fd00:81::/64", true}, {"fd00:81::/120", true}, {"fd00:81::/48", false}, {"fd00:81::/126", false}} {
+		if err := checkSubnet(netip.MustParsePrefix(tc.subnet), 3); (err == nil) != tc.ok {
+			t.Errorf("checkSubnet(%s): %v", tc.subnet, err)
+		}
+	}
+}
+
 // TestRules: the chains each fault gives each node.
 func TestRules(t *testing.T) {
 	l := testLab(t, 4)
 	f := faultState{Sides: [][]int{{1, 2}, {3}}, Cuts: [][2]int{{4, 1}}, Degrade: &Degradation{LossPct: 20, Nodes: []int{2, 3}}}
 	drop := func(i int) string { return "-s 10.81.9." + strconv.Itoa(i) + "/32 -j DROP" }
-	r1 := l.rules(f, 1, false)
+	r1 := l.rules(f, 1, false, l.cfg.plans()[0])
 	if !slices.Equal(r1["HLT-PART"], []string{drop(3)}) || !slices.Equal(r1["HLT-CUT"], []string{drop(4)}) || len(r1["HLT-LOSS"]) != 2 {
 		t.Errorf("node 1: %v", r1)
 	}
-	if r4 := l.rules(f, 4, false); len(r4["HLT-PART"]) != 0 || len(r4["HLT-CUT"]) != 0 {
+	if r4 := l.rules(f, 4, false, l.cfg.plans()[0]); len(r4["HLT-PART"]) != 0 || len(r4["HLT-CUT"]) != 0 {
 		t.Errorf("node 4 is on no side and cut from no one: %v", r4)
 	}
-	if r2 := l.rules(f, 2, false); len(r2["HLT-LOSS"]) != 1 || !strings.Contains(r2["HLT-LOSS"][0], "-s 10.81.9.3/32 -m statistic --mode random --probability 0.2000 -j DROP") {
+	if r2 := l.rules(f, 2, false, l.cfg.plans()[0]); len(r2["HLT-LOSS"]) != 1 || !strings.Contains(r2["HLT-LOSS"][0], "-s 10.81.9.3/32 -m statistic --mode random --probability 0.2000 -j DROP") {
 		t.Errorf("node 2 loses 20%% of what 3 sends (its own sending is not its input): %v", r2["HLT-LOSS"])
 	}
-	if r := l.rules(f, 1, true); len(r["HLT-LOSS"]) != 0 {
+	if r := l.rules(f, 1, true, l.cfg.plans()[0]); len(r["HLT-LOSS"]) != 0 {
 		t.Errorf("with netem, loss is not an iptables rule: %v", r)
 	}
 	f.Degrade.Nodes = nil
-	if r := l.rules(f, 3, false); !slices.Equal(r["HLT-LOSS"], []string{"-i eth0 -m statistic --mode random --probability 0.2000 -j DROP"}) {
+	if r := l.rules(f, 3, false, l.cfg.plans()[0]); !slices.Equal(r["HLT-LOSS"], []string{"-i eth0 -m statistic --mode random --probability 0.2000 -j DROP"}) {
 		t.Errorf("loss on every sender: %v", r["HLT-LOSS"])
 	}
 	if got := (faultState{Sides: [][]int{{1, 5}, {6}}, Cuts: [][2]int{{2, 6}}, NetemOn: []int{1, 6}}).trim(5); len(got.Sides) != 0 || len(got.Cuts) != 0 || !slices.Equal(got.NetemOn, []int{1}) {

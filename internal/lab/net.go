@@ -155,17 +155,29 @@ func (l *Lab) setupNetwork(ctx context.Context) error {
 	// Inside each namespace: lo and eth0 up, the address, the multicast
 	// route, and a permanent neighbour entry for every other node (see
 	// the package doc: ARP never runs between lab nodes).
-	bits := strconv.Itoa(l.cfg.Subnet.Bits())
+	// IPv6 addresses skip duplicate address detection (nodad): the plan
+	// makes them unique, and a tentative address cannot be bound for a
+	// second or two. IPv6 multicast needs no route: the kernel routes
+	// ff00::/8 on every interface that is up.
 	return eachNode(l.all(), func(i int) error {
-		b := []string{
-			"link set lo up",
-			"addr replace " + l.Addr(i).String() + "/" + bits + " dev eth0",
-			"link set eth0 up",
-			"route replace 224.0.0.0/4 dev eth0",
+		b := []string{"link set lo up"}
+		for _, p := range l.cfg.plans() {
+			a := hostAddr(p.subnet, i).String() + "/" + strconv.Itoa(p.subnet.Bits())
+			if p.subnet.Addr().Is6() {
+				b = append(b, "addr replace "+a+" dev eth0 nodad")
+			} else {
+				b = append(b, "addr replace "+a+" dev eth0")
+			}
+		}
+		b = append(b, "link set eth0 up")
+		if l.cfg.Subnet.Addr().Is4() {
+			b = append(b, "route replace 224.0.0.0/4 dev eth0")
 		}
 		for j := 1; j <= l.cfg.Nodes; j++ {
-			if j != i {
-				b = append(b, fmt.Sprintf("neigh replace %s lladdr %s dev eth0 nud permanent", l.Addr(j), mac(j)))
+			for _, p := range l.cfg.plans() {
+				if j != i {
+					b = append(b, fmt.Sprintf("neigh replace %s lladdr %s dev eth0 nud permanent", hostAddr(p.subnet, j), mac(j)))
+				}
 			}
 		}
 		if err := ipBatch(ctx, l.NS(i), false, b); err != nil {
