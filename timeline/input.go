@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/groupd/groupd/group"
+	"github.com/groupd/groupd/schema"
 	"github.com/groupd/groupd/wire"
 )
 
@@ -38,15 +38,15 @@ func (f Fault) Node() wire.NodeID {
 	return wire.NodeID(n)
 }
 
-// ReadEvents reads newline-delimited group.Event JSON (GET /v1/events,
+// ReadEvents reads newline-delimited schema.Event JSON (GET /v1/events,
 // `groupd watch --json`). Blank lines are ignored; lines that are not such
 // an event with a time, a node (or new.id) and a new status are skipped and
 // counted in skipped. The events come back sorted by time (stable for
 // equal times). err is set only when the reader fails; an input with no
 // valid event is not an error here (Render decides).
-func ReadEvents(r io.Reader) (events []group.Event, skipped int, err error) {
+func ReadEvents(r io.Reader) (events []schema.Event, skipped int, err error) {
 	err = readLines(r, func(line []byte) {
-		var e group.Event
+		var e schema.Event
 		// A line without "new" leaves New zero, whose State is not
 		// valid: no status was recorded.
 		if json.Unmarshal(line, &e) != nil || e.Time.IsZero() || !e.New.State.Valid() {

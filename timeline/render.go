@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/groupd/groupd/group"
 	"github.com/groupd/groupd/invitation"
+	"github.com/groupd/groupd/schema"
 	"github.com/groupd/groupd/wire"
 )
 
@@ -152,7 +152,7 @@ func plural(n int) string {
 // segment is a stretch of one node's row.
 type segment struct {
 	from, to time.Time
-	st       group.Status
+	st       schema.Status
 	down     bool
 	changes  []time.Time // member list changes inside the segment
 }
@@ -186,7 +186,7 @@ type picture struct {
 	reorgFill string            // the fill under the first reorganization hatch
 }
 
-func newPicture(evs []group.Event, fs []Fault, opts Options) *picture {
+func newPicture(evs []schema.Event, fs []Fault, opts Options) *picture {
 	p := &picture{
 		opts:     opts,
 		title:    opts.Title,
@@ -236,7 +236,7 @@ func newPicture(evs []group.Event, fs []Fault, opts Options) *picture {
 	}
 
 	// Nodes: every node with an event or a kill/restart fault.
-	byNode := map[wire.NodeID][]group.Event{}
+	byNode := map[wire.NodeID][]schema.Event{}
 	for _, e := range evs {
 		byNode[e.Node] = append(byNode[e.Node], e)
 	}
@@ -778,7 +778,7 @@ func darker(c string) string {
 
 // isCoordinator reports whether st shows its node coordinating: a node
 // merging as coordinator (Election) is drawn as electing instead.
-func isCoordinator(st group.Status) bool {
+func isCoordinator(st schema.Status) bool {
 	return st.State != wire.StateElection && st.Role == invitation.Coordinator
 }
 
