@@ -47,6 +47,17 @@ type Event struct {
 	Missed uint64 `json:"missed,omitempty"`
 }
 
+// Clone returns a copy of e whose views share nothing with e's (see
+// Status.Clone).
+func (e Event) Clone() Event {
+	if e.Old != nil {
+		old := e.Old.Clone()
+		e.Old = &old
+	}
+	e.New = e.New.Clone()
+	return e
+}
+
 // String describes the event in one line.
 func (e Event) String() string {
 	old := "-"

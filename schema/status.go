@@ -3,6 +3,8 @@ package schema
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"time"
 
@@ -295,6 +297,22 @@ func (s *Status) UnmarshalJSON(b []byte) error {
 		s.TimingMismatches = nil
 	}
 	return nil
+}
+
+// Clone returns a copy of s that shares nothing with it: members, member
+// priorities, tags, timing mismatches and the duplicate are copied. The
+// agent hands every caller and every subscriber a clone, so that one that
+// changes what it got changes nobody else's view, the agent's included.
+func (s Status) Clone() Status {
+	s.Members = slices.Clone(s.Members)
+	s.MemberPriorities = slices.Clone(s.MemberPriorities)
+	s.Tags = maps.Clone(s.Tags)
+	s.TimingMismatches = slices.Clone(s.TimingMismatches)
+	if s.DuplicateID != nil {
+		d := *s.DuplicateID
+		s.DuplicateID = &d
+	}
+	return s
 }
 
 // Rank returns the node's rank as the protocol orders it.

@@ -2,6 +2,7 @@ package schema
 
 import (
 	"encoding/json"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -78,4 +79,37 @@ func FuzzStatusJSON(f *testing.F) {
 			t.Fatalf("round trip:\n%s\n%s", b, b2)
 		}
 	})
+}
+
+// TestCloneSharesNothing: every field of Status that refers to memory
+// (slice, map, pointer) is copied by Clone, including fields added later.
+func TestCloneSharesNothing(t *testing.T) {
+	s := Status{
+		Members: []wire.NodeID{1, 2}, MemberPriorities: []uint8{100, 50}, Tags: map[string]string{"a": "b"},
+		DuplicateID: &DuplicateID{Boot: 7}, TimingMismatches: []TimingMismatch{{Peer: 2, Detail: "d"}},
+	}
+	c := s.Clone()
+	if !reflect.DeepEqual(c, s) {
+		t.Fatalf("clone %+v differs from %+v", c, s)
+	}
+	sv, cv := reflect.ValueOf(s), reflect.ValueOf(c)
+	for i := range sv.NumField() {
+		f := sv.Type().Field(i)
+		switch f.Type.Kind() {
+		case reflect.Slice, reflect.Map, reflect.Pointer:
+			if sv.Field(i).IsNil() {
+				t.Errorf("the test leaves %s nil: give it a value", f.Name)
+			} else if sv.Field(i).UnsafePointer() == cv.Field(i).UnsafePointer() {
+				t.Errorf("Clone shares %s", f.Name)
+			}
+		case reflect.Struct, reflect.String, reflect.Bool, reflect.Int, reflect.Uint8, reflect.Uint64:
+		default:
+			t.Errorf("field %s of kind %s: does Clone need to copy it?", f.Name, f.Type.Kind())
+		}
+	}
+	var e Event
+	e.Old = &s
+	if ec := e.Clone(); ec.Old == e.Old || &ec.Old.Members[0] == &s.Members[0] {
+		t.Error("Event.Clone shares the old view")
+	}
 }
