@@ -3,11 +3,12 @@
 // /healthz, used
 // by the groupd command, the benchmarks, the timeline and the tests.
 //
-// The API's JSON shapes are package group's types (Status, Member, Event),
-// so the schema is declared once:
+// The API's JSON shapes are package schema's types (Status, Member, Event,
+// LeaderAnswer), declared once for the daemon and its readers; a program
+// that only reads the API does not link the daemon's runtime:
 //
 //	c, err := client.New("unix:/run/groupd.sock") // or "127.0.0.1:7953"
-//	st, err := c.Status(ctx)                       // a group.Status
+//	st, err := c.Status(ctx)                       // a schema.Status
 //	s, err := c.Watch(ctx)                         // the event stream
 //	for { e, err := s.Next(); ... }
 //
@@ -38,7 +39,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/groupd/groupd/group"
+	"github.com/groupd/groupd/schema"
 )
 
 // Timeouts. Dialling a local API is immediate when a daemon runs; an
@@ -211,20 +212,20 @@ func (c *Client) body(ctx context.Context, path string) ([]byte, error) {
 }
 
 // StatusRaw returns GET /v1/status as the daemon sent it, and decoded.
-func (c *Client) StatusRaw(ctx context.Context) ([]byte, group.Status, error) {
+func (c *Client) StatusRaw(ctx context.Context) ([]byte, schema.Status, error) {
 	b, err := c.body(ctx, "/v1/status")
 	if err != nil {
-		return nil, group.Status{}, err
+		return nil, schema.Status{}, err
 	}
-	var st group.Status
+	var st schema.Status
 	if err := json.Unmarshal(b, &st); err != nil {
-		return b, group.Status{}, fmt.Errorf("daemon at %s sent a status that is not valid: %w", c.addr, err)
+		return b, schema.Status{}, fmt.Errorf("daemon at %s sent a status that is not valid: %w", c.addr, err)
 	}
 	return b, st, nil
 }
 
 // Status returns the node's current view (GET /v1/status).
-func (c *Client) Status(ctx context.Context) (group.Status, error) {
+func (c *Client) Status(ctx context.Context) (schema.Status, error) {
 	_, st, err := c.StatusRaw(ctx)
 	return st, err
 }
@@ -234,12 +235,12 @@ func (c *Client) Status(ctx context.Context) (group.Status, error) {
 const TermHeader = "X-Groupd-Term"
 
 // MembersRaw returns GET /v1/members as the daemon sent it, and decoded.
-func (c *Client) MembersRaw(ctx context.Context) ([]byte, []group.Member, error) {
+func (c *Client) MembersRaw(ctx context.Context) ([]byte, []schema.Member, error) {
 	b, err := c.body(ctx, "/v1/members")
 	if err != nil {
 		return nil, nil, err
 	}
-	var ms []group.Member
+	var ms []schema.Member
 	if err := json.Unmarshal(b, &ms); err != nil {
 		return b, nil, fmt.Errorf("daemon at %s sent a member list that is not valid: %w", c.addr, err)
 	}
@@ -247,7 +248,7 @@ func (c *Client) MembersRaw(ctx context.Context) ([]byte, []group.Member, error)
 }
 
 // Members returns the nodes the daemon knows (GET /v1/members).
-func (c *Client) Members(ctx context.Context) ([]group.Member, error) {
+func (c *Client) Members(ctx context.Context) ([]schema.Member, error) {
 	_, ms, err := c.MembersRaw(ctx)
 	return ms, err
 }
@@ -256,33 +257,33 @@ func (c *Client) Members(ctx context.Context) ([]group.Member, error) {
 // application may act on (200) or not (503), with the daemon's answer,
 // which carries the lease still to run in quorum mode. Other statuses are
 // an *HTTPError.
-func (c *Client) Leader(ctx context.Context) (group.LeaderAnswer, error) {
+func (c *Client) Leader(ctx context.Context) (schema.LeaderAnswer, error) {
 	ctx, cancel := context.WithTimeout(ctx, RequestTimeout)
 	defer cancel()
 	const path = "/v1/leader"
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+path, nil)
 	if err != nil {
-		return group.LeaderAnswer{}, fmt.Errorf("GET %s: %w", path, err)
+		return schema.LeaderAnswer{}, fmt.Errorf("GET %s: %w", path, err)
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return group.LeaderAnswer{}, c.connError(err)
+		return schema.LeaderAnswer{}, c.connError(err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	if err != nil {
-		return group.LeaderAnswer{}, fmt.Errorf("reading %s from daemon at %s: %w", path, c.addr, err)
+		return schema.LeaderAnswer{}, fmt.Errorf("reading %s from daemon at %s: %w", path, c.addr, err)
 	}
 	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusServiceUnavailable {
 		line := strings.TrimSpace(strings.SplitN(string(b), "\n", 2)[0])
-		return group.LeaderAnswer{}, &HTTPError{Addr: c.addr, Path: path, Status: resp.Status, Code: resp.StatusCode, Body: line}
+		return schema.LeaderAnswer{}, &HTTPError{Addr: c.addr, Path: path, Status: resp.Status, Code: resp.StatusCode, Body: line}
 	}
-	var ans group.LeaderAnswer
+	var ans schema.LeaderAnswer
 	if err := json.Unmarshal(b, &ans); err != nil {
-		return group.LeaderAnswer{}, fmt.Errorf("daemon at %s sent a leader answer that is not valid: %w", c.addr, err)
+		return schema.LeaderAnswer{}, fmt.Errorf("daemon at %s sent a leader answer that is not valid: %w", c.addr, err)
 	}
 	if ans.Leader != (resp.StatusCode == http.StatusOK) {
-		return group.LeaderAnswer{}, fmt.Errorf("daemon at %s answered %s with leader=%v", c.addr, resp.Status, ans.Leader)
+		return schema.LeaderAnswer{}, fmt.Errorf("daemon at %s answered %s with leader=%v", c.addr, resp.Status, ans.Leader)
 	}
 	return ans, nil
 }
@@ -347,14 +348,14 @@ func (s *Stream) NextRaw() ([]byte, error) {
 
 // Next returns the next event, decoded. At the end of the stream it
 // returns io.EOF.
-func (s *Stream) Next() (group.Event, error) {
+func (s *Stream) Next() (schema.Event, error) {
 	line, err := s.NextRaw()
 	if err != nil {
-		return group.Event{}, err
+		return schema.Event{}, err
 	}
-	var e group.Event
+	var e schema.Event
 	if err := json.Unmarshal(line, &e); err != nil {
-		return group.Event{}, fmt.Errorf("daemon at %s sent an event that is not valid: %w", s.c.addr, err)
+		return schema.Event{}, fmt.Errorf("daemon at %s sent an event that is not valid: %w", s.c.addr, err)
 	}
 	return e, nil
 }

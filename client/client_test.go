@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/groupd/groupd/group"
+	"github.com/groupd/groupd/schema"
 	"github.com/groupd/groupd/wire"
 )
 
@@ -197,16 +197,16 @@ func TestLeader(t *testing.T) {
 		name    string
 		code    int
 		body    string
-		want    group.LeaderAnswer
+		want    schema.LeaderAnswer
 		wantErr int // an *HTTPError with this code; -1 any other error
 	}{
 		{"leader", http.StatusOK, `{"leader":true,"id":3,"term":"17.3","lease_remaining_ms":812}`,
-			group.LeaderAnswer{Leader: true, ID: 3, Term: "17.3", LeaseRemainingMS: ptr(int64(812))}, 0},
+			schema.LeaderAnswer{Leader: true, ID: 3, Term: "17.3", LeaseRemainingMS: ptr(int64(812))}, 0},
 		{"not leader", http.StatusServiceUnavailable, `{"leader":false,"id":3,"leader_id":5}`,
-			group.LeaderAnswer{ID: 3, LeaderID: 5}, 0},
-		{"no endpoint", http.StatusNotFound, "404 page not found", group.LeaderAnswer{}, http.StatusNotFound},
-		{"not JSON", http.StatusOK, "leader", group.LeaderAnswer{}, -1},
-		{"code and body disagree", http.StatusOK, `{"leader":false}`, group.LeaderAnswer{}, -1},
+			schema.LeaderAnswer{ID: 3, LeaderID: 5}, 0},
+		{"no endpoint", http.StatusNotFound, "404 page not found", schema.LeaderAnswer{}, http.StatusNotFound},
+		{"not JSON", http.StatusOK, "leader", schema.LeaderAnswer{}, -1},
+		{"code and body disagree", http.StatusOK, `{"leader":false}`, schema.LeaderAnswer{}, -1},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

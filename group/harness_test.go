@@ -16,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/groupd/groupd/group/memnet"
+	"github.com/groupd/groupd/internal/history"
 	"github.com/groupd/groupd/invariant"
 	"github.com/groupd/groupd/invitation"
 	"github.com/groupd/groupd/wire"
@@ -377,10 +378,11 @@ func (c *cluster) converged() (wire.GroupNumber, string) {
 	if len(nodes) == 0 {
 		return wire.GroupNumber{}, "no nodes"
 	}
-	sts := make([]invitation.Status, len(nodes))
+	views := make([]Status, len(nodes))
 	for i, n := range nodes {
-		sts[i] = n.a.Status().Machine()
+		views[i] = n.a.Status()
 	}
+	sts := history.Views(views)
 	if vs := invariant.Converged(time.Now(), sts); len(vs) > 0 {
 		return sts[0].Group, vs[0].Detail
 	}

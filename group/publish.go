@@ -427,7 +427,10 @@ func (p *publisher) deliver(e Event) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for s := range p.subs {
-		se := e
+		// Each subscriber gets views of its own: the agent's current view
+		// and every other subscriber's stay as they are whatever it does
+		// with them.
+		se := e.Clone()
 		se.Missed = s.missed
 		select {
 		case s.ch <- se:
@@ -469,13 +472,10 @@ func (p *publisher) close() {
 }
 
 // Status returns the node's current view of its group, its lease checked
-// at the moment of the call.
+// at the moment of the call: a copy of its own (Status.Clone), which the
+// caller may change.
 func (a *Agent) Status() Status {
-	s := a.pub.status()
-	s.Members = append([]NodeID{}, s.Members...)
-	s.MemberPriorities = append([]uint8{}, s.MemberPriorities...)
-	s.Tags = maps.Clone(s.Tags)
-	s.TimingMismatches = append([]TimingMismatch(nil), s.TimingMismatches...)
+	s := a.pub.status().Clone()
 	s.Time = time.Now()
 	return s
 }
@@ -489,6 +489,7 @@ func (a *Agent) Status() Status {
 // than slow the agent: so it always ends up with the current view. The
 // channel is closed when the subscription ends or the agent stops (see
 // WatchLeader for how to read it then).
+// Every event's views are the subscriber's own copies, as Status's are.
 func (a *Agent) Subscribe() (<-chan Event, func()) {
 	p := &a.pub
 	s := &subscription{ch: make(chan Event, subBufSize)}
@@ -498,8 +499,7 @@ func (a *Agent) Subscribe() (<-chan Event, func()) {
 		close(s.ch)
 		return s.ch, func() {}
 	}
-	st := p.live(p.st, time.Now())
-	st.Members = append([]NodeID{}, st.Members...)
+	st := p.live(p.st, time.Now()).Clone()
 	// The snapshot is stamped with when its view became current, not
 	// with now: the loop may already be past a change it has not yet
 	// published, and a snapshot stamped later than that change would put

@@ -81,20 +81,14 @@ func (o Output) Empty() bool {
 	return len(o.Messages) == 0 && o.Save == nil && len(o.Events) == 0 && len(o.Created) == 0 && len(o.Notices) == 0
 }
 
-// Role is a node's role in its group.
-type Role uint8
+// Role is a node's role in its group (wire.Role, shared with the API's
+// records).
+type Role = wire.Role
 
 const (
-	Participant Role = iota
-	Coordinator
+	Participant = wire.RoleParticipant
+	Coordinator = wire.RoleCoordinator
 )
-
-func (r Role) String() string {
-	if r == Coordinator {
-		return "coordinator"
-	}
-	return "participant"
-}
 
 // Status is a node's view of its group.
 type Status struct {

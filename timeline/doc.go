@@ -4,27 +4,40 @@
 //
 // The input is what the network lab (scripts/netem/) records:
 //
-//   - events: newline-delimited JSON, one group.Event per line, as printed
-//     by `groupd watch --json` and read with group's own decoder, so the
-//     timeline reads whatever the daemon writes. Lines from several nodes
-//     may be mixed in any order.
-//   - faults (optional): newline-delimited JSON, one Fault per line,
-//     {"time":RFC3339Nano,"kind":"partition|oneway|loss|delay|heal|kill|restart","spec":"..."}.
+//   - events: newline-delimited JSON, one schema.Event per line, as printed
+//     by `groupd watch --json` and read with the schema's own decoder, so
+//     the timeline reads whatever the daemon writes. Lines from several
+//     nodes may be mixed in any order.
+//   - faults (optional): newline-delimited JSON, one schema.Mark per line,
+//     {"time":RFC3339Nano,"kind":"partition|oneway|loss|delay|heal|kill|restart|...","spec":"..."}.
+//
+// It works in two steps. Build turns the records into a Model: for every
+// node, segments of one state, role and group (or down), and the marks as
+// windows or instants. Draw lays a model out as SVG; it decides nothing
+// about the history, only where and how to draw it. Render reads the
+// records, builds the model and draws it.
+//
+// The model: a node has a row if it has an event or a mark takes it down.
+// Neighbouring views with the same state, role and group make one segment,
+// with a tick where the member list changed. A node is down from a mark
+// that takes its process away (kill, stop, restart: schema.Mark.Down)
+// until its next event. A fault window (partition, one-way cut, loss,
+// delay) lasts from its mark to the next heal (a heal with spec
+// "partitions" ends only partitions and one-way cuts; a new partition,
+// loss or delay replaces the previous one of its kind); every other mark
+// is an instant.
 //
 // The picture has one row per node and time on the x axis, labelled in
 // seconds from the start of the recording; the axis runs on past the last
 // event far enough for every row's final group to be labelled, since the
 // state a run ends in is what a reader looks for. A row is coloured by the
-// group the node is in: every group number gets its own colour. Election is drawn grey and hatched; Reorganization (waiting for
-// Ready) is hatched over the colour of the group being joined. A node is
-// drawn as a thin dashed line while it is down, that is from a kill or
-// restart fault until its next event. The coordinator's own row carries a
-// dark bar and a ★ while it coordinates. Fault windows (partition, one-way
-// cut, loss, delay) are shaded from their start to the next heal and
-// labelled above the rows (a heal with spec "partitions" ends only
-// partitions and one-way cuts; a new partition, loss or delay replaces the
-// previous one of its kind); kills, restarts and heals are vertical marks.
-// A white tick at the bottom of a row is a change of the member list. The
+// group the node is in: every group number gets its own colour. Election
+// is drawn grey and hatched; Reorganization (waiting for Ready) is hatched
+// over the colour of the group being joined; a node down is a thin dashed
+// line. The coordinator's own row carries a dark bar and a ★ while it
+// coordinates. Fault windows are shaded and labelled above the rows;
+// instants are vertical marks, on one row when they take one node down. A
+// white tick at the bottom of a row is a change of the member list. The
 // legend has an entry for every kind of mark drawn, and for no other.
 //
 // Reading is forgiving: malformed lines are skipped and counted (reported

@@ -8,45 +8,22 @@ import (
 	"fmt"
 	"io"
 	"sort"
-	"strconv"
-	"strings"
-	"time"
 
-	"github.com/groupd/groupd/group"
-	"github.com/groupd/groupd/wire"
+	"github.com/groupd/groupd/schema"
 )
 
 // maxLine bounds one NDJSON line; longer lines are counted as malformed.
 const maxLine = 1 << 20
 
-// Fault is one line of faults.ndjson, written by the lab scripts.
-type Fault struct {
-	Time time.Time `json:"time"`
-	Kind string    `json:"kind"` // partition | oneway | loss | delay | heal | kill | restart
-	Spec string    `json:"spec"` // e.g. "1,2|3,4,5", "1>3", "20%", "3"
-}
-
-// Node returns the node a kill or restart fault is about, or 0.
-func (f Fault) Node() wire.NodeID {
-	if f.Kind != "kill" && f.Kind != "restart" {
-		return 0
-	}
-	n, err := strconv.ParseUint(strings.TrimSpace(f.Spec), 10, 64)
-	if err != nil {
-		return 0
-	}
-	return wire.NodeID(n)
-}
-
-// ReadEvents reads newline-delimited group.Event JSON (GET /v1/events,
+// ReadEvents reads newline-delimited schema.Event JSON (GET /v1/events,
 // `groupd watch --json`). Blank lines are ignored; lines that are not such
 // an event with a time, a node (or new.id) and a new status are skipped and
 // counted in skipped. The events come back sorted by time (stable for
 // equal times). err is set only when the reader fails; an input with no
 // valid event is not an error here (Render decides).
-func ReadEvents(r io.Reader) (events []group.Event, skipped int, err error) {
+func ReadEvents(r io.Reader) (events []schema.Event, skipped int, err error) {
 	err = readLines(r, func(line []byte) {
-		var e group.Event
+		var e schema.Event
 		// A line without "new" leaves New zero, whose State is not
 		// valid: no status was recorded.
 		if json.Unmarshal(line, &e) != nil || e.Time.IsZero() || !e.New.State.Valid() {
@@ -66,11 +43,12 @@ func ReadEvents(r io.Reader) (events []group.Event, skipped int, err error) {
 	return events, skipped, err
 }
 
-// ReadFaults reads newline-delimited Fault JSON, skipping and counting
-// lines without a time or a kind. The faults come back sorted by time.
-func ReadFaults(r io.Reader) (faults []Fault, skipped int, err error) {
+// ReadFaults reads the lab's marks (faults.ndjson: newline-delimited
+// schema.Mark JSON), skipping and counting lines without a time or a kind.
+// The marks come back sorted by time.
+func ReadFaults(r io.Reader) (faults []schema.Mark, skipped int, err error) {
 	err = readLines(r, func(line []byte) {
-		var f Fault
+		var f schema.Mark
 		if json.Unmarshal(line, &f) != nil || f.Time.IsZero() || f.Kind == "" {
 			skipped++
 			return

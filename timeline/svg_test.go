@@ -296,3 +296,26 @@ func TestLastGroupNotClipped(t *testing.T) {
 		})
 	}
 }
+
+// TestOptionsShapeThePicture: Width and RowHeight set the picture's width
+// and every row's height; Title its title.
+func TestOptionsShapeThePicture(t *testing.T) {
+	root, _ := render(t, allEvents, "", Options{Title: "t & <x>", Width: 600, RowHeight: 18})
+	rows := 0
+	root.walk(func(n *node) {
+		switch {
+		case n.name == "svg" && n.attr["width"] != "600.0":
+			t.Errorf("width %s, want 600.0", n.attr["width"])
+		case n.name == "title" && n.parent.name == "svg" && n.text != "t & <x>":
+			t.Errorf("title %q", n.text)
+		case n.name == "rect" && n.attr["data-chrome"] == "row":
+			rows++
+			if n.attr["height"] != "18.0" {
+				t.Errorf("row height %s, want 18.0", n.attr["height"])
+			}
+		}
+	})
+	if rows != 3 {
+		t.Errorf("%d rows, want 3", rows)
+	}
+}

@@ -12,7 +12,6 @@ import (
 	"sort"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/groupd/groupd/wire"
 )
@@ -50,7 +49,6 @@ func TestGolden(t *testing.T) {
 		opts                         Options
 	}{
 		{"small", "small.ndjson", "small-faults.ndjson", "small.svg", Options{Title: "small: partition 1,2|3, heal, kill 1"}},
-		{"no-faults", "small.ndjson", "", "small-nofaults.svg", Options{Width: 600, RowHeight: 18}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var faults io.Reader
@@ -197,62 +195,5 @@ func TestGroupOrder(t *testing.T) {
 	sort.Slice(gs, func(i, j int) bool { return groupLess(gs[i], gs[j]) })
 	if !reflect.DeepEqual(gs, want) {
 		t.Fatalf("order %v, want %v", gs, want)
-	}
-}
-
-func TestDownUntilNextEvent(t *testing.T) {
-	t0 := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
-	ev := func(s float64, group string) string {
-		return `{"time":"` + t0.Add(time.Duration(s*float64(time.Second))).Format(time.RFC3339Nano) +
-			`","node":2,"reason":"recovery","old":null,"new":{"id":2,"state":"normal","role":"coordinator","group":"` + group + `","coordinator":2,"members":[2]}}` + "\n"
-	}
-	events := ev(0, "1.2") + ev(6, "2.2")
-	faults := `{"time":"` + t0.Add(2*time.Second).Format(time.RFC3339Nano) + `","kind":"restart","spec":"2"}` + "\n"
-	evs, _, _ := ReadEvents(strings.NewReader(events))
-	fs, _, _ := ReadFaults(strings.NewReader(faults))
-	p := newPicture(evs, fs, Options{})
-	segs := p.rows[2]
-	if len(segs) != 3 {
-		t.Fatalf("got %d segments, want up, down, up: %+v", len(segs), segs)
-	}
-	if segs[0].down || !segs[1].down || segs[2].down {
-		t.Fatalf("want up, down, up: %+v", segs)
-	}
-	if got := segs[1].to.Sub(segs[1].from); got != 4*time.Second {
-		t.Fatalf("down for %v, want 4s (restart until the next event)", got)
-	}
-}
-
-func TestHealPartitionsKeepsLoss(t *testing.T) {
-	t0 := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
-	at := func(s int) string { return t0.Add(time.Duration(s) * time.Second).Format(time.RFC3339Nano) }
-	events := `{"time":"` + at(0) + `","node":1,"reason":"snapshot","old":null,"new":{"id":1,"state":"normal","role":"coordinator","group":"1.1","coordinator":1,"members":[1]}}` + "\n"
-	faults := `{"time":"` + at(1) + `","kind":"loss","spec":"20%"}
-{"time":"` + at(2) + `","kind":"partition","spec":"1|2"}
-{"time":"` + at(3) + `","kind":"partition","spec":"1,2|3"}
-{"time":"` + at(4) + `","kind":"heal","spec":"partitions"}
-{"time":"` + at(6) + `","kind":"heal","spec":"all"}
-`
-	evs, _, _ := ReadEvents(strings.NewReader(events))
-	fs, _, _ := ReadFaults(strings.NewReader(faults))
-	p := newPicture(evs, fs, Options{})
-	want := map[string][2]int{"loss 20%": {1, 6}, "partition 1|2": {2, 3}, "partition 1,2|3": {3, 4}}
-	for _, w := range p.windows {
-		if w.mark {
-			continue
-		}
-		lbl := p.label(w)
-		span, ok := want[lbl]
-		if !ok {
-			t.Errorf("unexpected window %q", lbl)
-			continue
-		}
-		if !w.from.Equal(t0.Add(time.Duration(span[0])*time.Second)) || !w.to.Equal(t0.Add(time.Duration(span[1])*time.Second)) {
-			t.Errorf("%s: window %s..%s, want %ds..%ds", lbl, p.secs(w.from), p.secs(w.to), span[0], span[1])
-		}
-		delete(want, lbl)
-	}
-	if len(want) > 0 {
-		t.Errorf("missing windows %v", want)
 	}
 }

@@ -140,6 +140,25 @@ func (s State) String() string {
 // Valid reports whether s is one of the defined states.
 func (s State) Valid() bool { return s >= StateNormal && s <= StateReorganization }
 
+// Role is a node's role in its group: it coordinates the group (the group
+// number ends in its ID; see Header.IsCoordinator) or takes part in it. It
+// is defined here, beside State, so that the algorithm (invitation.Role)
+// and the API's records (package schema) share one type without the
+// records depending on the algorithm.
+type Role uint8
+
+const (
+	RoleParticipant Role = iota
+	RoleCoordinator
+)
+
+func (r Role) String() string {
+	if r == RoleCoordinator {
+		return "coordinator"
+	}
+	return "participant"
+}
+
 // Type identifies a message body. Only append to this list: values are on
 // the wire.
 type Type uint8

@@ -11,8 +11,8 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	groupd "github.com/groupd/groupd/group"
 	"github.com/groupd/groupd/invitation"
+	"github.com/groupd/groupd/schema"
 	"github.com/groupd/groupd/wire"
 )
 
@@ -63,8 +63,8 @@ groupd_bytes_sent_total{type="Beacon"} 540
 // ev is node's event at: Normal (or state) in group seq.coord with members,
 // priority 100.
 func ev(node int, at time.Time, state wire.State, seq, coord uint64, members ...wire.NodeID) nodeEvent {
-	return nodeEvent{node: node, ev: groupd.Event{Time: at, Node: wire.NodeID(node), Reason: "ready",
-		New: groupd.Status{ID: wire.NodeID(node), Priority: 100, State: state, Group: wire.GroupNumber{Seq: seq, ID: wire.NodeID(coord)},
+	return nodeEvent{node: node, ev: schema.Event{Time: at, Node: wire.NodeID(node), Reason: "ready",
+		New: schema.Status{ID: wire.NodeID(node), Priority: 100, State: state, Group: wire.GroupNumber{Seq: seq, ID: wire.NodeID(coord)},
 			Coordinator: wire.NodeID(coord), Members: members, Version: 1}}}
 }
 

@@ -20,7 +20,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/groupd/groupd/client"
-	groupd "github.com/groupd/groupd/group"
 	netlab "github.com/groupd/groupd/internal/lab"
 	"github.com/groupd/groupd/wire"
 )
@@ -207,7 +206,7 @@ func (g *groupdProber) probe(ctx context.Context, i int) (exclSample, error) {
 		return exclSample{}, err
 	}
 	s := exclSample{PL: st.Leader && st.Primary, Leader: st.Leader, Primary: st.Primary,
-		Full: st.State == groupd.StateNormal && st.Primary && len(st.Members) == g.n}
+		Full: st.State == wire.StateNormal && st.Primary && len(st.Members) == g.n}
 	if st.Leader {
 		s.Term = exclTerm{Seq: st.Term.Seq, ID: uint64(st.Term.ID)}
 	}

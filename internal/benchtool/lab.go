@@ -18,10 +18,10 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/groupd/groupd/client"
-	groupd "github.com/groupd/groupd/group" // the package name group is taken here (report.go)
 	"github.com/groupd/groupd/internal/history"
 	netlab "github.com/groupd/groupd/internal/lab"
 	"github.com/groupd/groupd/invariant"
+	"github.com/groupd/groupd/schema" // the package name group is taken here (report.go)
 )
 
 // lab is a running scripts/netem lab (internal/lab), known by its run dir:
@@ -59,7 +59,7 @@ func (l lab) client(i int) (*client.Client, error) {
 
 type nodeEvent struct {
 	node int
-	ev   groupd.Event
+	ev   schema.Event
 	err  error // the stream ended
 }
 
@@ -109,7 +109,7 @@ func (l lab) watch(ctx context.Context, nodes []int) (<-chan nodeEvent, error) {
 // view is a node's latest status and when its view (state, group,
 // coordinator, members) last changed, by the daemon's own event times.
 type view struct {
-	st    groupd.Status
+	st    schema.Status
 	since time.Time
 	seen  bool
 }
@@ -127,7 +127,7 @@ func newTracker() *tracker { return &tracker{views: map[int]*view{}} }
 // setMark makes firstAt the earliest non-snapshot event at or after t.
 func (t *tracker) setMark(at time.Time) { t.mark, t.firstAt, t.nonSnaps = at, time.Time{}, 0 }
 
-func sameView(a, b groupd.Status) bool {
+func sameView(a, b schema.Status) bool {
 	return a.State == b.State && a.Group == b.Group && a.Coordinator == b.Coordinator && slices.Equal(a.Members, b.Members)
 }
 
@@ -144,7 +144,7 @@ func (t *tracker) apply(ne nodeEvent) {
 		v.since = ne.ev.Time
 	}
 	v.st, v.seen = ne.ev.New, true
-	if ne.ev.Reason != groupd.ReasonSnapshot && !t.mark.IsZero() && !ne.ev.Time.Before(t.mark) {
+	if ne.ev.Reason != schema.ReasonSnapshot && !t.mark.IsZero() && !ne.ev.Time.Before(t.mark) {
 		t.nonSnaps++
 		if t.firstAt.IsZero() || ne.ev.Time.Before(t.firstAt) {
 			t.firstAt = ne.ev.Time
@@ -165,8 +165,8 @@ func (t *tracker) doneAt(nodes []int) time.Time {
 }
 
 // statuses returns the views of nodes, false if one has none yet.
-func (t *tracker) statuses(nodes []int) ([]groupd.Status, bool) {
-	out := make([]groupd.Status, 0, len(nodes))
+func (t *tracker) statuses(nodes []int) ([]schema.Status, bool) {
+	out := make([]schema.Status, 0, len(nodes))
 	for _, i := range nodes {
 		v := t.views[i]
 		if v == nil || !v.seen {

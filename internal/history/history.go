@@ -9,16 +9,16 @@
 // (scripts/netem's events.ndjson and faults.ndjson):
 //
 //   - events: what `groupd watch --json` (GET /v1/events) printed, one
-//     group.Event per line, each a node's own view;
+//     schema.Event per line, each a node's own view;
 //   - marks: what the lab did and where it wants a check, one Mark per line
 //     ({"time","kind","spec"}, the faults.ndjson format that `groupd
 //     timeline --faults` draws).
 //
 // Adapter rules (the checker takes invitation.Status, the JSON is
-// group.Status):
+// schema.Status):
 //
 //   - A view's members carry the priorities the node knew them by
-//     (group.Status.MemberPriorities, member_priorities in the JSON); a
+//     (schema.Status.MemberPriorities, member_priorities in the JSON); a
 //     view recorded without them (an older daemon) takes each member's
 //     priority from what that member last reported about itself
 //     (MemberPriority). Rank is (priority, id) as everywhere else.
@@ -66,40 +66,33 @@ import (
 	"sync"
 	"time"
 
-	"github.com/groupd/groupd/group"
 	"github.com/groupd/groupd/invitation"
+	"github.com/groupd/groupd/schema"
 	"github.com/groupd/groupd/wire"
 )
 
-// Mark kinds: the lab's own records, in the order a run meets them.
+// Mark kinds (schema's), under the names the lab and its tests use.
 const (
-	KindStart     = "start"     // a daemon was launched (spec: nodes)
-	KindPartition = "partition" // spec "1,2|3,4,5"
-	KindOneway    = "oneway"    // spec "1->3"
-	KindLoss      = "loss"      // spec "20%" or "20% from 1,2"
-	KindDelay     = "delay"     // spec "50ms±10ms" (+ " from 1,2")
-	KindHeal      = "heal"      // spec "all" or "partitions"
-	KindKill      = "kill"      // kill -9 (spec: nodes)
-	KindStop      = "stop"      // SIGTERM (spec: nodes)
-	KindRestart   = "restart"   // stop then start (spec: node)
-	KindWipe      = "wipe"      // data dir removed (spec: node)
-	KindRestore   = "restore"   // data dir replaced by an older copy (spec: node)
-	KindQuiet     = "quiet"     // chaos: an L1 check point (spec: a label)
-	KindCheck     = "check"     // a check point (spec "L1", "L1 LIST", "L2 LIST")
-	KindEnd       = "end"       // the run is over; later records are its shutdown
-	KindPause     = "pause"     // SIGSTOP: the process is frozen, not dead (spec: nodes); a note
-	KindResume    = "resume"    // SIGCONT after a pause (spec: nodes); a note
+	KindStart     = schema.KindStart
+	KindPartition = schema.KindPartition
+	KindOneway    = schema.KindOneway
+	KindLoss      = schema.KindLoss
+	KindDelay     = schema.KindDelay
+	KindHeal      = schema.KindHeal
+	KindKill      = schema.KindKill
+	KindStop      = schema.KindStop
+	KindRestart   = schema.KindRestart
+	KindWipe      = schema.KindWipe
+	KindRestore   = schema.KindRestore
+	KindQuiet     = schema.KindQuiet
+	KindCheck     = schema.KindCheck
+	KindEnd       = schema.KindEnd
+	KindPause     = schema.KindPause
+	KindResume    = schema.KindResume
 )
 
-// Mark is one thing the lab did, or a check point: one line of
-// faults.ndjson (or of the lab's history.ndjson).
-type Mark struct {
-	Time time.Time `json:"time"`
-	Kind string    `json:"kind"`
-	Spec string    `json:"spec"`
-	// Label says what a check point checks, for reports.
-	Label string `json:"label,omitempty"`
-}
+// Mark is one thing the lab did, or a check point (schema.Mark).
+type Mark = schema.Mark
 
 type kind int
 
@@ -120,7 +113,7 @@ type record struct {
 	kind  kind
 	node  wire.NodeID
 	nodes []wire.NodeID // crash, start: the nodes; check: nil for every live node
-	ev    group.Event
+	ev    schema.Event
 	mark  Mark
 	check string // "L1" or "L2"
 }
@@ -150,7 +143,7 @@ func (h *History) add(r record) int {
 
 // AddEvent records one event: a node's own view. An event without a time,
 // or carrying another node's view, is refused.
-func (h *History) AddEvent(ev group.Event) error {
+func (h *History) AddEvent(ev schema.Event) error {
 	if ev.Time.IsZero() || ev.Node == 0 || ev.New.ID != ev.Node {
 		return fmt.Errorf("history: event without a time, or not the node's own view: %s", ev)
 	}
@@ -169,7 +162,7 @@ func (h *History) AddLine(node wire.NodeID, line []byte) error {
 	if blank(line) {
 		return nil
 	}
-	var ev group.Event
+	var ev schema.Event
 	err := json.Unmarshal(line, &ev)
 	if err == nil && ev.Node != node {
 		err = fmt.Errorf("the stream of node %d carries an event of node %d", node, ev.Node)
@@ -206,7 +199,7 @@ func markRecord(m Mark) (record, error) {
 	}
 	var err error
 	switch m.Kind {
-	case KindKill, KindStop, KindRestart:
+	case KindKill, KindStop, KindRestart: // schema.Mark.Down
 		r.kind = kCrash
 		r.nodes, err = ParseIDs(m.Spec)
 	case KindStart:
@@ -285,11 +278,14 @@ func MemberPriority(prio map[wire.NodeID]uint8, id wire.NodeID) uint8 {
 	return wire.DefaultPriority
 }
 
-// ToStatus converts a recorded view (group.Status) to the checker's type,
-// each member with the priority the view gives it, or (for a view without
-// member priorities) the one from MemberPriority. invariant ranks nodes by
-// (priority, id) on the result.
-func ToStatus(s group.Status, prio map[wire.NodeID]uint8) invitation.Status {
+// ToStatus converts a recorded view (schema.Status) to the checker's type:
+// the one such conversion, used by the replay, the lab's conditions and
+// the agent's tests. Each member gets the priority the view gives it, or
+// (for a view without member priorities) the one from MemberPriority;
+// invariant ranks nodes by (priority, id) on the result. Leadership
+// (leader, term, lease) is not carried over: the replay reads it from
+// leader-start and leader-stop events (LP1).
+func ToStatus(s schema.Status, prio map[wire.NodeID]uint8) invitation.Status {
 	own := len(s.MemberPriorities) == len(s.Members)
 	ms := make([]wire.Member, len(s.Members))
 	for i, id := range s.Members {
@@ -308,7 +304,7 @@ func ToStatus(s group.Status, prio map[wire.NodeID]uint8) invitation.Status {
 // Views converts polled statuses for invariant's predicates (see ToStatus;
 // for views without member priorities, each member's own status gives its
 // priority).
-func Views(sts []group.Status) []invitation.Status {
+func Views(sts []schema.Status) []invitation.Status {
 	prio := make(map[wire.NodeID]uint8, len(sts))
 	for _, s := range sts {
 		prio[s.ID] = s.Priority
@@ -322,9 +318,9 @@ func Views(sts []group.Status) []invitation.Status {
 
 // Events returns the recorded events with time in [from, to), in time
 // order (zero to: no end).
-func (h *History) Events(from, to time.Time) []group.Event {
+func (h *History) Events(from, to time.Time) []schema.Event {
 	recs, _ := h.sorted()
-	var out []group.Event
+	var out []schema.Event
 	for _, r := range recs {
 		if r.kind == kEvent && !r.t.Before(from) && (to.IsZero() || r.t.Before(to)) {
 			out = append(out, r.ev)

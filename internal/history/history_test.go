@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/groupd/groupd/group"
 	"github.com/groupd/groupd/invariant"
 	"github.com/groupd/groupd/invitation"
+	"github.com/groupd/groupd/schema"
 	"github.com/groupd/groupd/wire"
 )
 
@@ -24,18 +24,18 @@ var t0 = time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
 func at(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
 
 // ev builds node's event at ms: state s in group seq.coord with members.
-func ev(ms int, node, inc uint64, s wire.State, seq, coord uint64, members ...wire.NodeID) group.Event {
+func ev(ms int, node, inc uint64, s wire.State, seq, coord uint64, members ...wire.NodeID) schema.Event {
 	role := invitation.Participant
 	if coord == node {
 		role = invitation.Coordinator
 	}
-	st := group.Status{ID: wire.NodeID(node), Priority: 100, State: s, Role: role,
+	st := schema.Status{ID: wire.NodeID(node), Priority: 100, State: s, Role: role,
 		Group: wire.GroupNumber{Seq: seq, ID: wire.NodeID(coord)}, Coordinator: wire.NodeID(coord),
 		Members: members, Version: 1, Counter: seq, Incarnation: inc, Time: at(ms)}
 	if coord != node {
 		st.Counter = 1
 	}
-	return group.Event{Time: at(ms), Node: wire.NodeID(node), Reason: "merge", New: st}
+	return schema.Event{Time: at(ms), Node: wire.NodeID(node), Reason: "merge", New: st}
 }
 
 type mark struct {
@@ -46,7 +46,7 @@ type mark struct {
 // load writes events and marks as NDJSON (events and marks in two
 // streams, as scripts/netem kept them, plus one junk line), reads them back
 // and replays them.
-func load(t *testing.T, events []group.Event, marks []mark) Result {
+func load(t *testing.T, events []schema.Event, marks []mark) Result {
 	t.Helper()
 	h := New()
 	var eb, fb bytes.Buffer
@@ -75,8 +75,8 @@ func load(t *testing.T, events []group.Event, marks []mark) Result {
 }
 
 // formed: three singletons merge into 2.3.
-func formed() []group.Event {
-	return []group.Event{
+func formed() []schema.Event {
+	return []schema.Event{
 		ev(0, 1, 1, N, 1, 1, 1), ev(0, 2, 1, N, 1, 2, 2), ev(0, 3, 1, N, 1, 3, 3),
 		ev(100, 3, 1, E, 2, 3, 3),
 		ev(110, 1, 1, R, 2, 3), ev(110, 2, 1, R, 2, 3),
@@ -109,7 +109,7 @@ func TestKillAndRestart(t *testing.T) {
 	// A recorder reconnecting gets a snapshot that is older than an
 	// event stamped just before it: skipped.
 	snap := ev(1111, 1, 1, N, 2, 3, 1, 2, 3)
-	snap.Reason = group.ReasonSnapshot
+	snap.Reason = schema.ReasonSnapshot
 	evs = append(evs, snap)
 	res := load(t, evs, []mark{{900, "kill", "3"}, {950, "heal", "all"}, {1500, "quiet", "after kill"}})
 	if !res.OK() {
@@ -147,7 +147,7 @@ func TestViolations(t *testing.T) {
 	// A node reporting its own number above its durable counter.
 	bad := ev(0, 5, 1, N, 9, 5, 5)
 	bad.New.Counter = 3
-	res = load(t, []group.Event{bad}, nil)
+	res = load(t, []schema.Event{bad}, nil)
 	if len(res.Safety) == 0 || res.Safety[0].Invariant != "S1" {
 		t.Errorf("own number above the counter: %v", res.Safety)
 	}
@@ -164,7 +164,7 @@ func TestCheckPoints(t *testing.T) {
 		}
 	}
 	// 3 is killed; 1 and 2 fail over into 3.2.
-	for _, e := range []group.Event{ev(1000, 2, 1, E, 3, 2, 2), ev(1010, 1, 1, R, 3, 2), ev(1100, 2, 1, N, 3, 2, 1, 2), ev(1110, 1, 1, N, 3, 2, 1, 2)} {
+	for _, e := range []schema.Event{ev(1000, 2, 1, E, 3, 2, 2), ev(1010, 1, 1, R, 3, 2), ev(1100, 2, 1, N, 3, 2, 1, 2), ev(1110, 1, 1, N, 3, 2, 1, 2)} {
 		h.AddEvent(e)
 	}
 	add := func(ms int, kind, spec string) int {
@@ -247,7 +247,7 @@ func TestMemberPriority(t *testing.T) {
 	a := ev(0, 1, 1, N, 4, 1, 1, 2)
 	b := ev(0, 2, 1, N, 4, 1, 1, 2)
 	a.New.Priority = 200
-	sts := Views([]group.Status{a.New, b.New})
+	sts := Views([]schema.Status{a.New, b.New})
 	if sts[0].Members[0].Priority != 200 || sts[1].Members[0].Priority != 200 || sts[0].Members[1].Priority != 100 {
 		t.Fatalf("member priorities: %v %v", sts[0].Members, sts[1].Members)
 	}

@@ -8,7 +8,7 @@ import (
 	"io"
 	"time"
 
-	"github.com/groupd/groupd/group"
+	"github.com/groupd/groupd/schema"
 	"github.com/groupd/groupd/wire"
 )
 
@@ -34,7 +34,7 @@ func (h *History) Read(r io.Reader) (int, error) {
 		switch {
 		case err != nil:
 		case probe.Node != nil:
-			var ev group.Event
+			var ev schema.Event
 			if err = json.Unmarshal(b, &ev); err == nil {
 				err = h.AddEvent(ev)
 			}

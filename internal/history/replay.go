@@ -4,9 +4,9 @@ import (
 	"slices"
 	"time"
 
-	"github.com/groupd/groupd/group"
 	"github.com/groupd/groupd/invariant"
 	"github.com/groupd/groupd/invitation"
+	"github.com/groupd/groupd/schema"
 	"github.com/groupd/groupd/wire"
 )
 
@@ -156,7 +156,7 @@ func (p *replayer) event(r record) bool {
 	case seen && st.Incarnation < prev:
 		p.res.Stale++
 		return false
-	case seen && st.Incarnation == prev && r.ev.Reason == group.ReasonSnapshot:
+	case seen && st.Incarnation == prev && r.ev.Reason == schema.ReasonSnapshot:
 		p.res.Restated++
 		return false
 	case seen && st.Incarnation > prev:
@@ -182,9 +182,9 @@ func (p *replayer) event(r record) bool {
 	// when the lease ran out.
 	if st.Expect > 0 {
 		switch r.ev.Reason {
-		case group.ReasonLeaderStart:
+		case schema.ReasonLeaderStart:
 			p.res.Safety = append(p.res.Safety, p.c.Lead(r.t, n, st.Term, time.Time{})...)
-		case group.ReasonLeaderStop:
+		case schema.ReasonLeaderStop:
 			p.c.Unlead(r.t, n)
 		}
 	}

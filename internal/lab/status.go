@@ -7,17 +7,17 @@ import (
 	"sync"
 	"time"
 
-	"github.com/groupd/groupd/group"
 	"github.com/groupd/groupd/internal/history"
 	"github.com/groupd/groupd/invariant"
+	"github.com/groupd/groupd/schema"
 	"github.com/groupd/groupd/wire"
 )
 
 // Status asks node i's daemon for its view (GET /v1/status).
-func (l *Lab) Status(i int) (group.Status, error) {
+func (l *Lab) Status(i int) (schema.Status, error) {
 	nd, err := l.node(i)
 	if err != nil {
-		return group.Status{}, err
+		return schema.Status{}, err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
@@ -26,8 +26,8 @@ func (l *Lab) Status(i int) (group.Status, error) {
 
 // Views polls every node of ids once, all at once; a node that does not
 // answer is missing from the views, with its error in errs.
-func (l *Lab) Views(ids []int) (sts map[int]group.Status, errs map[int]error) {
-	sts, errs = make(map[int]group.Status, len(ids)), map[int]error{}
+func (l *Lab) Views(ids []int) (sts map[int]schema.Status, errs map[int]error) {
+	sts, errs = make(map[int]schema.Status, len(ids)), map[int]error{}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for _, i := range ids {
@@ -49,7 +49,7 @@ func (l *Lab) Views(ids []int) (sts map[int]group.Status, errs map[int]error) {
 }
 
 // Cond judges polled views: "" when satisfied, else why not.
-type Cond func(sts map[int]group.Status) string
+type Cond func(sts map[int]schema.Status) string
 
 // WaitFor polls the views of ids until c holds and returns them with the
 // instant they were seen; after timeout it fails, saying why and what each
@@ -57,7 +57,7 @@ type Cond func(sts map[int]group.Status) string
 // whose times are the daemons' own, so polling need not be fast: every
 // 100 ms, and 2 ms per node for labs over 50, so that waiting on a big lab
 // (or on many labs at once) does not load the machine.
-func (l *Lab) WaitFor(what string, ids []int, timeout time.Duration, c Cond) (map[int]group.Status, time.Time, error) {
+func (l *Lab) WaitFor(what string, ids []int, timeout time.Duration, c Cond) (map[int]schema.Status, time.Time, error) {
 	deadline := time.Now().Add(timeout)
 	every := max(100*time.Millisecond, time.Duration(len(ids))*2*time.Millisecond)
 	for {
@@ -83,7 +83,7 @@ func (l *Lab) WaitFor(what string, ids []int, timeout time.Duration, c Cond) (ma
 }
 
 // FormatViews writes one line per node: its view, or why it has none.
-func FormatViews(ids []int, sts map[int]group.Status, errs map[int]error) string {
+func FormatViews(ids []int, sts map[int]schema.Status, errs map[int]error) string {
 	var b strings.Builder
 	for _, i := range ids {
 		if s, ok := sts[i]; ok {
@@ -96,8 +96,8 @@ func FormatViews(ids []int, sts map[int]group.Status, errs map[int]error) string
 }
 
 // ordered returns the views of ids in the order of ids.
-func ordered(ids []int, sts map[int]group.Status) []group.Status {
-	out := make([]group.Status, 0, len(ids))
+func ordered(ids []int, sts map[int]schema.Status) []schema.Status {
+	out := make([]schema.Status, 0, len(ids))
 	for _, i := range ids {
 		out = append(out, sts[i])
 	}
@@ -109,7 +109,7 @@ func ordered(ids []int, sts map[int]group.Status) []group.Status {
 // coordinated by the highest-ranked of them, at one version, each listing
 // exactly them), on their views.
 func Converged(ids []int) Cond {
-	return func(sts map[int]group.Status) string {
+	return func(sts map[int]schema.Status) string {
 		if vs := invariant.Converged(time.Now(), history.Views(ordered(ids, sts))); len(vs) > 0 {
 			return vs[0].String()
 		}
@@ -121,7 +121,7 @@ func Converged(ids []int) Cond {
 // invariant.FailedOver, the L2 predicate (all Normal in one group
 // coordinated by one of them, each listing them all).
 func FailedOver(ids []int) Cond {
-	return func(sts map[int]group.Status) string {
+	return func(sts map[int]schema.Status) string {
 		if vs := invariant.FailedOver(time.Now(), history.Views(ordered(ids, sts))); len(vs) > 0 {
 			return vs[0].String()
 		}
@@ -131,7 +131,7 @@ func FailedOver(ids []int) Cond {
 
 // Highest is the highest-ranked node among the views of ids (rank =
 // (priority, id), as invariant ranks them).
-func Highest(ids []int, sts map[int]group.Status) int {
+func Highest(ids []int, sts map[int]schema.Status) int {
 	return int(invariant.Highest(history.Views(ordered(ids, sts))))
 }
 

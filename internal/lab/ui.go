@@ -13,8 +13,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/groupd/groupd/group"
 	"github.com/groupd/groupd/internal/history"
+	"github.com/groupd/groupd/schema"
 	"github.com/groupd/groupd/ui"
 )
 
@@ -78,9 +78,9 @@ func writeUIJSON(w http.ResponseWriter, v any) {
 
 // uiNode is one node's answer in /lab/status.
 type uiNode struct {
-	Node   int           `json:"node"`
-	Status *group.Status `json:"status"`
-	Error  string        `json:"error,omitempty"`
+	Node   int            `json:"node"`
+	Status *schema.Status `json:"status"`
+	Error  string         `json:"error,omitempty"`
 }
 
 // uiStatus asks every node for its status at once; a node that does not

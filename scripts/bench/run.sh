@@ -107,7 +107,7 @@ want() { [[ ,$SECTIONS, == *",$1,"* ]]; }
 loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
 # note WHAT N TEXT: record something that did not run or failed.
 note() {
-	printf '{"kind":"note","what":"%s","n":%s,"note":"%s"}\n' "$1" "$2" "${3//\"/\'}" >>"$OUT/notes.ndjson"
+	jq -cn --arg what "$1" --argjson n "$2" --arg note "$3" '{kind: "note", what: $what, n: $n, note: $note}' >>"$OUT/notes.ndjson"
 	say "NOTE: $1 N=$2: $3"
 }
 section() {

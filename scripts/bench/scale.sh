@@ -62,8 +62,10 @@ read -ra extra <<<"$args"
 cleanup() { "$LAB" down >/dev/null 2>&1 || true; }
 trap cleanup EXIT
 say() { printf 'scale: %s\n' "$*" >&2; }
+command -v jq >/dev/null 2>&1 || { say "jq is missing (it writes the raw lines)"; exit 1; }
 fail() { # KIND N TRIAL TEXT
-  printf '{"kind":"%s","n":%d,"trial":%d,"error":"%s"}\n' "$1" "$2" "$3" "${4//\"/\'}" >>"$out/scale.ndjson"
+  jq -cn --arg kind "$1" --argjson n "$2" --argjson trial "$3" --arg error "$4" \
+    '{kind: $kind, n: $n, trial: $trial, error: $error}' >>"$out/scale.ndjson"
   say "$1 N=$2 trial $3 FAILED: $4"
 }
 
@@ -72,7 +74,8 @@ for n in ${sizes//,/ }; do
   cleanup
   rm -rf "$RUN"
   "$LAB" up "$n" >/dev/null
-  printf '{"kind":"config","n":%d,"args":"%s","load":"%s"}\n' "$n" "${args//\"/\'}" "$(cut -d' ' -f1-3 /proc/loadavg)" >>"$out/scale.ndjson"
+  jq -cn --argjson n "$n" --arg args "$args" --arg load "$(cut -d' ' -f1-3 /proc/loadavg)" \
+    '{kind: "config", n: $n, args: $args, load: $load}' >>"$out/scale.ndjson"
   ahead=$(awk -v n="$n" 'BEGIN{printf "%.2f", 2 + 0.06*n}')
   for kind in together execd; do
     for t in $(seq 1 "$trials"); do

@@ -15,10 +15,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/groupd/groupd/group"
 	"github.com/groupd/groupd/internal/history"
 	"github.com/groupd/groupd/internal/lab"
 	"github.com/groupd/groupd/invitation"
+	"github.com/groupd/groupd/schema"
 	"github.com/groupd/groupd/wire"
 )
 
@@ -564,9 +564,9 @@ type summary struct {
 
 // summary computes summary.json from the events before the final stop.
 func (x *experiment) summary(h *history.History, msgs *float64) summary {
-	var evs []group.Event
+	var evs []schema.Event
 	for _, ev := range h.Events(time.Time{}, x.tStop) {
-		if ev.Reason != group.ReasonSnapshot {
+		if ev.Reason != schema.ReasonSnapshot {
 			evs = append(evs, ev)
 		}
 	}

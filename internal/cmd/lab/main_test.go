@@ -1,8 +1,10 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -102,6 +104,7 @@ func TestExport(t *testing.T) {
 {"time":"2026-11-21T10:00:01Z","kind":"partition","spec":"1|2"}
 {"time":"2026-11-21T10:00:02Z","kind":"check","spec":"L1","label":"x"}
 {"time":"2026-11-21T10:00:03Z","kind":"heal","spec":"all"}
+{"time":"2026-11-21T10:00:04Z","kind":"loss","spec":"20% \"odd\" \u0001 ±1->3"}
 `))
 	if err != nil {
 		t.Fatal(err)
@@ -115,5 +118,18 @@ func TestExport(t *testing.T) {
 	if strings.Count(string(ev), "\n") != 1 || !strings.Contains(string(fa), `"partition"`) || !strings.Contains(string(fa), `"heal"`) ||
 		strings.Contains(string(fa), "start") || strings.Contains(string(fa), "check") {
 		t.Errorf("events:\n%s\nfaults:\n%s", ev, fa)
+	}
+	// Every line is JSON that reads back as the mark it was (Go's %q,
+	// used before, wrote \x01 where JSON wants \u0001).
+	var specs []string
+	for _, line := range strings.Split(strings.TrimSpace(string(fa)), "\n") {
+		var m history.Mark
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("faults.ndjson line %s: %v", line, err)
+		}
+		specs = append(specs, m.Spec)
+	}
+	if want := []string{"1|2", "all", "20% \"odd\" \x01 ±1->3"}; !slices.Equal(specs, want) {
+		t.Errorf("specs %q, want %q", specs, want)
 	}
 }

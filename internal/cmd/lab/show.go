@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -90,7 +92,9 @@ func writeHistory(h *history.History, dir string, until time.Time) error {
 	if err != nil {
 		return err
 	}
-	var b strings.Builder
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false) // a one-way cut "1->3" stays as the lab wrote it
 	for _, m := range h.Marks() {
 		switch m.Kind {
 		case history.KindStart, history.KindStop, history.KindCheck, history.KindEnd, history.KindWipe, history.KindRestore:
@@ -99,9 +103,12 @@ func writeHistory(h *history.History, dir string, until time.Time) error {
 		if !until.IsZero() && m.Time.After(until) {
 			continue
 		}
-		fmt.Fprintf(&b, `{"time":%q,"kind":%q,"spec":%q}`+"\n", m.Time.UTC().Format(time.RFC3339Nano), m.Kind, m.Spec)
+		m.Time = m.Time.UTC()
+		if err := enc.Encode(m); err != nil {
+			return fmt.Errorf("encoding the %s mark at %s: %w", m.Kind, m.Time.Format(time.RFC3339Nano), err)
+		}
 	}
-	return os.WriteFile(filepath.Join(dir, "faults.ndjson"), []byte(b.String()), 0o644)
+	return os.WriteFile(filepath.Join(dir, "faults.ndjson"), b.Bytes(), 0o644)
 }
 
 func joinIDs(ids []wire.NodeID) string {
