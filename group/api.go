@@ -156,13 +156,21 @@ func (a *Agent) serveLeader(w http.ResponseWriter, r *http.Request) {
 	if st.State == StateNormal {
 		ans.LeaderID, ans.LeaderName = st.Coordinator, st.CoordinatorName
 	}
+	var ms int64
+	if ans.Leader && st.Expect > 0 {
+		// Whole milliseconds, rounded down: a lease with less than one
+		// left is answered as ended, never as a 200 whose reader must
+		// stop at once.
+		if ms = a.lease.remaining(now).Milliseconds(); ms < 1 {
+			ans.Leader, ans.Primary = false, false
+		}
+	}
 	code := http.StatusServiceUnavailable
 	if ans.Leader {
 		code = http.StatusOK
 		ans.Term = st.Term.String()
 		w.Header().Set("X-Groupd-Term", ans.Term)
 		if st.Expect > 0 {
-			ms := a.lease.remaining(now).Milliseconds()
 			ans.LeaseRemainingMS = &ms
 		}
 	}
