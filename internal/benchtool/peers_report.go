@@ -93,7 +93,7 @@ func cmdPeersReport(args []string) error {
 	if err := os.WriteFile(path, []byte(md), 0o644); err != nil {
 		return err
 	}
-	peersSay("report: %s", path)
+	say("peers: report: %s", path)
 	return nil
 }
 

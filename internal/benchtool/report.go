@@ -93,14 +93,6 @@ func readNDJSON[T any](path string, kinds ...string) ([]T, error) {
 	return out, sc.Err()
 }
 
-// Note is a line a script wrote about something that did not run.
-type Note struct {
-	Kind string `json:"kind"` // "note"
-	What string `json:"what"`
-	N    int    `json:"n"`
-	Note string `json:"note"`
-}
-
 type rtt struct {
 	MinMs float64 `json:"min_ms"`
 	AvgMs float64 `json:"avg_ms"`
