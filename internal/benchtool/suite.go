@@ -74,7 +74,7 @@ func cmdSuite(args []string) error {
 	defer stop()
 	defer os.RemoveAll(notifyDir(s.b.env.Prefix))
 	if s.want("failover") || s.want("steady") {
-		if err := s.b.install([]string{"keepalived"}, []string{"keepalived"}); err != nil {
+		if err := s.b.install([]string{"keepalived", "ping"}, []string{"keepalived", "iputils-ping"}); err != nil {
 			return err
 		}
 	}
@@ -260,10 +260,10 @@ func (s *suite) rtt(l *netlab.Lab) {
 	if err != nil {
 		return
 	}
-	out, _ := cmd.Output()
+	out, err := cmd.CombinedOutput()
 	m := regexp.MustCompile(`= ([0-9.]+)/([0-9.]+)/([0-9.]+)`).FindStringSubmatch(string(out))
 	if m == nil {
-		s.b.say("ping gave no RTT: %s", out)
+		s.b.note("notes.ndjson", Note{What: "rtt", N: l.N(), Note: fmt.Sprintf("ping gave no RTT: %v: %s", err, out)})
 		return
 	}
 	_ = os.WriteFile(s.b.path("rtt.json"), fmt.Appendf(nil, `{"min_ms":%s,"avg_ms":%s,"max_ms":%s,"count":100}`+"\n", m[1], m[2], m[3]), 0o644)
