@@ -206,21 +206,16 @@ func cmdExclusiveRun(args []string) error {
 		return err
 	}
 	r := &exclRunner{o: o}
-	if r.b, err = newBench("exclusive", o.out, "px", "10.96.0"); err != nil {
+	if r.b, err = newBench("exclusive", o.out, "px", "10.96.0", o.force); err != nil {
 		return err
 	}
+	defer r.b.finish()
 	var current exclPeer
-	stop, err := r.b.claim(o.force, func() {
+	r.b.onSignal = func() {
 		if current != nil {
 			_ = current.stopAll()
 		}
-		_ = os.RemoveAll(notifyDir(r.b.env.Prefix))
-	})
-	if err != nil {
-		return err
 	}
-	defer stop()
-	defer os.RemoveAll(notifyDir(r.b.env.Prefix))
 	for _, p := range o.peers {
 		if s := peerSpecs[p]; o.install && len(s.progs) > 0 {
 			if err := r.b.install(append(s.progs, "stdbuf"), s.pkgs); err != nil {
@@ -232,7 +227,6 @@ func cmdExclusiveRun(args []string) error {
 	if r.l, err = r.b.labUp(o.n, "lan", labArgs...); err != nil {
 		return fmt.Errorf("lab up: %w", err)
 	}
-	defer r.b.finish()
 	_ = appendLine(r.b.path("loads.txt"), fmt.Sprintf("%s start %s %s x%d: load %s", time.Now().UTC().Format(time.RFC3339),
 		strings.Join(o.peers, ","), strings.Join(o.faults, ","), o.rounds, loadString()))
 	if err := r.emit(r.env(labArgs)); err != nil {

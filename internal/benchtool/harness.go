@@ -34,12 +34,19 @@ type bench struct {
 	bin   string     // groupd
 	start time.Time
 	lab   *netlab.Lab // the lab up now, if any
+	// onSignal runs when SIGINT or SIGTERM ends the run (the lab and the
+	// notify scripts go anyway).
+	onSignal func()
+	stop     func() // undoes the signal handler
+	done     bool
 }
 
 // newBench prepares a run of suite name: a lab named by the environment
 // (prefix and subnet its defaults), results in out (default
-// /tmp/groupd-NAME-TIME), groupd built into out/bin unless GROUPD_BIN.
-func newBench(name, out, prefix, subnet string) (*bench, error) {
+// /tmp/groupd-NAME-TIME), groupd built into out/bin unless GROUPD_BIN. No
+// other run may use the lab's prefix: with force it takes a lab of that
+// prefix down, otherwise it refuses. The caller defers finish.
+func newBench(name, out, prefix, subnet string, force bool) (*bench, error) {
 	if os.Geteuid() != 0 {
 		return nil, errors.New("must run as root (network namespaces)")
 	}
@@ -60,8 +67,25 @@ func newBench(name, out, prefix, subnet string) (*bench, error) {
 	if b.env.Repo == "" {
 		b.env.Repo, _ = os.Getwd()
 	}
+	if labUp(e.Prefix) {
+		if !force {
+			return nil, fmt.Errorf("a %s-* lab is already up (another run?); take it down (GROUPD_LAB_PREFIX=%s scripts/netem/lab.sh down), or pass --force",
+				e.Prefix, e.Prefix)
+		}
+		b.say("a %s-* lab is up; --force: taking it down", e.Prefix)
+		if err := cleanupLab(e.Dir, e.Prefix); err != nil {
+			return nil, err
+		}
+	}
+	b.stop = netlab.CloseOnSignal(func() {
+		if b.onSignal != nil {
+			b.onSignal()
+		}
+		_ = os.RemoveAll(notifyDir(e.Prefix))
+	})
 	b.say("building groupd")
 	if b.bin, err = e.GroupdBin(filepath.Join(out, "bin", "groupd")); err != nil {
+		b.stop()
 		return nil, err
 	}
 	return b, nil
@@ -165,28 +189,18 @@ func (b *bench) closeLab() {
 	}
 }
 
-// finish closes the lab and ends env.txt with the time the run took.
+// finish closes the lab, removes the notify scripts and ends env.txt with
+// the time the run took (once).
 func (b *bench) finish() {
+	if b.done {
+		return
+	}
+	b.done = true
 	b.closeLab()
+	b.stop()
+	_ = os.RemoveAll(notifyDir(b.env.Prefix))
 	_ = appendLine(b.path("env.txt"), fmt.Sprintf("finished:   %s (%.0f s in all); load %s",
 		time.Now().UTC().Format(time.RFC3339), time.Since(b.start).Seconds(), loadString()))
-}
-
-// claim makes sure no other run uses the lab's prefix: with force it
-// takes a lab of that prefix down, otherwise it refuses. It also takes
-// the lab down on SIGINT and SIGTERM (then runs then).
-func (b *bench) claim(force bool, then func()) (stop func(), err error) {
-	if labUp(b.env.Prefix) {
-		if !force {
-			return nil, fmt.Errorf("a %s-* lab is already up (another run?); take it down (GROUPD_LAB_PREFIX=%s scripts/netem/lab.sh down), or pass --force",
-				b.env.Prefix, b.env.Prefix)
-		}
-		b.say("a %s-* lab is up; --force: taking it down", b.env.Prefix)
-		if err := cleanupLab(b.env.Dir, b.env.Prefix); err != nil {
-			return nil, err
-		}
-	}
-	return netlab.CloseOnSignal(then), nil
 }
 
 // labUp brings up a fresh lab of n nodes (the run dir's old nodes, history

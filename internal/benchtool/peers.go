@@ -161,17 +161,11 @@ func cmdPeersRun(args []string) error {
 	if r.peers, err = listFlag(*peers, peersOrder, "--peers"); err != nil {
 		return err
 	}
-	if r.b, err = newBench("peers", *out, "pb", "10.91.0"); err != nil {
+	if r.b, err = newBench("peers", *out, "pb", "10.91.0", *force); err != nil {
 		return err
 	}
-	r.src = filepath.Join(r.b.env.Repo, "scripts", "bench", "peers")
-	stop, err := r.b.claim(*force, func() { _ = os.RemoveAll(notifyDir(r.b.env.Prefix)) })
-	if err != nil {
-		return err
-	}
-	defer stop()
-	defer os.RemoveAll(notifyDir(r.b.env.Prefix))
 	defer r.b.finish()
+	r.src = filepath.Join(r.b.env.Repo, "scripts", "bench", "peers")
 	r.install(!*noInstall)
 	if err := r.b.writeEnv(r.versions()...); err != nil {
 		return err

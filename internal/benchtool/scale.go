@@ -48,15 +48,10 @@ func cmdScale(args []string) error {
 		return err
 	}
 	// 256 nodes need a /23.
-	b, err := newBench("scale", *out, "sc", "10.94.0.0/23")
+	b, err := newBench("scale", *out, "sc", "10.94.0.0/23", true)
 	if err != nil {
 		return err
 	}
-	stop, err := b.claim(true, nil)
-	if err != nil {
-		return err
-	}
-	defer stop()
 	defer b.finish()
 	if err := b.writeEnv("args:       " + *extra); err != nil {
 		return err
@@ -253,15 +248,10 @@ func cmdLoss(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	b, err := newBench("loss", *out, "lb", "10.92.0")
+	b, err := newBench("loss", *out, "lb", "10.92.0", true)
 	if err != nil {
 		return err
 	}
-	stop, err := b.claim(true, nil)
-	if err != nil {
-		return err
-	}
-	defer stop()
 	defer b.finish()
 	for t := 1; t <= *trials; t++ {
 		r, err := b.lossTrial(*n, *pct, time.Duration(*seconds)*time.Second)

@@ -64,15 +64,10 @@ func cmdSuite(args []string) error {
 		s.sections = *only
 	}
 	var err error
-	if s.b, err = newBench("bench", *out, netlab.DefaultPrefix, netlab.DefaultSubnet); err != nil {
+	if s.b, err = newBench("bench", *out, netlab.DefaultPrefix, netlab.DefaultSubnet, *force); err != nil {
 		return err
 	}
-	stop, err := s.b.claim(*force, func() { _ = os.RemoveAll(notifyDir(s.b.env.Prefix)) })
-	if err != nil {
-		return err
-	}
-	defer stop()
-	defer os.RemoveAll(notifyDir(s.b.env.Prefix))
+	defer s.b.finish()
 	if s.want("failover") || s.want("steady") {
 		if err := s.b.install([]string{"keepalived", "ping"}, []string{"keepalived", "iputils-ping"}); err != nil {
 			return err

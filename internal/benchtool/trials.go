@@ -55,12 +55,26 @@ type Result struct {
 // deliver the events that show what polling saw.
 const recorderWait = 10 * time.Second
 
-// fromTo is a trial's figure and its first reaction, from t0.
-func (r *Result) fromTo(l *netlab.Lab, t0, at time.Time, ids []int) {
+// measured completes a trial once polling saw ok hold on ids: the
+// messages and bytes ids sent since before (their /metrics), and the
+// figure, from t0 to the first instant the recorded history shows ok
+// (looked for from from), with the first reaction after t0.
+func (r *Result) measured(l *netlab.Lab, before map[int]map[string]float64, ids []int, from, t0 time.Time, ok netlab.Pred) (time.Time, error) {
+	after, err := scrapeAll(l, ids)
+	if err != nil {
+		return time.Time{}, err
+	}
+	r.WindowS, r.Load = secs(time.Since(from)), load()
+	r.Msgs, r.Bytes = byType("groupd_messages_sent_total", before, after), byType("groupd_bytes_sent_total", before, after)
+	at, err := l.Measure(from, ids, ok, recorderWait)
+	if err != nil {
+		return at, err
+	}
 	r.Seconds, r.FaultTime = secs(at.Sub(t0)), t0
 	if first := l.FirstReaction(t0, ids); !first.IsZero() {
 		r.DetectS = secs(first.Sub(t0))
 	}
+	return at, nil
 }
 
 // labFailover kills node victim of a converged lab (SIGKILL, after a
@@ -88,21 +102,12 @@ func labFailover(l *netlab.Lab, victim int, impl string, trial int, phase, timeo
 	if err != nil {
 		return r, err
 	}
-	after, err := scrapeAll(l, survivors)
-	if err != nil {
+	if _, err := r.measured(l, before, survivors, w.Start, w.Start, netlab.IsFailedOver); err != nil {
 		return r, err
 	}
-	r.WindowS = secs(time.Since(w.Start))
-	at, err := l.Measure(w.Start, survivors, netlab.IsFailedOver, recorderWait)
-	if err != nil {
-		return r, err
-	}
-	r.fromTo(l, w.Start, at, survivors)
 	st := sts[survivors[0]]
 	r.Coordinator, r.Group = int(st.Coordinator), st.Group.String()
 	r.Highest = r.Coordinator == netlab.Highest(survivors, sts)
-	r.Msgs, r.Bytes = byType("groupd_messages_sent_total", before, after), byType("groupd_bytes_sent_total", before, after)
-	r.Load = load()
 	say("failover %-12s N=%-3d trial %-3d %.3fs (first reaction %.3fs) new coordinator %d group %s, %d msgs",
 		r.Impl, r.N, r.Trial, r.Seconds, r.DetectS, r.Coordinator, r.Group, int(sum(r.Msgs)))
 	return r, nil
@@ -152,21 +157,13 @@ func labHeal(l *netlab.Lab, impl string, trial int, hold, phase, timeout time.Du
 	if err != nil {
 		return r, err
 	}
-	after, err := scrapeAll(l, all)
+	at, err := r.measured(l, before, all, hw.Start, hw.End, invariant.IsConverged)
 	if err != nil {
 		return r, err
 	}
-	r.WindowS = secs(time.Since(hw.Start))
-	at, err := l.Measure(hw.Start, all, invariant.IsConverged, recorderWait)
-	if err != nil {
-		return r, err
-	}
-	r.fromTo(l, hw.End, at, all)
 	r.FromCmdS, r.CmdS = secs(at.Sub(hw.Start)), secs(hw.End.Sub(hw.Start))
 	r.Coordinator, r.Group = int(sts[n].Coordinator), sts[n].Group.String()
 	r.Highest = r.Coordinator == n
-	r.Msgs, r.Bytes = byType("groupd_messages_sent_total", before, after), byType("groupd_bytes_sent_total", before, after)
-	r.Load = load()
 	say("heal     %-12s N=%-3d trial %-3d %.3fs after the heal (%.3fs from its start; it took %.3fs); split took %.3fs; %d msgs",
 		r.Impl, r.N, r.Trial, r.Seconds, r.FromCmdS, r.CmdS, r.SplitS, int(sum(r.Msgs)))
 	return r, nil
