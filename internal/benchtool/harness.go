@@ -30,7 +30,7 @@ import (
 type bench struct {
 	name  string     // what its lines start with: "bench", "peers", "scale", ...
 	out   string     // the results directory
-	env   netlab.Env // the lab's names (GROUPD_LAB_*), with the suite's defaults
+	env   netlab.Env // the lab's names from the environment, with the suite's defaults
 	bin   string     // groupd
 	start time.Time
 	lab   *netlab.Lab // the lab up now, if any

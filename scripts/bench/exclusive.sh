@@ -26,4 +26,4 @@ set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=../netem/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../netem/lib.sh"
 
-gd_bench 2,24 exclusive run "$@"
+gd_bench exclusive run "$@"

@@ -11,7 +11,8 @@
 #   --out DIR     results directory (default /tmp/groupd-loss-YYYYmmdd-HHMMSS)
 #
 # `benchtool loss` (internal/benchtool/scale.go). Each trial brings up its own
-# lab (prefix lb, 10.92.0.0/24, run dir /tmp/groupd-lab-lb, or GROUPD_LAB_*),
+# lab (prefix lb, 10.92.0.0/24, run dir /tmp/groupd-lab-lb; GROUPD_LAB_PREFIX,
+# GROUPD_LAB_SUBNET and GROUPD_LAB_DIR rename it),
 # starts N daemons with the lan profile, waits until they are one group, puts
 # P % loss on every sender (netem where the kernel has it, iptables
 # `-m statistic` otherwise) for S seconds, removes it, and times convergence
@@ -23,4 +24,4 @@ set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=../netem/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../netem/lib.sh"
 
-gd_bench 2,22 loss "$@"
+gd_bench loss "$@"

@@ -15,7 +15,8 @@
 #
 # The comparison is `benchtool peers run` (internal/benchtool/peers*.go). For
 # each N it brings up a lab of its own (prefix pb, 10.91.0.0/24, run dir
-# /tmp/groupd-lab-pb, or GROUPD_LAB_*), then runs each peer in turn on those
+# /tmp/groupd-lab-pb; GROUPD_LAB_PREFIX, GROUPD_LAB_SUBNET and GROUPD_LAB_DIR
+# rename it), then runs each peer in turn on those
 # namespaces, one daemon per namespace, bound to the lab's addresses only: a
 # cold start of all N at once (K times), an idle window, K failovers (kill -9
 # of the leader) and K heals (10 s partition into halves). Missing peers are
@@ -26,4 +27,4 @@ set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=../netem/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../netem/lib.sh"
 
-gd_bench 2,25 peers run "$@"
+gd_bench peers run "$@"

@@ -21,4 +21,4 @@ set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=../netem/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../netem/lib.sh"
 
-gd_bench 2,21 suite "$@"
+gd_bench suite "$@"

@@ -13,8 +13,8 @@
 #
 # `benchtool scale` (internal/benchtool/scale.go, the path the suite's
 # labscale section takes too), on its own lab: prefix sc, subnet
-# 10.94.0.0/23 (256 nodes need a /23), run dir /tmp/groupd-lab-sc (or
-# GROUPD_LAB_*). For each size: K cold starts with empty data dirs in two
+# 10.94.0.0/23 (256 nodes need a /23), run dir /tmp/groupd-lab-sc
+# (GROUPD_LAB_PREFIX, GROUPD_LAB_SUBNET and GROUPD_LAB_DIR rename it). For each size: K cold starts with empty data dirs in two
 # kinds, then K heals (a 10 s partition into halves 1..N/2 | rest, timed from
 # the heal to one group) and K failovers (kill -9 of the coordinator, timed
 # to the survivors' agreement), each from the lab's recorded history. Raw
@@ -33,4 +33,4 @@ set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=../netem/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../netem/lib.sh"
 
-gd_bench 2,31 scale "$@"
+gd_bench scale "$@"

@@ -40,11 +40,15 @@ gd_need_cmd() {
 	gd_die "$cmd is missing: install it with 'apt-get install -y $pkg'"
 }
 
+# GD_BIN_DIR: where gd_go keeps the commands it builds, one directory per
+# repository (outside it: the repository's tests read its files).
+GD_BIN_DIR=${TMPDIR:-/tmp}/groupd-bin-$(printf %s "$GD_REPO_ROOT" | cksum | cut -d' ' -f1)
+
 # gd_go NAME PACKAGE ARGS...: build PACKAGE of this repository once into
-# bin/NAME (again when a Go file of the repository, or a file of the page it
-# embeds, ui/assets, is newer) and run it with ARGS (never returns).
+# GD_BIN_DIR/NAME (again when a Go file of the repository, or a file of the
+# page it embeds, ui/assets, is newer) and run it with ARGS (never returns).
 gd_go() {
-	local bin=$GD_REPO_ROOT/bin/$1 pkg=$2
+	local bin=$GD_BIN_DIR/$1 pkg=$2
 	shift 2
 	if [[ ! -x $bin ]] || [[ -n $(find "$GD_REPO_ROOT" \( -name '*.go' -o -name go.mod -o -name go.sum -o -path '*/ui/assets/*' \) -newer "$bin" -print -quit 2>/dev/null) ]]; then
 		command -v go >/dev/null 2>&1 || gd_die "go is missing: it builds $pkg"
@@ -64,16 +68,15 @@ gd_run() {
 	gd_go labctl ./internal/cmd/lab "$@"
 }
 
-# gd_bench HELP-LINES ARGS...: a script of scripts/bench: with -h/--help it
-# prints the script's own header (lines HELP-LINES, e.g. 2,9); otherwise
-# it checks root and runs benchtool ARGS (internal/benchtool).
+# gd_bench ARGS...: a script of scripts/bench: with -h/--help it prints the
+# script's own header comment; otherwise it checks root and runs benchtool
+# ARGS (internal/benchtool).
 gd_bench() {
-	local help=$1 a
-	shift
+	local a
 	for a in "$@"; do
 		[[ $a == -- ]] && break
 		if [[ $a == -h || $a == --help ]]; then
-			sed -n "${help}p" "$0" | sed 's/^# \{0,1\}//'
+			awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"
 			exit 0
 		fi
 	done
