@@ -87,10 +87,18 @@ type proc struct {
 	done chan struct{} // closed when it has ended
 }
 
-// launch starts cmd (in node i's namespace when inNS) with its output
-// appended to logPath; with stamp, each line is stamped with the time it
+// launch starts name with args in node i's namespace (ip netns exec, as
+// an operator would) with its output appended to logPath (stderr too,
+// unless stderr is set); with stamp, each line is stamped with the time it
 // was read ("EPOCH.MICROS line"), for a peer whose log has no times.
-func (e *peerEnv) launch(i int, inNS bool, cmd *exec.Cmd, logPath string, stamp bool) (*proc, error) {
+func (e *peerEnv) launch(i int, logPath string, stamp bool, stderr *os.File, name string, args ...string) (*proc, error) {
+	cmd, err := e.l.Command(i, name, args...)
+	if err != nil {
+		return nil, err
+	}
+	if stderr != nil {
+		cmd.Stderr = stderr
+	}
 	lf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("node %d: %w", i, err)
@@ -111,17 +119,12 @@ func (e *peerEnv) launch(i int, inNS bool, cmd *exec.Cmd, logPath string, stamp 
 		cmd.Stderr = out
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if inNS {
-		err = e.l.Do(i, cmd.Start)
-	} else {
-		err = cmd.Start()
-	}
-	if err != nil {
+	if err := cmd.Start(); err != nil {
 		lf.Close()
 		if pr != nil {
 			pr.Close()
 		}
-		return nil, fmt.Errorf("node %d: starting %s: %w", i, cmd.Path, err)
+		return nil, fmt.Errorf("node %d: starting %s: %w", i, name, err)
 	}
 	p := &proc{cmd: cmd, done: make(chan struct{})}
 	copied := make(chan struct{})
@@ -358,12 +361,8 @@ func newCorosync(e *peerEnv, mcast string, port int) (*children, error) {
 		// corosync locks /run/corosync.pid, one per host: each node gets
 		// its own /run, bind-mounted in the private mount namespace that
 		// ip netns exec gives every command.
-		cmd, err := e.l.Command(i, "sh", "-c", `mount --bind "$1" /run && exec corosync -f -c "$2"`, "sh",
+		p, err := e.launch(i, filepath.Join(d, "stdout.log"), false, nil, "sh", "-c", `mount --bind "$1" /run && exec corosync -f -c "$2"`, "sh",
 			filepath.Join(d, "run"), filepath.Join(d, "corosync.conf"))
-		if err != nil {
-			return nil, err
-		}
-		p, err := e.launch(i, false, cmd, filepath.Join(d, "stdout.log"), false)
 		if err == nil {
 			err = appendLine(filepath.Join(dir, "started.pids"), strconv.Itoa(p.cmd.Process.Pid))
 		}
@@ -405,11 +404,10 @@ func newSerf(e *peerEnv) *children {
 	return newChildren(e, "serf", func(i int) (*proc, error) {
 		d := filepath.Dir(e.file("serf", i, "x"))
 		_ = appendLine(filepath.Join(d, "events.log"), fmt.Sprintf("%d.%06d agent-start -", time.Now().Unix(), time.Now().Nanosecond()/1000))
-		cmd := exec.Command("serf", "agent", "-node=n"+strconv.Itoa(i), "-bind="+e.l.Addr(i).String()+":7946", "-iface=eth0",
-			"-rpc-addr=127.0.0.1:7373", "-discover=groupd-peers", "-log-level=info",
+		return e.launch(i, filepath.Join(d, "agent.log"), true, nil, "serf", "agent", "-node=n"+strconv.Itoa(i), "-bind="+e.l.Addr(i).String()+":7946",
+			"-iface=eth0", "-rpc-addr=127.0.0.1:7373", "-discover=groupd-peers", "-log-level=info",
 			"-event-handler=member-join,member-leave,member-failed,member-update,member-reap="+
 				filepath.Join(e.src, "serf-event.sh")+" "+filepath.Join(d, "events.log"))
-		return e.launch(i, true, cmd, filepath.Join(d, "agent.log"), true)
 	})
 }
 
@@ -429,16 +427,14 @@ func newJGroups(e *peerEnv) (*children, error) {
 		}
 	}
 	c := newChildren(e, "jgroups", func(i int) (*proc, error) {
-		cmd := exec.Command("java", "-Djava.net.preferIPv4Stack=true", "-Djgroups.bind_addr="+e.l.Addr(i).String(),
-			"-cp", jgroupsJar+":"+classes, "PeersViewPrinter", "n"+strconv.Itoa(i), "groupd-peers")
 		// Its views on stdout, its complaints in java.log.
 		jl, err := os.OpenFile(e.file("jgroups", i, "java.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 		if err != nil {
 			return nil, err
 		}
 		defer jl.Close()
-		cmd.Stderr = jl
-		return e.launch(i, true, cmd, e.file("jgroups", i, "view.log"), false)
+		return e.launch(i, e.file("jgroups", i, "view.log"), false, jl, "java", "-Djava.net.preferIPv4Stack=true",
+			"-Djgroups.bind_addr="+e.l.Addr(i).String(), "-cp", jgroupsJar+":"+classes, "PeersViewPrinter", "n"+strconv.Itoa(i), "groupd-peers")
 	})
 	c.stop = 8 * time.Second
 	return c, nil
@@ -489,11 +485,10 @@ func newKeepalived(e *peerEnv) (*children, error) {
 		pidf, vrrpf := e.file("keepalived", i, "keepalived.pid"), e.file("keepalived", i, "vrrp.pid")
 		_ = os.Remove(pidf)
 		_ = os.Remove(vrrpf)
-		cmd := exec.Command("keepalived", "-n", "-l", "-D", "-P", "-f", e.file("keepalived", i, "keepalived.conf"), "-p", pidf, "-r", vrrpf)
 		// Its console log (-l), stamped as it comes: the VRRP process
 		// writes "Entering MASTER STATE" as it changes state, in order.
 		log := e.file("keepalived", i, "keepalived.log")
-		p, err := e.launch(i, true, cmd, log, true)
+		p, err := e.launch(i, log, true, nil, "keepalived", "-n", "-l", "-D", "-P", "-f", e.file("keepalived", i, "keepalived.conf"), "-p", pidf, "-r", vrrpf)
 		if err != nil {
 			return nil, err
 		}
