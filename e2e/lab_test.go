@@ -13,7 +13,6 @@ import (
 	"github.com/groupd/groupd/group"
 	"github.com/groupd/groupd/internal/history"
 	"github.com/groupd/groupd/internal/lab"
-	"github.com/groupd/groupd/invariant"
 	"github.com/groupd/groupd/invitation"
 	"github.com/groupd/groupd/wire"
 )
@@ -271,32 +270,18 @@ func applying(w lab.Window) string {
 	return fmt.Sprintf(" + %v to apply it", applied(w))
 }
 
-// isFailedOver is the L2 predicate (invariant.FailedOver) on views.
-func isFailedOver(sts []invitation.Status) bool {
-	return len(invariant.FailedOver(time.Time{}, sts)) == 0
-}
-
 // measure returns how long after from the recorded history first shows ok
-// on the views of ids. Call it once polling has seen ok hold; it gives the
-// recorders up to 3 s to deliver the events that show it.
+// on the views of ids (lab.Measure, the one measurement the benchmarks use
+// too). Call it once polling has seen ok hold; it gives the recorders up
+// to 3 s to deliver the events that show it.
 func (tl *tlab) measure(what string, from time.Time, ids []int, ok func([]invitation.Status) bool, polled time.Time) time.Duration {
 	tl.t.Helper()
-	h, err := tl.History()
+	at, err := tl.Measure(from, ids, ok, 3*time.Second)
 	if err != nil {
-		tl.t.Fatalf("e2e: %v", err)
+		tl.t.Errorf("e2e: %s: polling saw it %.3fs after the fault, but %v; using the polled time", what, polled.Sub(from).Seconds(), err)
+		return polled.Sub(from)
 	}
-	deadline := time.Now().Add(3 * time.Second)
-	for {
-		if at, found := h.FirstTime(from, lab.IDs(ids), ok); found {
-			return at.Sub(from)
-		}
-		if time.Now().After(deadline) {
-			tl.t.Errorf("e2e: %s: polling saw it %.3fs after the fault, but the recorded events never show it (recorder lost events?); using the polled time",
-				what, polled.Sub(from).Seconds())
-			return polled.Sub(from)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	return at.Sub(from)
 }
 
 // checkpoint places a check point at the instant at (waiting for the

@@ -6,14 +6,11 @@ import (
 	"math"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
 	"github.com/groupd/groupd/invitation"
-	"github.com/groupd/groupd/schema"
-	"github.com/groupd/groupd/wire"
 )
 
 func TestQuantile(t *testing.T) {
@@ -57,55 +54,6 @@ groupd_bytes_sent_total{type="Beacon"} 540
 	got := byType("groupd_messages_sent_total", map[int]map[string]float64{1: before}, map[int]map[string]float64{1: after})
 	if len(got) != 2 || got["Beacon"] != 2 || got["Election"] != 3 {
 		t.Errorf("byType = %v", got)
-	}
-}
-
-// ev is node's event at: Normal (or state) in group seq.coord with members,
-// priority 100.
-func ev(node int, at time.Time, state wire.State, seq, coord uint64, members ...wire.NodeID) nodeEvent {
-	return nodeEvent{node: node, ev: schema.Event{Time: at, Node: wire.NodeID(node), Reason: "ready",
-		New: schema.Status{ID: wire.NodeID(node), Priority: 100, State: state, Group: wire.GroupNumber{Seq: seq, ID: wire.NodeID(coord)},
-			Coordinator: wire.NodeID(coord), Members: members, Version: 1}}}
-}
-
-func TestTracker(t *testing.T) {
-	t0 := time.Unix(1000, 0)
-	N := wire.StateNormal
-	tr := newTracker()
-	for i := 1; i <= 3; i++ {
-		tr.apply(ev(i, t0, N, 4, 3, 1, 2, 3))
-	}
-	if !tr.converged([]int{1, 2, 3}) {
-		t.Fatal("should be converged")
-	}
-	if tr.failedOver([]int{1, 2}) {
-		t.Fatal("coordinator 3 is not a survivor")
-	}
-	tr.setMark(t0.Add(time.Second))
-	tr.apply(ev(2, t0.Add(1500*time.Millisecond), N, 5, 2, 1, 2))
-	if tr.failedOver([]int{1, 2}) {
-		t.Fatal("node 1 is still in 4.3")
-	}
-	tr.apply(ev(1, t0.Add(1700*time.Millisecond), N, 5, 2, 1, 2))
-	// A repeat of the same view does not move "since".
-	tr.apply(ev(2, t0.Add(1900*time.Millisecond), N, 5, 2, 1, 2))
-	if !tr.failedOver([]int{1, 2}) {
-		t.Fatal("should have failed over")
-	}
-	if d := tr.doneAt([]int{1, 2}).Sub(t0); d != 1700*time.Millisecond {
-		t.Errorf("doneAt = %v, want 1.7s", d)
-	}
-	if d := tr.firstAt.Sub(t0); d != 1500*time.Millisecond {
-		t.Errorf("firstAt = %v, want 1.5s", d)
-	}
-	// Rank, not ID: node 1 with priority 200 coordinating 1 and 2 is
-	// converged; node 2 coordinating them is not.
-	hi := ev(1, t0, N, 6, 1, 1, 2)
-	hi.ev.New.Priority = 200
-	tr.apply(hi)
-	tr.apply(ev(2, t0, N, 6, 1, 1, 2))
-	if !tr.converged([]int{1, 2}) {
-		t.Error("node 1 (priority 200) coordinating 1 and 2 should be converged")
 	}
 }
 

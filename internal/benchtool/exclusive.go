@@ -2,9 +2,10 @@ package main
 
 // benchtool exclusive: exclusive leadership under faults, for groupd and
 // its peers (corosync with votequorum, keepalived), on one lab of N
-// namespaces. scripts/bench/exclusive.sh is its driver.
+// namespaces (GROUPD_LAB_PREFIX, default px; GROUPD_LAB_SUBNET, default
+// 10.96.0). scripts/bench/exclusive.sh calls it.
 //
-//	benchtool exclusive run     --peers LIST --faults LIST --rounds K --out FILE [-- GROUPD-ARGS]
+//	benchtool exclusive run     --peers LIST --faults LIST --rounds K --out DIR [--force] [--no-install] [-- GROUPD-ARGS]
 //	benchtool exclusive report  --in FILE[,FILE...] [-o FILE]
 //	benchtool exclusive cleanup --dir RUN --prefix P   (after a crash: what a run left)
 //
@@ -17,15 +18,12 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
-	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -126,43 +124,15 @@ func cmdExclusive(args []string) error {
 type exclOpts struct {
 	peers, faults []string
 	rounds, n     int
-	prefix        string
-	subnet        netip.Prefix
-	dir, bin, src string
 	out           string
-	commit        string
 	poll, timeout time.Duration
 	hold, freeze  time.Duration
 	phase, pre    time.Duration
 	stable        time.Duration
 	settle, ready time.Duration
 	force         bool
+	install       bool
 	groupdArgs    []string
-}
-
-func envOr(k, def string) string {
-	if v := os.Getenv(k); v != "" {
-		return v
-	}
-	return def
-}
-
-func listFlag(s string, allowed []string, what string) ([]string, error) {
-	var out []string
-	for _, x := range strings.Split(s, ",") {
-		x = strings.TrimSpace(x)
-		if x == "" {
-			continue
-		}
-		if !slices.Contains(allowed, x) {
-			return nil, fmt.Errorf("%s %q: want some of %s", what, x, strings.Join(allowed, ","))
-		}
-		out = append(out, x)
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("no %s given", what)
-	}
-	return out, nil
 }
 
 func parseExclOpts(args []string) (*exclOpts, error) {
@@ -170,19 +140,15 @@ func parseExclOpts(args []string) (*exclOpts, error) {
 	fs := flag.NewFlagSet("exclusive run", flag.ContinueOnError)
 	peers := fs.String("peers", strings.Join(exclPeers, ","), "implementations: "+strings.Join(exclPeers, ","))
 	faults := fs.String("faults", strings.Join(exclFaults, ","), "faults: "+strings.Join(exclFaults, ","))
-	subnet := fs.String("subnet", envOr("GROUPD_LAB_SUBNET", "10.96.0"), "the lab's subnet (10.96.0 or a CIDR prefix)")
+	noInstall := fs.Bool("no-install", false, "never apt-get install a missing peer")
 	fs.IntVar(&o.rounds, "rounds", 5, "rounds per peer and fault")
 	fs.IntVar(&o.n, "nodes", 5, "lab size (node N leads; the partition cuts off N and the nodes just below it, a minority)")
-	fs.StringVar(&o.prefix, "prefix", envOr("GROUPD_LAB_PREFIX", "px"), "the lab's namespace prefix (namespaces PREFIX-1..N)")
-	fs.StringVar(&o.dir, "dir", envOr("GROUPD_LAB_DIR", "/tmp/groupd-px-lab"), "the lab's run dir")
-	fs.StringVar(&o.bin, "bin", "", "the groupd binary (for groupd)")
-	fs.StringVar(&o.src, "src", "scripts/bench/peers", "the peers' configuration templates (corosync.conf.in, keepalived.conf.in)")
-	fs.StringVar(&o.out, "out", "-", "append the results (NDJSON) here; - for stdout")
-	fs.StringVar(&o.commit, "commit", "", "groupd's commit, for the record")
+	fs.StringVar(&o.out, "out", "", "results: DIR/exclusive.ndjson (appended to), DIR/exclusive.md, DIR/loads.txt (default /tmp/groupd-exclusive-TIME)")
 	fs.DurationVar(&o.poll, "poll", 20*time.Millisecond, "poll every node this often")
 	fs.DurationVar(&o.timeout, "answer-timeout", time.Second, "a poll without an answer by then counts as no answer")
-	fs.DurationVar(&o.hold, "hold", 20*time.Second, "how long a partition, one-way cut or kill lasts before the heal (restart)")
-	fs.DurationVar(&o.freeze, "freeze", 3*time.Second, "how long the leader is stopped (SIGSTOP .. SIGCONT)")
+	o.hold, o.freeze = 20*time.Second, 3*time.Second
+	fs.Var(seconds{&o.hold}, "hold", "how long a partition, one-way cut or kill lasts before the heal (restart): seconds or a duration")
+	fs.Var(seconds{&o.freeze}, "freeze", "how long the leader is stopped (SIGSTOP .. SIGCONT): seconds or a duration")
 	fs.DurationVar(&o.phase, "phase", time.Second, "random wait in [0, phase) before the fault")
 	fs.DurationVar(&o.pre, "pre", time.Second, "the window starts this long before the fault")
 	fs.DurationVar(&o.stable, "stable", 2*time.Second, "one primary leader for this long ends a round, and node N alone for this long starts one")
@@ -192,15 +158,12 @@ func parseExclOpts(args []string) (*exclOpts, error) {
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
-	o.groupdArgs = fs.Args()
+	o.groupdArgs, o.install = fs.Args(), !*noInstall
 	var err error
 	if o.peers, err = listFlag(*peers, exclPeers, "--peers"); err != nil {
 		return nil, err
 	}
 	if o.faults, err = listFlag(*faults, exclFaults, "--faults"); err != nil {
-		return nil, err
-	}
-	if o.subnet, err = netlab.ParseSubnet(*subnet); err != nil {
 		return nil, err
 	}
 	switch {
@@ -210,25 +173,19 @@ func parseExclOpts(args []string) (*exclOpts, error) {
 		return nil, fmt.Errorf("--nodes %d: want 3 or more (a majority without the leader)", o.n)
 	case o.poll <= 0 || o.timeout <= 0:
 		return nil, errors.New("--poll and --answer-timeout must be positive")
-	case slices.Contains(o.peers, "groupd") && o.bin == "":
-		return nil, errors.New("--bin (the groupd binary) is needed for groupd")
-	}
-	if o.src, err = filepath.Abs(o.src); err != nil {
-		return nil, err
 	}
 	return o, nil
 }
 
 // exclRunner runs the rounds of one run.
 type exclRunner struct {
-	o   *exclOpts
-	l   *netlab.Lab
-	cfg *peersCfg
-	out *json.Encoder
+	o *exclOpts
+	b *bench
+	l *netlab.Lab
 }
 
 func (r *exclRunner) emit(v any) error {
-	if err := r.out.Encode(v); err != nil {
+	if err := r.b.emit("exclusive.ndjson", v); err != nil {
 		return fmt.Errorf("writing the results: %w", err)
 	}
 	return nil
@@ -236,20 +193,8 @@ func (r *exclRunner) emit(v any) error {
 
 func (r *exclRunner) note(peer, fault string, round int, format string, args ...any) error {
 	n := ExclNote{Kind: "note", Peer: peer, Fault: fault, Round: round, Note: fmt.Sprintf(format, args...), Time: time.Now().UTC(), Load: load()}
-	say("exclusive: NOTE %s %s round %d: %s", peer, fault, round, n.Note)
+	r.b.say("NOTE %s %s round %d: %s", peer, fault, round, n.Note)
 	return r.emit(n)
-}
-
-// labUp reports whether namespaces of prefix exist.
-func labUp(prefix string) bool {
-	ents, _ := os.ReadDir("/run/netns")
-	re := regexp.MustCompile("^" + regexp.QuoteMeta(prefix) + `-[0-9]+$`)
-	for _, e := range ents {
-		if re.MatchString(e.Name()) {
-			return true
-		}
-	}
-	return false
 }
 
 func cmdExclusiveRun(args []string) error {
@@ -257,66 +202,50 @@ func cmdExclusiveRun(args []string) error {
 	if err != nil {
 		return err
 	}
-	if os.Geteuid() != 0 {
-		return errors.New("must run as root (network namespaces)")
-	}
 	if err := netlab.HaveIptables(); err != nil {
 		return err
 	}
-	if labUp(o.prefix) {
-		if !o.force {
-			return fmt.Errorf("a %s-* lab is already up (another run?): benchtool exclusive cleanup --dir %s --prefix %s, or --force", o.prefix, o.dir, o.prefix)
-		}
-		if err := exclCleanup(o.dir, o.prefix); err != nil {
-			return fmt.Errorf("--force: taking the %s-* lab down: %w", o.prefix, err)
-		}
+	r := &exclRunner{o: o}
+	if r.b, err = newBench("exclusive", o.out, "px", "10.96.0", o.force); err != nil {
+		return err
 	}
-	w := os.Stdout
-	if o.out != "-" {
-		f, err := os.OpenFile(o.out, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-		if err != nil {
-			return fmt.Errorf("--out: %w", err)
-		}
-		defer f.Close()
-		w = f
-	}
-	if err := os.MkdirAll(o.dir, 0o755); err != nil {
-		return fmt.Errorf("run dir: %w", err)
-	}
-	cfg := &peersCfg{dir: filepath.Join(o.dir, "peers"), lab: o.dir, prefix: o.prefix}
-	if err := os.RemoveAll(cfg.dir); err != nil {
-		return fmt.Errorf("run dir: %w", err)
-	}
-	labArgs := append([]string{"--expect", strconv.Itoa(o.n)}, o.groupdArgs...)
-	l, err := netlab.Up(context.Background(), netlab.Config{Nodes: o.n, Prefix: o.prefix, Subnet: o.subnet, Dir: o.dir,
-		Bin: o.bin, Profile: "lan", Args: labArgs, Logf: func(f string, a ...any) { say("lab: "+f, a...) }})
-	if err != nil {
-		return fmt.Errorf("lab up: %w", err)
-	}
-	r := &exclRunner{o: o, l: l, cfg: cfg, out: json.NewEncoder(w)}
-	notifyDir := "/run/groupd-" + o.prefix + "-notify"
+	defer r.b.finish()
 	var current exclPeer
-	stopSig := netlab.CloseOnSignal(func() {
+	r.b.onSignal = func() {
 		if current != nil {
 			_ = current.stopAll()
 		}
-		_ = os.RemoveAll(notifyDir)
-	})
-	defer stopSig()
-	defer os.RemoveAll(notifyDir)
-	defer l.Close()
-
+	}
+	for _, p := range o.peers {
+		if s := peerSpecs[p]; o.install && len(s.progs) > 0 {
+			if err := r.b.install(append(s.progs, "stdbuf"), s.pkgs); err != nil {
+				r.b.say("%v", err)
+			}
+		}
+	}
+	labArgs := append([]string{"--expect", strconv.Itoa(o.n)}, o.groupdArgs...)
+	if r.l, err = r.b.labUp(o.n, "lan", labArgs...); err != nil {
+		return fmt.Errorf("lab up: %w", err)
+	}
+	_ = appendLine(r.b.path("loads.txt"), fmt.Sprintf("%s start %s %s x%d: load %s", time.Now().UTC().Format(time.RFC3339),
+		strings.Join(o.peers, ","), strings.Join(o.faults, ","), o.rounds, loadString()))
 	if err := r.emit(r.env(labArgs)); err != nil {
 		return err
 	}
 	for _, name := range o.peers {
-		if err := r.peerBlock(name, notifyDir, &current); err != nil {
+		if err := r.peerBlock(name, &current); err != nil {
 			if nerr := r.note(name, "", 0, "%v", err); nerr != nil {
 				return nerr
 			}
 		}
 	}
-	return nil
+	_ = appendLine(r.b.path("loads.txt"), fmt.Sprintf("%s end: load %s", time.Now().UTC().Format(time.RFC3339), loadString()))
+	if err := cmdExclusiveReport([]string{"--in", r.b.path("exclusive.ndjson"), "-o", r.b.path("exclusive.md")}); err != nil {
+		return err
+	}
+	md, err := os.ReadFile(r.b.path("exclusive.md"))
+	fmt.Print(string(md))
+	return err
 }
 
 // env describes the run.
@@ -332,14 +261,13 @@ func (r *exclRunner) env(labArgs []string) ExclEnv {
 	}
 	var uts unix.Utsname
 	_ = unix.Uname(&uts)
-	kernel := unix.ByteSliceToString(uts.Release[:])
 	mech, err := r.l.Mechanism()
 	if err != nil {
 		mech = "unknown: " + err.Error()
 	}
-	v := map[string]string{"kernel": kernel, "iptables": version("iptables", "--version")}
+	v := map[string]string{"kernel": unix.ByteSliceToString(uts.Release[:]), "iptables": version("iptables", "--version")}
 	if slices.Contains(o.peers, "groupd") {
-		v["groupd"] = strings.TrimSpace(o.commit + " " + o.bin)
+		v["groupd"] = r.b.commit() + " " + r.b.bin
 	}
 	if slices.Contains(o.peers, "corosync") {
 		v["corosync"] = version("corosync", "-v")
@@ -349,7 +277,7 @@ func (r *exclRunner) env(labArgs []string) ExclEnv {
 	}
 	return ExclEnv{Kind: "env", Started: time.Now().UTC(), Command: strings.Join(os.Args, " "), N: o.n, Peers: o.peers,
 		Faults: o.faults, Rounds: o.rounds,
-		Lab: fmt.Sprintf("prefix %s, bridge %s, %v, run dir %s", o.prefix, r.l.Bridge(), o.subnet, o.dir),
+		Lab: fmt.Sprintf("prefix %s, bridge %s, %v, run dir %s", r.b.env.Prefix, r.l.Bridge(), r.l.Config().Subnet, r.l.Dir()),
 		Settings: map[string]string{"poll": o.poll.String(), "answer_timeout": o.timeout.String(), "hold": o.hold.String(),
 			"freeze": o.freeze.String(), "phase": o.phase.String(), "pre": o.pre.String(), "stable": o.stable.String(),
 			"groupd_args": "--profile lan " + strings.Join(labArgs, " "),
@@ -357,40 +285,11 @@ func (r *exclRunner) env(labArgs []string) ExclEnv {
 		Versions: v, Load: load()}
 }
 
-// newPeer sets up one implementation on the lab.
-func (r *exclRunner) newPeer(ctx context.Context, name, notifyDir string) (exclPeer, error) {
-	e := &exclEnv{l: r.l, n: r.o.n, cfg: r.cfg, src: r.o.src, ctx: ctx}
-	need := map[string][]string{"corosync": {"corosync", "corosync-quorumtool", "stdbuf"}, "keepalived": {"keepalived"}}
-	for _, c := range need[name] {
-		if _, err := exec.LookPath(c); err != nil {
-			return nil, fmt.Errorf("%s is not installed (%s missing): apt-get install -y %s", name, c, name)
-		}
-	}
-	base := r.o.subnet.Masked().Addr().As4()
-	switch name {
-	case "groupd":
-		return &exclGroupd{groupdProber: &groupdProber{client: r.l.Client, n: r.o.n}, e: e}, nil
-	case "corosync":
-		// The lab's own multicast group: 239.192.B.1, B the subnet's
-		// second octet (96 for 10.96.0.0/24; peers.sh's lab, 10.91.0,
-		// uses 239.192.91.1).
-		return newExclCorosync(e, fmt.Sprintf("239.192.%d.1", base[1]), 5405)
-	case "keepalived":
-		// VRRP router id: the subnet's second octet (1..255); VIP: .250.
-		if base[1] == 0 {
-			return nil, fmt.Errorf("keepalived: subnet %v: its second octet is the VRRP router id, and 0 is none", r.o.subnet)
-		}
-		vip := netip.AddrFrom4([4]byte{base[0], base[1], base[2], 250})
-		return newExclKeepalived(e, int(base[1]), vip, notifyDir)
-	}
-	return nil, fmt.Errorf("unknown peer %q", name)
-}
-
 // peerBlock runs every fault's rounds on one implementation.
-func (r *exclRunner) peerBlock(name, notifyDir string, current *exclPeer) error {
+func (r *exclRunner) peerBlock(name string, current *exclPeer) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	p, err := r.newPeer(ctx, name, notifyDir)
+	p, err := newExclPeer(&peerEnv{l: r.l, n: r.o.n, dir: filepath.Join(r.l.Dir(), "peers"), src: filepath.Join(r.b.env.Repo, "scripts", "bench", "peers"), ctx: ctx}, name)
 	if err != nil {
 		return err
 	}
@@ -398,11 +297,11 @@ func (r *exclRunner) peerBlock(name, notifyDir string, current *exclPeer) error 
 	defer func() {
 		cancel() // corosync's monitors: not started again while corosync stops
 		if err := p.stopAll(); err != nil {
-			say("exclusive: stopping %s: %v", name, err)
+			r.b.say("stopping %s: %v", name, err)
 		}
 		*current = nil
 	}()
-	say("exclusive: == %s: starting %d nodes; load %v", name, r.o.n, load())
+	r.b.section("%s: starting %d nodes", name, r.o.n)
 	if err := p.startAll(); err != nil {
 		return fmt.Errorf("start: %w", err)
 	}
@@ -413,12 +312,12 @@ func (r *exclRunner) peerBlock(name, notifyDir string, current *exclPeer) error 
 		poller.wait()
 	}()
 	for _, fault := range r.o.faults {
-		say("exclusive: == %s %s: %d rounds; load %v", name, fault, r.o.rounds, load())
+		r.b.section("%s %s: %d rounds", name, fault, r.o.rounds)
 		for k := 1; k <= r.o.rounds; k++ {
 			res, err := r.round(p, poller, fault, k)
 			if err == nil {
 				err = r.emit(res)
-				say("exclusive: %s %-9s round %2d: overlap %7.0f ms, step-down %s, takeover %s, term violations %d (%s)%s",
+				r.b.say("%s %-9s round %2d: overlap %7.0f ms, step-down %s, takeover %s, term violations %d (%s)%s",
 					name, fault, k, res.OverlapMS, showFig(res.StepDownS, res.Kept, "kept"), showFig(res.TakeoverS, false, "none"),
 					res.TermViolations, describeSpans(res.exclFigures), settledSay(res))
 				if err != nil {
@@ -699,57 +598,15 @@ func (r *exclRunner) round(p exclPeer, poller *exclPoller, fault string, k int) 
 // ---- cleanup ---------------------------------------------------------------
 
 func cmdExclusiveCleanup(args []string) error {
+	e, err := netlab.FromEnv("px", "10.96.0")
+	if err != nil {
+		return err
+	}
 	fs := flag.NewFlagSet("exclusive cleanup", flag.ContinueOnError)
-	dir := fs.String("dir", envOr("GROUPD_LAB_DIR", "/tmp/groupd-px-lab"), "the run dir")
-	prefix := fs.String("prefix", envOr("GROUPD_LAB_PREFIX", "px"), "the lab's prefix")
+	dir := fs.String("dir", e.Dir, "the run dir")
+	prefix := fs.String("prefix", e.Prefix, "the lab's prefix")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	return exclCleanup(*dir, *prefix)
-}
-
-// exclCleanup stops what a run with run dir dir left: the peers' processes
-// whose pid files are in dir and whose command lines name dir, the groupd
-// daemons and the network of prefix (lab.Remove), and the notify scripts.
-func exclCleanup(dir, prefix string) error {
-	var errs []error
-	files, _ := filepath.Glob(filepath.Join(dir, "peers", "*", "n*", "*pid"))
-	var pids []int
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			continue
-		}
-		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-		if err != nil || pid <= 1 {
-			continue
-		}
-		cmdline, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
-		if err != nil || !strings.Contains(string(cmdline), dir) {
-			continue // gone, or not ours (a recycled pid)
-		}
-		pids = append(pids, pid)
-	}
-	// A stopped process would not see SIGTERM.
-	_ = signalAll(pids, syscall.SIGCONT)
-	_ = signalAll(pids, syscall.SIGTERM)
-	deadline := time.Now().Add(5 * time.Second)
-	for _, pid := range pids {
-		for procRunning(pid) == nil && time.Now().Before(deadline) {
-			time.Sleep(50 * time.Millisecond)
-		}
-		if procAliveOrStopped(pid) == nil {
-			if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-				errs = append(errs, fmt.Errorf("kill -9 %d: %w", pid, err))
-			}
-		}
-	}
-	corosyncCleanShm(filepath.Join(dir, "peers", "corosync"))
-	if err := netlab.Remove(dir, prefix, "", func(f string, a ...any) { say("lab: "+f, a...) }); err != nil {
-		errs = append(errs, err)
-	}
-	if err := os.RemoveAll("/run/groupd-" + prefix + "-notify"); err != nil {
-		errs = append(errs, err)
-	}
-	return errors.Join(errs...)
+	return cleanupLab(*dir, *prefix)
 }

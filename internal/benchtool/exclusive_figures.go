@@ -141,8 +141,24 @@ func exclCompute(samples []exclSample, fault time.Time, leader int, poll time.Du
 		sort.SliceStable(ss, func(a, b int) bool { return ss[a].At.Before(ss[b].At) })
 	}
 	rel := func(t time.Time) float64 { return secs(t.Sub(fault)) }
+	f.overlap(byNode, poll, to, rel)
+	f.stepDown(byNode[leader], fault, rel)
+	// Takeover: the first primary-leader answer of another node.
+	for _, s := range sortedSamples(in) {
+		if s.OK && s.PL && s.Node != leader && !s.At.Before(fault) {
+			d := rel(s.At)
+			f.TakeoverS, f.NewLeader = &d, s.Node
+			break
+		}
+	}
+	f.terms(sortedSamples(in), rel)
+	return f
+}
 
-	// Overlap: each node's primary-leader answers as intervals, swept.
+// overlap sweeps each node's primary-leader answers as intervals (an
+// answer holds for one poll, or until that node's next poll) and keeps
+// the total time two or more hold, and the stretches.
+func (f *exclFigures) overlap(byNode map[int][]exclSample, poll time.Duration, to time.Time, rel func(time.Time) float64) {
 	type edge struct {
 		t    time.Time
 		node int
@@ -221,10 +237,12 @@ func exclCompute(samples []exclSample, fault time.Time, leader int, poll time.Du
 		spans = spans[:exclMaxSpans]
 	}
 	f.Spans = spans
+}
 
-	// Step-down: the old leader's answers from the fault on.
+// stepDown reads the old leader's answers from the fault on.
+func (f *exclFigures) stepDown(own []exclSample, fault time.Time, rel func(time.Time) float64) {
 	var after []exclSample
-	for _, s := range byNode[leader] {
+	for _, s := range own {
 		if !s.At.Before(fault) {
 			after = append(after, s)
 		}
@@ -257,22 +275,16 @@ func exclCompute(samples []exclSample, fault time.Time, leader int, poll time.Du
 	default:
 		f.Kept = true
 	}
+}
 
-	// Takeover: the first primary-leader answer of another node.
-	for _, s := range sortedSamples(in) {
-		if s.OK && s.PL && s.Node != leader && !s.At.Before(fault) {
-			d := rel(s.At)
-			f.TakeoverS, f.NewLeader = &d, s.Node
-			break
-		}
-	}
-
-	// Terms: by arrival, never lower than one seen before.
+// terms checks the primary-leader answers' terms, by arrival: never lower
+// than one seen before.
+func (f *exclFigures) terms(in []exclSample, rel func(time.Time) float64) {
 	var maxT exclTerm
 	var maxNode int
 	var maxAt time.Time
 	seen := map[exclTerm]bool{}
-	for _, s := range sortedSamples(in) {
+	for _, s := range in {
 		if !s.OK || !s.PL || s.Term.IsZero() {
 			continue
 		}
@@ -295,7 +307,6 @@ func exclCompute(samples []exclSample, fault time.Time, leader int, poll time.Du
 			maxT, maxNode, maxAt = s.Term, s.Node, s.At
 		}
 	}
-	return f
 }
 
 // sortedSamples returns samples by arrival time (ties by node).

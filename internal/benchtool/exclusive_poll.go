@@ -105,20 +105,6 @@ func (p *exclPoller) take(from, to time.Time) []exclSample {
 	return out
 }
 
-// forget drops the samples older than t (between rounds).
-func (p *exclPoller) forget(t time.Time) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	k := 0
-	for _, s := range p.samples {
-		if !s.At.Before(t) {
-			p.samples[k] = s
-			k++
-		}
-	}
-	p.samples = p.samples[:k]
-}
-
 // now is every node's last poll, and why the unanswered ones got nothing.
 func (p *exclPoller) now() (map[int]exclSample, map[int]string) {
 	p.mu.Lock()

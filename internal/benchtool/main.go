@@ -1,31 +1,30 @@
-// Command benchtool is the measuring half of groupd's benchmark suite;
-// scripts/bench/run.sh is the driving half. It runs one trial at a time in
-// the network lab of scripts/netem (or in the simulator) and prints one JSON
-// object per trial on stdout, with a one-line human summary on stderr.
-// `benchtool report` turns the collected NDJSON files into Markdown tables
-// and SVG plots.
+// Command benchtool is groupd's benchmark suite: the scripts of
+// scripts/bench only read their arguments and call it. It runs labs of
+// real daemons (internal/lab) and the simulator, writes one JSON object
+// per trial into a results directory, and turns those files into
+// Markdown tables and SVG plots.
 //
-// Lab subcommands (need root and a lab started with scripts/netem/lab.sh):
+// Suites (need root; each has its own lab, named by GROUPD_LAB_PREFIX,
+// GROUPD_LAB_SUBNET and GROUPD_LAB_DIR when they are set):
 //
-//	failover       kill -9 the coordinator; time until the survivors agree on a new one
-//	heal           partition into halves, hold, heal; time until one group forms
-//	vrrp-failover  kill -9 the keepalived MASTER; time until a BACKUP's notify says MASTER
-//	wait           until the lab is one group (from the event streams)
-//	converge       time from a given instant until the lab is one group (from the recorded events)
-//	sample         a window of steady state: messages, bytes, RSS and CPU
-//	peers          groupd beside corosync, serf, JGroups and keepalived (see peers.go)
-//	exclusive      exclusive leadership under faults: groupd, corosync, keepalived (see exclusive.go)
+//	suite          failover against keepalived, heal, steady state, lab scale, simulator (scripts/bench/run.sh)
+//	peers run      groupd beside corosync, serf, JGroups and keepalived (scripts/bench/peers.sh)
+//	exclusive run  exclusive leadership under faults: groupd, corosync, keepalived (scripts/bench/exclusive.sh)
+//	scale          cold starts, heals and failovers at lab scale (scripts/bench/scale.sh)
+//	loss           sustained packet loss: new group numbers, convergence after (scripts/bench/loss.sh)
 //
-// Simulator subcommands:
+// Simulator (each run also by the suite, in a process of its own):
 //
 //	sim-msgs       failover and heal in sim/, with message counts by type
 //	sim-scale      convergence and heal for large N, with wall time
 //	bully          standalone bully elections (simbench.BullyRun) against the seed's formulas
 //
-// And:
+// Reports:
 //
-//	report         summary.md and plots/*.svg from a results directory
-//	plot-demo      write the plots from built-in sample data (for tests)
+//	report            summary.md and plots/*.svg from a suite's results directory
+//	peers report      peers.md from peers.ndjson
+//	exclusive report  the tables of exclusive leadership
+//	exclusive cleanup what a crashed run left (processes, namespaces)
 package main
 
 import (
@@ -39,18 +38,15 @@ func main() {
 		os.Exit(2)
 	}
 	cmds := map[string]func([]string) error{
-		"failover":      cmdFailover,
-		"heal":          cmdHeal,
-		"vrrp-failover": cmdVRRP,
-		"converge":      cmdConverge,
-		"wait":          cmdWait,
-		"sample":        cmdSample,
-		"sim-msgs":      cmdSimMsgs,
-		"sim-scale":     cmdSimScale,
-		"bully":         cmdBully,
-		"report":        cmdReport,
-		"peers":         cmdPeers,
-		"exclusive":     cmdExclusive,
+		"suite":     cmdSuite,
+		"peers":     cmdPeers,
+		"exclusive": cmdExclusive,
+		"scale":     cmdScale,
+		"loss":      cmdLoss,
+		"sim-msgs":  cmdSimMsgs,
+		"sim-scale": cmdSimScale,
+		"bully":     cmdBully,
+		"report":    cmdReport,
 	}
 	f, ok := cmds[os.Args[1]]
 	if !ok {
@@ -65,10 +61,8 @@ func main() {
 
 func usage() {
 	fmt.Fprintln(os.Stderr, `usage: benchtool COMMAND [FLAGS]
-lab:       failover | heal | vrrp-failover | wait | converge | sample
-peers:     peers wait|cold|failover|heal|idle|report
-exclusive: exclusive run|report|cleanup
+suites:    suite | peers run | exclusive run | scale | loss
 simulator: sim-msgs | sim-scale | bully
-output:    report
+reports:   report | peers report | exclusive report|cleanup
 Run "benchtool COMMAND -h" for the flags of one command.`)
 }

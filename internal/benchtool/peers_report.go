@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -93,7 +94,7 @@ func cmdPeersReport(args []string) error {
 	if err := os.WriteFile(path, []byte(md), 0o644); err != nil {
 		return err
 	}
-	peersSay("report: %s", path)
+	say("peers: report: %s", path)
 	return nil
 }
 
@@ -161,11 +162,15 @@ func loadSpan(loads [][3]float64) string {
 	return fmt.Sprintf("%.2f–%.2f", lo, hi)
 }
 
-func peerRank(p string) int {
-	if k := slices.Index(peersOrder, p); k >= 0 {
-		return k
+// ranked are the peers of m in the report's order.
+func ranked[T any](m map[string]T) []string {
+	rank := func(p string) int {
+		if k := slices.Index(peersOrder, p); k >= 0 {
+			return k
+		}
+		return len(peersOrder)
 	}
-	return len(peersOrder)
+	return slices.SortedFunc(maps.Keys(m), func(a, b string) int { return rank(a) - rank(b) })
 }
 
 func peersMarkdown(d peersData) string {
@@ -241,11 +246,7 @@ func peersTimesTable(b *strings.Builder, d peersData, n int) {
 	if len(figs) == 0 {
 		return
 	}
-	peers := make([]string, 0, len(figs))
-	for p := range figs {
-		peers = append(peers, p)
-	}
-	sort.Slice(peers, func(i, j int) bool { return peerRank(peers[i]) < peerRank(peers[j]) })
+	peers := ranked(figs)
 	g := figs["groupd"]
 	fmt.Fprintf(b, "\n## N = %d\n\n", n)
 	b.WriteString("Seconds. Cold start: from the call that starts all N at once to one view. " +
@@ -291,11 +292,7 @@ func peersIdleTable(b *strings.Builder, d peersData, n int) {
 	if len(byPeer) == 0 {
 		return
 	}
-	peers := make([]string, 0, len(byPeer))
-	for p := range byPeer {
-		peers = append(peers, p)
-	}
-	sort.Slice(peers, func(i, j int) bool { return peerRank(peers[i]) < peerRank(peers[j]) })
+	peers := ranked(byPeer)
 	// With several windows for a peer, the last one counts.
 	last := func(p string) PeerIdle { return byPeer[p][len(byPeer[p])-1] }
 	var gm *PeerIdle

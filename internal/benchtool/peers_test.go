@@ -2,7 +2,6 @@ package main
 
 import (
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -31,16 +30,6 @@ func TestAgreeOn(t *testing.T) {
 	if _, ok := agreeOn(peerSpecs["serf"], map[int]pview{1: mem("", 0, 1, 2), 2: mem("", 0, 1, 2)}, []int{1, 2}); !ok {
 		t.Error("serf: agreement not seen")
 	}
-	// groupd: Normal only.
-	g := peerSpecs["groupd"]
-	el := pview{ID: "3.3", Leader: 3, Members: []int{1, 3}, State: "election"}
-	no := pview{ID: "3.3", Leader: 3, Members: []int{1, 3}, State: "normal"}
-	if _, ok := agreeOn(g, map[int]pview{1: el, 3: no}, []int{1, 3}); ok {
-		t.Error("groupd: agreement with a node in election")
-	}
-	if _, ok := agreeOn(g, map[int]pview{1: no, 3: no}, []int{1, 3}); !ok {
-		t.Error("groupd: agreement not seen")
-	}
 	// keepalived: one MASTER, the rest BACKUP.
 	ka := peerSpecs["keepalived"]
 	st := func(s ...string) map[int]pview {
@@ -65,16 +54,10 @@ func TestAgreeOn(t *testing.T) {
 }
 
 func TestTrackerFollowsFiles(t *testing.T) {
-	dir := t.TempDir()
-	cfg := &peersCfg{dir: dir}
+	e := &peerEnv{dir: t.TempDir(), n: 3}
 	spec := peerSpecs["jgroups"]
-	for i := 1; i <= 3; i++ {
-		if err := os.MkdirAll(filepath.Join(dir, "jgroups", "n"+itoa(i)), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
 	write := func(i int, s string) {
-		f, err := os.OpenFile(cfg.peerFile("jgroups", i, "view.log"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		f, err := os.OpenFile(e.file("jgroups", i, "view.log"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -83,7 +66,7 @@ func TestTrackerFollowsFiles(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	tr := newPeerTracker(spec, spec.sources[0], cfg, 3)
+	tr := newPeerTracker(spec, spec.sources[0], e)
 	all := []int{1, 2, 3}
 	write(1, "\nGMS: address=n1\n100.000001 view n1|0 n1 n1\n100.100000 view n1|1 n1 n1,n2,n3\n")
 	write(2, "100.200000 view n1|1 n1 n1,n2,n3\n")
@@ -119,11 +102,14 @@ func TestTrackerFollowsFiles(t *testing.T) {
 	if !ok || v.Leader != 2 {
 		t.Fatalf("survivors %v %v", v, ok)
 	}
-	if d, f := tr.doneAt([]int{2, 3}), tr.firstAt([]int{2, 3}); !d.Equal(time.Unix(102, 600000000)) || !f.Equal(time.Unix(102, 500000000)) {
-		t.Errorf("doneAt %v firstAt %v", d, f)
+	if d := tr.doneAt([]int{2, 3}); !d.Equal(time.Unix(102, 600000000)) {
+		t.Errorf("doneAt %v", d)
+	}
+	if f, who := tr.firstAt([]int{2, 3}); !f.Equal(time.Unix(102, 500000000)) || who != 3 {
+		t.Errorf("firstAt %v (node %d)", f, who)
 	}
 	// A rewritten (shorter) file is read again from its start.
-	if err := os.WriteFile(cfg.peerFile("jgroups", 2, "view.log"), []byte("200.0 view n2|9 n2 n2\n"), 0o644); err != nil {
+	if err := os.WriteFile(e.file("jgroups", 2, "view.log"), []byte("200.0 view n2|9 n2 n2\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if err := tr.poll(); err != nil {

@@ -93,10 +93,10 @@ type peerTracker struct {
 	nodes map[int]*nodeFeed
 }
 
-func newPeerTracker(spec *peerSpec, src peerSource, cfg *peersCfg, n int) *peerTracker {
+func newPeerTracker(spec *peerSpec, src peerSource, e *peerEnv) *peerTracker {
 	t := &peerTracker{spec: spec, src: src.name, nodes: map[int]*nodeFeed{}}
-	for i := 1; i <= n; i++ {
-		t.nodes[i] = &nodeFeed{path: src.file(cfg, i), p: src.parser(i)}
+	for i := 1; i <= e.n; i++ {
+		t.nodes[i] = &nodeFeed{path: e.file(spec.name, i, src.file), p: src.parser()}
 	}
 	return t
 }
@@ -117,15 +117,15 @@ func (t *peerTracker) setMark(at time.Time) {
 	}
 }
 
-// firstAt is the earliest change after the mark among set (zero if none).
-func (t *peerTracker) firstAt(set []int) time.Time {
-	var first time.Time
+// firstAt is the earliest change after the mark among set, and whose it
+// was (zero if none).
+func (t *peerTracker) firstAt(set []int) (first time.Time, who int) {
 	for _, i := range set {
 		if f := t.nodes[i]; f != nil && !f.firstAfter.IsZero() && (first.IsZero() || f.firstAfter.Before(first)) {
-			first = f.firstAfter
+			first, who = f.firstAfter, i
 		}
 	}
-	return first
+	return first, who
 }
 
 // doneAt is when the last of set reached its current view.
@@ -157,10 +157,10 @@ func (t *peerTracker) agreed(set []int, fresh time.Time) (pview, bool) {
 
 // agreeOn is the condition every measure waits for, per peer:
 //
-//   - a membership (groupd, corosync, serf, JGroups): every node of set
-//     has exactly set as its members; where the peer has them, the same
-//     view id and the same leader, a member of set; groupd's nodes must
-//     also be Normal (lab.sh wait's condition, with any coordinator);
+//   - a membership (corosync, serf, JGroups): every node of set has
+//     exactly set as its members; where the peer has them, the same view
+//     id and the same leader, a member of set (groupd's is invariant L1
+//     or L2 on its recorded history: peerTrials);
 //   - VRRP (keepalived): the highest node of set (the highest priority,
 //     100 + I, which preemption makes MASTER in the end) is MASTER, the
 //     others BACKUP. "Exactly one MASTER" alone also holds for a moment
@@ -196,9 +196,6 @@ func agreeOn(spec *peerSpec, views map[int]pview, set []int) (pview, bool) {
 	for _, i := range set {
 		v := views[i]
 		if !slices.Equal(v.Members, want) {
-			return pview{}, false
-		}
-		if spec.state != "" && v.State != spec.state {
 			return pview{}, false
 		}
 		if spec.hasID && v.ID != first.ID {

@@ -3,16 +3,35 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
+
+	netlab "github.com/groupd/groupd/internal/lab"
+)
+
+// peerTrials measures one peer on the lab: groupd through the lab trials
+// (its recorded history), any other peer through trackers of its nodes'
+// view output. The definitions are the same for every peer
+// (scripts/bench/README.md, "Peers").
+type peerTrials struct {
+	spec  *peerSpec
+	e     *peerEnv
+	procs peerProcs
+	ts    []*peerTracker // one per source; nil for groupd
+}
+
+// Timeouts of the peers' trials.
+const (
+	peerColdTimeout = 180 * time.Second
+	peerFailTimeout = 90 * time.Second
+	peerHealTimeout = 180 * time.Second
+	peerHold        = 10 * time.Second
+	peerPhase       = time.Second
 )
 
 // altWait is how long a trial waits, after its figure, for the peer's
@@ -20,15 +39,263 @@ import (
 // for up to 3 s).
 const altWait = 15 * time.Second
 
+func (m *peerTrials) groupd() bool { return m.spec.sources == nil }
+
+func (m *peerTrials) all() []int { return netlab.Span(1, m.e.n) }
+
+// trackers follow the view files from their start (a fresh read).
+func (m *peerTrials) trackers() []*peerTracker {
+	m.ts = nil
+	for _, src := range m.spec.sources {
+		m.ts = append(m.ts, newPeerTracker(m.spec, src, m.e))
+	}
+	return m.ts
+}
+
+// wait waits until the nodes of set agree on one view.
+func (m *peerTrials) wait(set []int, timeout time.Duration) (pview, error) {
+	if m.groupd() {
+		sts, _, err := m.e.l.WaitFor("agree", set, timeout, netlab.Converged(set))
+		if err != nil {
+			return pview{}, err
+		}
+		s := sts[set[len(set)-1]]
+		return pview{Leader: int(s.Coordinator), ID: s.Group.String(), State: string(s.State), Members: idsOf(s.Members)}, nil
+	}
+	if m.ts == nil {
+		m.trackers()
+	}
+	return m.ts[0].waitAgreed(set, time.Time{}, time.Now().Add(timeout))
+}
+
+// fromLab is a groupd lab trial as a peer's.
+func fromLab(kind string, r Result, err error) (PeerResult, error) {
+	p := PeerResult{Kind: kind, Peer: "groupd", N: r.N, Trial: r.Trial, Source: "events (the lab's recorded history)", Seconds: r.Seconds,
+		FromCmdS: r.FromCmdS, CmdS: r.CmdS, PartCmdS: r.PartCmdS, PhaseS: r.PhaseS, Victim: r.Victim, Leader: r.Coordinator,
+		View: "normal " + r.Group + " leader=" + strconv.Itoa(r.Coordinator), FaultTime: r.FaultTime, Load: r.Load}
+	if r.DetectS != 0 {
+		p.DetectS = &r.DetectS
+	}
+	if kind == "heal" {
+		p.SplitS = &r.SplitS
+	}
+	return p, err
+}
+
+// cold starts all N at once and times it from the call to the agreement
+// of all N, counting only views given after the call.
+func (m *peerTrials) cold(t int) (PeerResult, error) {
+	all := m.all()
+	_ = m.procs.stopAll()
+	if !m.groupd() {
+		for _, src := range m.spec.sources {
+			for _, i := range all {
+				_ = os.Remove(m.e.file(m.spec.name, i, src.file))
+			}
+		}
+	}
+	t0 := time.Now()
+	if err := m.procs.startAll(); err != nil {
+		return PeerResult{}, err
+	}
+	if m.groupd() {
+		r, err := labConverge(m.e.l, t0, "", peerColdTimeout)
+		r.Trial = t
+		return fromLab("cold", r, err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); !m.allAlive(); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			return PeerResult{}, fmt.Errorf("not every process started or stayed up; see its logs")
+		}
+	}
+	ts := m.trackers()
+	v, err := ts[0].waitAgreed(all, t0, t0.Add(peerColdTimeout))
+	if err != nil {
+		return PeerResult{}, err
+	}
+	r := m.result("cold", t, v, ts[0].doneAt(all).Sub(t0), t0)
+	r.Alt, r.Note = m.altFigures(all, t0, t0)
+	m.check(&r, all, v)
+	say("peers: %-10s N=%-3d cold  trial %d: %.3fs to one view (%s)%s", m.spec.name, m.e.n, t, r.Seconds, r.View, altSay(r.Alt))
+	return r, nil
+}
+
+func (m *peerTrials) allAlive() bool {
+	for _, i := range m.all() {
+		if !m.procs.alive(i) {
+			return false
+		}
+	}
+	return true
+}
+
+// staggered starts one node every stagger and waits for one view.
+func (m *peerTrials) staggered() error {
+	_ = m.procs.stopAll()
+	for _, i := range m.all() {
+		if err := m.procs.start(i); err != nil {
+			return err
+		}
+		time.Sleep(stagger)
+	}
+	m.ts = nil
+	_, err := m.wait(m.all(), peerColdTimeout)
+	return err
+}
+
+// revive starts the nodes whose processes are gone (after a kill) and
+// waits for the agreement of all N.
+func (m *peerTrials) revive() error {
+	for _, i := range m.all() {
+		if !m.procs.alive(i) {
+			if err := m.procs.start(i); err != nil {
+				return err
+			}
+		}
+	}
+	_, err := m.wait(m.all(), peerColdTimeout)
+	return err
+}
+
+func (m *peerTrials) result(kind string, t int, v pview, d time.Duration, at time.Time) PeerResult {
+	return PeerResult{Kind: kind, Peer: m.spec.name, N: m.e.n, Trial: t, Source: m.ts[0].src, Seconds: secs(d),
+		Leader: v.Leader, View: v.String(), FaultTime: at, Load: load()}
+}
+
+func (m *peerTrials) check(r *PeerResult, set []int, v pview) {
+	if m.spec.check != nil {
+		r.Check = m.spec.check(m.e, set, v)
+	}
+}
+
+// failover kills the leader (for a peer without one, node N) after a
+// random phase and times until the survivors agree.
+func (m *peerTrials) failover(t int) (PeerResult, error) {
+	all := m.all()
+	v0, err := m.wait(all, peerFailTimeout)
+	if err != nil {
+		return PeerResult{}, fmt.Errorf("before the kill: %w", err)
+	}
+	victim := v0.Leader
+	if victim == 0 {
+		victim = m.e.n
+	}
+	if m.groupd() {
+		r, err := labFailover(m.e.l, victim, "groupd", t, peerPhase, peerFailTimeout)
+		p, err := fromLab("failover", r, err)
+		p.LeaderBefore = v0.Leader
+		return p, err
+	}
+	survivors := slices.DeleteFunc(slices.Clone(all), func(i int) bool { return i == victim })
+	ph := phaseSleep(peerPhase)
+	if err := pollAll(m.ts); err != nil {
+		return PeerResult{}, err
+	}
+	for _, tr := range m.ts {
+		tr.setMark(time.Now())
+	}
+	tKill, err := m.procs.kill(victim)
+	if err != nil {
+		return PeerResult{}, err
+	}
+	fresh := tKill
+	if m.spec.vrrp {
+		fresh = time.Time{} // BACKUPs that stay BACKUP do not change
+	}
+	v, err := m.ts[0].waitAgreed(survivors, fresh, tKill.Add(peerFailTimeout))
+	if err != nil {
+		return PeerResult{}, fmt.Errorf("survivors did not agree: %w", err)
+	}
+	r := m.result("failover", t, v, m.ts[0].doneAt(survivors).Sub(tKill), tKill)
+	r.PhaseS, r.Victim, r.LeaderBefore = secs(ph), victim, v0.Leader
+	if first, who := m.ts[0].firstAt(survivors); !first.IsZero() {
+		d := secs(first.Sub(tKill))
+		r.DetectS, r.First = &d, who
+	}
+	r.Alt, r.Note = m.altFigures(survivors, fresh, tKill)
+	m.check(&r, survivors, v)
+	say("peers: %-10s N=%-3d failover trial %d: killed %d; %.3fs to %s%s", m.spec.name, m.e.n, t, victim, r.Seconds, r.View, altSay(r.Alt))
+	return r, nil
+}
+
+// heal partitions the lab into halves (1..N/2 | the rest), waits until
+// each side agrees on itself, holds until 10 s after the partition was in
+// place (longer if a side took longer), heals and times from the end of
+// the heal to the agreement of all N.
+func (m *peerTrials) heal(t int) (PeerResult, error) {
+	if m.groupd() {
+		r, err := labHeal(m.e.l, "groupd", t, peerHold, peerPhase, peerHealTimeout)
+		return fromLab("heal", r, err)
+	}
+	l, n, all := m.e.l, m.e.n, m.all()
+	a, b := netlab.Span(1, n/2), netlab.Span(n/2+1, n)
+	if _, err := m.wait(all, peerHealTimeout); err != nil {
+		return PeerResult{}, fmt.Errorf("before the partition: %w", err)
+	}
+	ph := phaseSleep(peerPhase)
+	pw, err := l.Partition(a, b)
+	if err != nil {
+		return PeerResult{}, err
+	}
+	// Membership views must all have changed since the partition; a
+	// keepalived BACKUP on the MASTER's side does not change.
+	fresh := pw.Start
+	if m.spec.vrrp {
+		fresh = time.Time{}
+	}
+	tr := m.ts[0]
+	for deadline := pw.End.Add(peerHold + peerHealTimeout); ; time.Sleep(pollEvery) {
+		if err := tr.poll(); err != nil {
+			return PeerResult{}, err
+		}
+		_, okA := tr.agreed(a, fresh)
+		if _, okB := tr.agreed(b, fresh); okA && okB {
+			break
+		}
+		if time.Now().After(deadline) {
+			_, _ = l.Heal(true)
+			return PeerResult{}, fmt.Errorf("the sides %s | %s did not form their own views within %v of the partition (healed): %s",
+				joinInts(a), joinInts(b), peerHold+peerHealTimeout, tr.describe())
+		}
+	}
+	split := secs(tr.doneAt(all).Sub(pw.End))
+	time.Sleep(time.Until(pw.End.Add(peerHold)))
+	if err := pollAll(m.ts); err != nil {
+		return PeerResult{}, err
+	}
+	for _, x := range m.ts {
+		x.setMark(time.Now())
+	}
+	hw, err := l.Heal(true)
+	if err != nil {
+		return PeerResult{}, err
+	}
+	v, err := tr.waitAgreed(all, fresh, hw.End.Add(peerHealTimeout))
+	if err != nil {
+		return PeerResult{}, fmt.Errorf("no single view after the heal: %w", err)
+	}
+	done := tr.doneAt(all)
+	r := m.result("heal", t, v, done.Sub(hw.End), hw.End)
+	r.FromCmdS, r.CmdS, r.PartCmdS, r.SplitS, r.PhaseS = secs(done.Sub(hw.Start)), secs(hw.End.Sub(hw.Start)), secs(pw.End.Sub(pw.Start)), &split, secs(ph)
+	if first, _ := tr.firstAt(all); !first.IsZero() {
+		d := secs(first.Sub(hw.End))
+		r.DetectS = &d
+	}
+	r.Alt, r.Note = m.altFigures(all, fresh, hw.End)
+	m.check(&r, all, v)
+	say("peers: %-10s N=%-3d heal  trial %d: %.3fs after the heal to %s (split took %.3fs)%s", m.spec.name, n, t, r.Seconds, r.View, split, altSay(r.Alt))
+	return r, nil
+}
+
 // altFigures waits for the other sources to agree on set and returns
 // their figures, from t0. Views older than fresh do not count.
-func altFigures(ts []*peerTracker, set []int, fresh, t0 time.Time) (map[string]float64, string) {
-	if len(ts) < 2 {
+func (m *peerTrials) altFigures(set []int, fresh, t0 time.Time) (map[string]float64, string) {
+	if len(m.ts) < 2 {
 		return nil, ""
 	}
 	out := map[string]float64{}
 	var notes []string
-	for _, t := range ts[1:] {
+	for _, t := range m.ts[1:] {
 		if _, err := t.waitAgreed(set, fresh, time.Now().Add(altWait)); err != nil {
 			notes = append(notes, fmt.Sprintf("%s never agreed within %s of the figure", t.src, altWait))
 			continue
@@ -47,55 +314,6 @@ func pollAll(ts []*peerTracker) error {
 	return nil
 }
 
-// ---- wait ------------------------------------------------------------------
-
-func cmdPeersWait(args []string) error {
-	p := newPeersFlags("wait", 120*time.Second)
-	spec, err := p.parse(args)
-	if err != nil {
-		return err
-	}
-	start := time.Now()
-	t := p.trackers(spec)[0]
-	v, err := t.waitAgreed(rangeInts(1, p.n), time.Time{}, start.Add(p.timeout))
-	if err != nil {
-		return err
-	}
-	peersSay("%-10s N=%-3d agree: %s (waited %.1fs)", spec.name, p.n, v, time.Since(start).Seconds())
-	return nil
-}
-
-// ---- cold start ------------------------------------------------------------
-
-func cmdPeersCold(args []string) error {
-	p := newPeersFlags("cold", 180*time.Second)
-	since := p.fs.Float64("since", 0, "unix time (seconds) when the start of all N was called")
-	spec, err := p.parse(args)
-	if err != nil {
-		return err
-	}
-	if *since <= 0 {
-		return errors.New("--since is needed")
-	}
-	whole := int64(*since)
-	t0 := time.Unix(whole, int64((*since-float64(whole))*1e9))
-	all := rangeInts(1, p.n)
-	ts := p.trackers(spec)
-	v, err := ts[0].waitAgreed(all, t0, t0.Add(p.timeout))
-	if err != nil {
-		return fmt.Errorf("cold start: %w", err)
-	}
-	r := PeerResult{Kind: "cold", Peer: spec.name, N: p.n, Trial: p.trial, Source: ts[0].src,
-		Seconds: secs(ts[0].doneAt(all).Sub(t0)), Leader: v.Leader, View: v.String(),
-		FaultTime: t0, Load: load()}
-	r.Alt, r.Note = altFigures(ts, all, t0, t0)
-	if spec.check != nil {
-		r.Check = spec.check(&p.cfg, all, v)
-	}
-	peersSay("%-10s N=%-3d cold  trial %d: %.3fs to one view (%s)%s", spec.name, p.n, p.trial, r.Seconds, r.View, altSay(r.Alt))
-	return emit(r)
-}
-
 func altSay(alt map[string]float64) string {
 	var b strings.Builder
 	for k, v := range alt {
@@ -104,212 +322,64 @@ func altSay(alt map[string]float64) string {
 	return b.String()
 }
 
-// ---- failover --------------------------------------------------------------
-
-func cmdPeersFailover(args []string) error {
-	p := newPeersFlags("failover", 90*time.Second)
-	victimF := p.fs.Int("victim", 0, "node to kill (default: the leader; for a peer without one, node N)")
-	phase := p.fs.Duration("phase", time.Second, "random wait in [0, phase) before the kill")
-	spec, err := p.parse(args)
-	if err != nil {
-		return err
-	}
-	all := rangeInts(1, p.n)
-	ts := p.trackers(spec)
-	v0, err := ts[0].waitAgreed(all, time.Time{}, time.Now().Add(p.timeout))
-	if err != nil {
-		return fmt.Errorf("before the kill: %w", err)
-	}
-	victim := *victimF
-	if victim == 0 {
-		victim = v0.Leader
-	}
-	if victim == 0 {
-		victim = p.n
-	}
-	survivors := slices.DeleteFunc(slices.Clone(all), func(i int) bool { return i == victim })
-	pids, err := readPids(spec.pidFiles(&p.cfg, victim))
-	if err != nil {
-		return fmt.Errorf("victim %d: %w", victim, err)
-	}
-	ph := phaseSleep(*phase)
-	if err := pollAll(ts); err != nil {
-		return err
-	}
-	tKill := time.Now()
-	for _, t := range ts {
-		t.setMark(tKill)
-	}
-	for k, pid := range pids {
-		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil && k == 0 {
-			return fmt.Errorf("kill -9 %d (node %d): %w", pid, victim, err)
-		}
-	}
-	fresh := tKill
-	if spec.vrrp {
-		fresh = time.Time{} // BACKUPs that stay BACKUP do not change
-	}
-	v, err := ts[0].waitAgreed(survivors, fresh, tKill.Add(p.timeout))
-	if err != nil {
-		return fmt.Errorf("survivors did not agree: %w", err)
-	}
-	r := PeerResult{Kind: "failover", Peer: spec.name, N: p.n, Trial: p.trial, Source: ts[0].src,
-		Seconds: secs(ts[0].doneAt(survivors).Sub(tKill)), PhaseS: secs(ph),
-		Victim: victim, LeaderBefore: v0.Leader, Leader: v.Leader, View: v.String(),
-		FaultTime: tKill, Load: load()}
-	if first := ts[0].firstAt(survivors); !first.IsZero() {
-		r.DetectS = peersSecsPtr(first.Sub(tKill))
-	}
-	r.Alt, r.Note = altFigures(ts, survivors, fresh, tKill)
-	if spec.check != nil {
-		r.Check = spec.check(&p.cfg, survivors, v)
-	}
-	peersSay("%-10s N=%-3d failover trial %d: killed %d (pids %v); %.3fs to %s%s", spec.name, p.n, p.trial,
-		victim, pids, r.Seconds, r.View, altSay(r.Alt))
-	return emit(r)
-}
-
-// ---- heal ------------------------------------------------------------------
-
-func cmdPeersHeal(args []string) error {
-	p := newPeersFlags("heal", 120*time.Second)
-	hold := p.fs.Duration("hold", 10*time.Second, "how long the partition lasts, from the moment partition.sh returned")
-	phase := p.fs.Duration("phase", time.Second, "random wait in [0, phase) before the partition")
-	spec, err := p.parse(args)
-	if err != nil {
-		return err
-	}
-	all := rangeInts(1, p.n)
-	k := p.n / 2
-	a, b := rangeInts(1, k), rangeInts(k+1, p.n)
-	ts := p.trackers(spec)
-	if _, err := ts[0].waitAgreed(all, time.Time{}, time.Now().Add(p.timeout)); err != nil {
-		return fmt.Errorf("before the partition: %w", err)
-	}
-	ph := phaseSleep(*phase)
-	spec2 := fmt.Sprintf("1-%d|%d-%d", k, k+1, p.n)
-	if k == 1 {
-		spec2 = fmt.Sprintf("1|%d-%d", k+1, p.n)
-	}
-	tPart := time.Now()
-	if out, err := exec.Command(filepath.Join(p.cfg.netem, "partition.sh"), spec2).CombinedOutput(); err != nil {
-		return fmt.Errorf("partition.sh %s: %v: %s", spec2, err, out)
-	}
-	tPartEnd := time.Now()
-	// Membership views must all have changed since the partition; a
-	// keepalived BACKUP on the MASTER's side does not change.
-	fresh := tPart
-	if spec.vrrp {
-		fresh = time.Time{}
-	}
-	deadline := tPartEnd.Add(*hold + p.timeout)
-	for {
-		if err := ts[0].poll(); err != nil {
-			return err
-		}
-		_, okA := ts[0].agreed(a, fresh)
-		_, okB := ts[0].agreed(b, fresh)
-		if okA && okB {
-			break
-		}
-		if time.Now().After(deadline) {
-			heal := exec.Command(filepath.Join(p.cfg.netem, "heal.sh"), "--partitions")
-			_ = heal.Run()
-			return fmt.Errorf("the sides %s | %s did not form their own views within %s of the partition (healed): %s",
-				joinInts(a), joinInts(b), *hold+p.timeout, ts[0].describe())
-		}
-		time.Sleep(pollEvery)
-	}
-	split := secs(ts[0].doneAt(all).Sub(tPartEnd))
-	time.Sleep(time.Until(tPartEnd.Add(*hold)))
-	if err := pollAll(ts); err != nil {
-		return err
-	}
-	tHeal := time.Now()
-	for _, t := range ts {
-		t.setMark(tHeal)
-	}
-	if out, err := exec.Command(filepath.Join(p.cfg.netem, "heal.sh"), "--partitions").CombinedOutput(); err != nil {
-		return fmt.Errorf("heal.sh: %v: %s", err, out)
-	}
-	tHealEnd := time.Now()
-	v, err := ts[0].waitAgreed(all, fresh, tHealEnd.Add(p.timeout))
-	if err != nil {
-		return fmt.Errorf("no single view after the heal: %w", err)
-	}
-	done := ts[0].doneAt(all)
-	r := PeerResult{Kind: "heal", Peer: spec.name, N: p.n, Trial: p.trial, Source: ts[0].src,
-		Seconds: secs(done.Sub(tHealEnd)), FromCmdS: secs(done.Sub(tHeal)),
-		CmdS: secs(tHealEnd.Sub(tHeal)), PartCmdS: secs(tPartEnd.Sub(tPart)),
-		SplitS: &split, PhaseS: secs(ph), Leader: v.Leader, View: v.String(),
-		FaultTime: tHealEnd, Load: load()}
-	if first := ts[0].firstAt(all); !first.IsZero() {
-		r.DetectS = peersSecsPtr(first.Sub(tHealEnd))
-	}
-	r.Alt, r.Note = altFigures(ts, all, fresh, tHealEnd)
-	if spec.check != nil {
-		r.Check = spec.check(&p.cfg, all, v)
-	}
-	peersSay("%-10s N=%-3d heal  trial %d: %.3fs after heal.sh to %s (split took %.3fs)%s", spec.name, p.n, p.trial,
-		r.Seconds, r.View, split, altSay(r.Alt))
-	return emit(r)
-}
-
 // ---- cross-checks with the peers' own tools --------------------------------
 
 // nsOutput runs a command in node i's namespace and keeps what it printed
 // in the node's directory of peer (KEEP), the last run of each kind.
-func nsOutput(c *peersCfg, peer string, i int, keep, name string, args ...string) ([]byte, error) {
+func (e *peerEnv) nsOutput(peer string, i int, keep, name string, args ...string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "ip", append([]string{"netns", "exec", c.ns(i), name}, args...)...)
+	cmd := exec.CommandContext(ctx, "ip", append([]string{"netns", "exec", e.l.NS(i), name}, args...)...)
 	var out bytes.Buffer
 	cmd.Stdout = &out
 	err := cmd.Run()
-	_ = os.WriteFile(c.peerFile(peer, i, keep), out.Bytes(), 0o644)
+	_ = os.WriteFile(e.file(peer, i, keep), out.Bytes(), 0o644)
 	return out.Bytes(), err
+}
+
+// crossCheck asks every node of set with a peer's tool and compares what
+// it parses with want; tool names it in the verdict.
+func crossCheck(tool string, set []int, want string, ask func(i int) (string, error)) string {
+	var bad []string
+	for _, i := range set {
+		got, err := ask(i)
+		switch {
+		case err != nil:
+			bad = append(bad, fmt.Sprintf("node %d: %v", i, err))
+		case got != want:
+			bad = append(bad, fmt.Sprintf("node %d: %s", i, got))
+		}
+	}
+	if len(bad) > 0 {
+		return tool + " DISAGREES with the log: " + strings.Join(bad, "; ")
+	}
+	return tool + " on nodes " + joinInts(set) + ": " + want + ", as in the log"
 }
 
 // checkQuorumtool asks every node of set with `corosync-quorumtool -s`
 // and compares its ring and members with the view read from the logs.
-func checkQuorumtool(c *peersCfg, set []int, v pview) string {
-	var bad []string
-	for _, i := range set {
-		out, err := nsOutput(c, "corosync", i, "quorumtool-s.txt", "corosync-quorumtool", "-s")
+func checkQuorumtool(e *peerEnv, set []int, v pview) string {
+	return crossCheck("corosync-quorumtool -s", set, "ring "+v.ID+", members "+joinInts(v.Members), func(i int) (string, error) {
+		out, err := e.nsOutput("corosync", i, "quorumtool-s.txt", "corosync-quorumtool", "-s")
 		q, perr := parseQuorumtool(bytes.NewReader(out))
 		if perr != nil {
 			// It exits 2 when the node is not quorate; only a parse
 			// failure is a failure.
-			bad = append(bad, fmt.Sprintf("node %d: %v (%v)", i, perr, err))
-			continue
+			return "", fmt.Errorf("%v (%v)", perr, err)
 		}
-		if q.Ring != v.ID || !slices.Equal(q.Members, v.Members) {
-			bad = append(bad, fmt.Sprintf("node %d: ring %s members %s", i, q.Ring, joinInts(q.Members)))
-		}
-	}
-	if len(bad) > 0 {
-		return "corosync-quorumtool -s DISAGREES with the log: " + strings.Join(bad, "; ")
-	}
-	return "corosync-quorumtool -s on nodes " + joinInts(set) + ": ring " + v.ID + ", members " + joinInts(v.Members) + ", as in the log"
+		return "ring " + q.Ring + ", members " + joinInts(q.Members), nil
+	})
 }
 
 // checkSerfMembers asks every node of set with `serf members` and
 // compares its alive members with the view read from the agent's log.
-func checkSerfMembers(c *peersCfg, set []int, v pview) string {
-	var bad []string
-	for _, i := range set {
-		out, err := nsOutput(c, "serf", i, "serf-members.txt", "serf", "members")
+func checkSerfMembers(e *peerEnv, set []int, v pview) string {
+	return crossCheck("serf members", set, "alive "+joinInts(v.Members), func(i int) (string, error) {
+		out, err := e.nsOutput("serf", i, "serf-members.txt", "serf", "members")
 		alive, perr := parseSerfMembers(bytes.NewReader(out))
 		if perr != nil {
-			bad = append(bad, fmt.Sprintf("node %d: %v (%v)", i, perr, err))
-			continue
+			return "", fmt.Errorf("%v (%v)", perr, err)
 		}
-		if !slices.Equal(alive, v.Members) {
-			bad = append(bad, "node "+strconv.Itoa(i)+": alive "+joinInts(alive))
-		}
-	}
-	if len(bad) > 0 {
-		return "serf members DISAGREES with the log: " + strings.Join(bad, "; ")
-	}
-	return "serf members on nodes " + joinInts(set) + ": alive " + joinInts(v.Members) + ", as in the log"
+		return "alive " + joinInts(alive), nil
+	})
 }

@@ -1,23 +1,21 @@
 package main
 
-// Parsers of the view output of groupd and of its peers (corosync, serf,
-// JGroups, keepalived), as scripts/bench/peers.sh records it. Each parser
+// Parsers of the view output of groupd's peers (corosync, serf, JGroups,
+// keepalived), as peers_procs.go records it. Each parser
 // reads one node's output, line by line, and says after each line what the
 // node's view is, with the time the node itself gave it:
 //
-//	groupd      RUN/history.ndjson, the lab's recorder of every node's events (lines of node I)
 //	corosync    its log file, `timestamp: hires` (milliseconds, local time)
-//	serf        its agent log, each line stamped on arrival by peers.sh;
+//	serf        its agent log, each line stamped on arrival (peerEnv.launch);
 //	            and the event handler's log (scripts/bench/peers/serf-event.sh)
 //	jgroups     PeersViewPrinter's stdout (scripts/bench/peers/PeersViewPrinter.java)
-//	keepalived  its console log, each line stamped on arrival by peers.sh
+//	keepalived  its console log, each line stamped on arrival
 //
 // The command-line tools' outputs (corosync-quorumtool -s, serf members)
 // are parsed too: they cross-check the final views of a trial.
 
 import (
 	"bufio"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -25,6 +23,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/groupd/groupd/wire"
 )
 
 // pview is one node's view of the group: its members, its leader (0 where
@@ -112,36 +112,19 @@ func joinInts(xs []int) string {
 	return strings.Join(s, ",")
 }
 
+// idsOf turns node IDs into node numbers.
+func idsOf(ids []wire.NodeID) []int {
+	out := make([]int, len(ids))
+	for i, id := range ids {
+		out[i] = int(id)
+	}
+	return out
+}
+
 func sortedInts(xs []int) []int {
 	out := slices.Clone(xs)
 	slices.Sort(out)
 	return slices.Compact(out)
-}
-
-// ---- groupd ----------------------------------------------------------------
-
-// groupdEventLine is the part of a `groupd watch --json` line (GET
-// /v1/events) that makes a view.
-type groupdEventLine struct {
-	Time time.Time `json:"time"`
-	Node int       `json:"node"`
-	New  struct {
-		State       string `json:"state"`
-		Group       string `json:"group"`
-		Coordinator int    `json:"coordinator"`
-		Members     []int  `json:"members"`
-	} `json:"new"`
-}
-
-type groupdParser struct{ node int }
-
-func (p groupdParser) parse(line string) (pview, bool) {
-	var e groupdEventLine
-	if json.Unmarshal([]byte(line), &e) != nil || e.Time.IsZero() || e.New.Group == "" || e.Node != p.node {
-		return pview{}, false
-	}
-	return pview{At: e.Time, Members: sortedInts(e.New.Members), Leader: e.New.Coordinator,
-		ID: e.New.Group, State: e.New.State}, true
 }
 
 // ---- corosync --------------------------------------------------------------
@@ -345,7 +328,7 @@ func (t serfTable) alive() []int {
 }
 
 // serfLogParser follows a serf agent's log, each line stamped with the
-// time peers.sh read it ("EPOCHREALTIME LINE"):
+// time it was read ("EPOCHREALTIME LINE"):
 //
 //	1795431573.509079     2026/11/23 10:59:32 [INFO] serf: EventMemberJoin: n2 10.91.0.2
 //	1795431580.100200     2026/11/23 10:59:39 [INFO] serf: EventMemberFailed: n3 10.91.0.3
@@ -409,7 +392,7 @@ func (p *serfLogParser) parse(line string) (pview, bool) {
 //	1795431580.100200 member-failed n3
 //	1795431590.000000 agent-start -
 //
-// ("agent-start" is written by peers.sh before it starts the agent.) The
+// ("agent-start" is written by the harness before it starts the agent.) The
 // agent delivers member events to its handlers coalesced: after one second
 // without a new event, or after three seconds at most.
 type serfHandlerParser struct{ t serfTable }
@@ -508,7 +491,7 @@ func (jgroupsParser) parse(line string) (pview, bool) {
 // ---- keepalived ------------------------------------------------------------
 
 // keepalivedLogParser follows keepalived's console log (-l), each line
-// stamped with the time peers.sh read it:
+// stamped with the time it was read:
 //
 //	1795433055.101 Mon Nov 23 11:24:15 2026: (VI_1) Entering BACKUP STATE (init)
 //	1795433059.978 Mon Nov 23 11:24:19 2026: (VI_1) Entering MASTER STATE

@@ -8,6 +8,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/groupd/groupd/internal/history"
+	"github.com/groupd/groupd/wire"
 )
 
 // The files in testdata/peers were captured from scripts/bench/peers.sh
@@ -261,21 +264,31 @@ func TestJGroupsParser(t *testing.T) {
 	}
 }
 
-func TestGroupdParser(t *testing.T) {
-	got := feed(t, "groupd-n1.events.ndjson", groupdParser{node: 1})
-	if len(got) != 6 {
-		t.Fatalf("got %d views, want 6", len(got))
+// TestGroupdViewsFromHistory: groupd's views in the peers' comparison are
+// read through internal/history, from the events the lab recorded.
+func TestGroupdViewsFromHistory(t *testing.T) {
+	f, err := os.Open(filepath.Join("testdata", "peers", "groupd-n1.events.ndjson"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	// The lab's history holds every node's events: node 2's are not
-	// node 1's views.
-	if other := feed(t, "groupd-n1.events.ndjson", groupdParser{node: 2}); len(other) != 0 {
-		t.Errorf("node 2's parser took %d of node 1's views", len(other))
+	defer f.Close()
+	h := history.New()
+	if n, err := h.Read(f); err != nil || n != 6 {
+		t.Fatalf("read %d events, %v", n, err)
 	}
-	if v := got[2]; v.State != "normal" || v.ID != "3.3" || v.Leader != 3 || !slices.Equal(v.Members, []int{1, 2, 3}) {
+	got := h.Events(time.Time{}, time.Time{})
+	if v := got[2].New; v.State != wire.StateNormal || v.Group.String() != "3.3" || v.Coordinator != 3 || !slices.Equal(idsOf(v.Members), []int{1, 2, 3}) {
 		t.Errorf("converged view %v", v)
 	}
-	if v := got[5]; v.ID != "4.2" || v.Leader != 2 || !slices.Equal(v.Members, []int{1, 2}) {
+	if v := got[5].New; v.Group.String() != "4.2" || v.Coordinator != 2 || !slices.Equal(idsOf(v.Members), []int{1, 2}) {
 		t.Errorf("failed-over view %v", v)
+	}
+	// The first reaction after the converged view: node 1's election.
+	if ev, ok := h.FirstEvent(got[2].Time.Add(time.Nanosecond), []wire.NodeID{1}); !ok || ev.Reason != "election" {
+		t.Errorf("first reaction %v %v", ev, ok)
+	}
+	if _, ok := h.FirstEvent(time.Time{}, []wire.NodeID{2}); ok {
+		t.Error("node 2 has no events here")
 	}
 }
 

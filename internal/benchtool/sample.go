@@ -2,15 +2,13 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
-	"github.com/groupd/groupd/client"
-	"strconv"
-	"strings"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/procfs"
+
+	netlab "github.com/groupd/groupd/internal/lab"
 )
 
 // Sample is a window of steady state.
@@ -47,11 +45,6 @@ type ProcStat struct {
 	PssKiB  float64 `json:"pss_kib"` // Pss (smaps_rollup) summed, at the end
 	Threads int     `json:"threads"`
 }
-
-type procFlag []string
-
-func (p *procFlag) String() string     { return strings.Join(*p, " ") }
-func (p *procFlag) Set(v string) error { *p = append(*p, v); return nil }
 
 // procReader reads the footprint of processes and the counters of network
 // interfaces from /proc through prometheus/procfs, which knows the field
@@ -132,6 +125,94 @@ func (r procReader) pssKiB(pid int) (pss float64, threads int) {
 	return pss, threads
 }
 
+// window measures a steady window of d on lab l: per process set of
+// sets, CPU % of one core (utime+stime), RSS (mean and max of one sample
+// a second) and, at its end, PSS and threads; per node, what its
+// namespace sent (the rx counters of its root-side veth: every protocol);
+// with metrics, groupd's wire messages and bytes sent by type, per node
+// per second, from the nodes' /metrics.
+func window(l *netlab.Lab, label string, d time.Duration, sets map[string][]int, metrics bool) (Sample, error) {
+	pr, err := newProcReader()
+	if err != nil {
+		return Sample{}, err
+	}
+	nodes := netlab.Span(1, l.N())
+	var before, after sent
+	if metrics {
+		if before, err = sentByType(l, nodes); err != nil {
+			return Sample{}, err
+		}
+	}
+	v0, c0, t0 := pr.veths(l), pr.cpu(sets), time.Now()
+	rss := map[string][]float64{}
+	for end := t0.Add(d); time.Now().Before(end); time.Sleep(min(time.Second, time.Until(end))) {
+		for name, pids := range sets {
+			var s float64
+			for _, pid := range pids {
+				s += pr.rssKiB(pid)
+			}
+			rss[name] = append(rss[name], s)
+		}
+	}
+	v1, c1, t1 := pr.veths(l), pr.cpu(sets), time.Now()
+	if metrics {
+		if after, err = sentByType(l, nodes); err != nil {
+			return Sample{}, err
+		}
+	}
+	w := t1.Sub(t0).Seconds()
+	s := Sample{Kind: "sample", Label: label, N: l.N(), WindowS: w, Load: load(), Start: t0, Veth: map[int]Rate{}, Procs: map[string]ProcStat{}}
+	if metrics {
+		s.MsgsPerNodeS = perSecond(before.msgs, after.msgs, float64(l.N())*w)
+		s.BytesPerNodeS = perSecond(before.bytes, after.bytes, float64(l.N())*w)
+	}
+	for i, a := range v1 {
+		s.Veth[i] = Rate{PktsS: (a[0] - v0[i][0]) / w, BytesS: (a[1] - v0[i][1]) / w}
+	}
+	for name, pids := range sets {
+		ps := ProcStat{Pids: pids, CPUPct: (c1[name] - c0[name]) / w * 100, RSSKiB: meanOf(rss[name])}
+		for _, v := range rss[name] {
+			ps.RSSMax = max(ps.RSSMax, v)
+		}
+		for _, pid := range pids {
+			pss, threads := pr.pssKiB(pid)
+			ps.PssKiB += pss
+			ps.Threads += threads
+		}
+		s.Procs[name] = ps
+	}
+	s.say()
+	return s, nil
+}
+
+// say prints a window's figures.
+func (s Sample) say() {
+	var vp, vb float64
+	for _, r := range s.Veth {
+		vp, vb = vp+r.PktsS/float64(len(s.Veth)), vb+r.BytesS/float64(len(s.Veth))
+	}
+	say("sample   %-24s %.0fs: groupd wire %.2f msgs/node/s %.0f B/node/s; veth %.2f pkts/node/s %.0f B/node/s",
+		s.Label, s.WindowS, sum(s.MsgsPerNodeS), sum(s.BytesPerNodeS), vp, vb)
+	for name, ps := range s.Procs {
+		say("         %-24s cpu %.3f%% rss %.0f KiB (max %.0f) pss %.0f KiB pids %v", name, ps.CPUPct, ps.RSSKiB, ps.RSSMax, ps.PssKiB, ps.Pids)
+	}
+}
+
+// cpu is the CPU seconds of each process set.
+func (r procReader) cpu(sets map[string][]int) map[string]float64 {
+	out := map[string]float64{}
+	for name, pids := range sets {
+		for _, pid := range pids {
+			v, err := r.cpuSeconds(pid)
+			if err != nil {
+				say("sample: pid %d (%s): %v", pid, name, err)
+			}
+			out[name] += v
+		}
+	}
+	return out
+}
+
 // received returns the packets and bytes each named interface has
 // received (/proc/net/dev, this process's network namespace); an
 // interface that does not exist is missing from the map.
@@ -149,158 +230,23 @@ func (r procReader) received(names []string) (map[string][2]float64, error) {
 	return out, nil
 }
 
-func cmdSample(args []string) error {
-	fs := flag.NewFlagSet("sample", flag.ExitOnError)
-	run := fs.String("run", "", "lab run dir: scrape groupd metrics of nodes 1..N (empty: no metrics)")
-	n := fs.Int("nodes", 0, "node count")
-	label := fs.String("label", "", "what runs")
-	window := fs.Duration("window", 60*time.Second, "sampling window")
-	veth := fs.String("veth", "gd-v", "root-side veth prefix (gd-vI); empty: none")
-	var procs procFlag
-	fs.Var(&procs, "proc", "LABEL=PID[,PID...]: a process set to measure (repeatable)")
-	fs.Parse(args)
-	nodes := rangeInts(1, *n)
-	sets := map[string][]int{}
-	for _, p := range procs {
-		name, list, ok := strings.Cut(p, "=")
-		if !ok {
-			return fmt.Errorf("--proc %q: want LABEL=PID[,PID]", p)
-		}
-		for _, s := range strings.Split(list, ",") {
-			pid, err := strconv.Atoi(strings.TrimSpace(s))
-			if err != nil {
-				return fmt.Errorf("--proc %q: %v", p, err)
-			}
-			sets[name] = append(sets[name], pid)
+// veths are the packets and bytes each node's namespace sent: the rx
+// counters of its root-side veth.
+func (r procReader) veths(l *netlab.Lab) map[int][2]float64 {
+	var names []string
+	for i := 1; i <= l.N(); i++ {
+		names = append(names, l.Veth(i))
+	}
+	got, err := r.received(names)
+	out := map[int][2]float64{}
+	for i, name := range names {
+		if v, ok := got[name]; ok {
+			out[i+1] = v
+		} else {
+			say("sample: no interface %s (%v)", name, err)
 		}
 	}
-	pr, err := newProcReader()
-	if err != nil {
-		return err
-	}
-	// The root-side veth of node i is VETH<i>; its rx counters are what
-	// the node's namespace sent.
-	veths := map[int]string{}
-	var vethNames []string
-	if *veth != "" {
-		for _, i := range nodes {
-			veths[i] = fmt.Sprintf("%s%d", *veth, i)
-			vethNames = append(vethNames, veths[i])
-		}
-	}
-	vethRead := func() (map[string][2]float64, error) {
-		if len(vethNames) == 0 {
-			return nil, nil
-		}
-		got, err := pr.received(vethNames)
-		for _, name := range vethNames {
-			if _, ok := got[name]; !ok && err == nil {
-				say("sample: no interface %s", name)
-			}
-		}
-		return got, err
-	}
-	cpuRead := func() map[string]float64 {
-		out := map[string]float64{}
-		for name, pids := range sets {
-			for _, pid := range pids {
-				v, err := pr.cpuSeconds(pid)
-				if err != nil {
-					say("sample: pid %d (%s): %v", pid, name, err)
-				}
-				out[name] += v
-			}
-		}
-		return out
-	}
-	l := lab{run: *run}
-	var before, after sent
-	if *run != "" {
-		if before, err = sentByType(context.Background(), l, nodes); err != nil {
-			return err
-		}
-	}
-	v0, err := vethRead()
-	if err != nil {
-		return err
-	}
-	c0, t0 := cpuRead(), time.Now()
-	rss := map[string][]float64{}
-	end := t0.Add(*window)
-	for time.Now().Before(end) {
-		for name, pids := range sets {
-			var s float64
-			for _, pid := range pids {
-				s += pr.rssKiB(pid)
-			}
-			rss[name] = append(rss[name], s)
-		}
-		time.Sleep(min(time.Second, time.Until(end)))
-	}
-	v1, err := vethRead()
-	if err != nil {
-		return err
-	}
-	c1, t1 := cpuRead(), time.Now()
-	if *run != "" {
-		if after, err = sentByType(context.Background(), l, nodes); err != nil {
-			return err
-		}
-	}
-	w := t1.Sub(t0).Seconds()
-	s := Sample{Kind: "sample", Label: *label, N: *n, WindowS: w, Load: load(), Start: t0}
-	if *run != "" {
-		per := float64(*n) * w
-		s.MsgsPerNodeS = perSecond(before.msgs, after.msgs, per)
-		s.BytesPerNodeS = perSecond(before.bytes, after.bytes, per)
-	}
-	if *veth != "" {
-		s.Veth = map[int]Rate{}
-		for i, name := range veths {
-			s.Veth[i] = Rate{PktsS: (v1[name][0] - v0[name][0]) / w, BytesS: (v1[name][1] - v0[name][1]) / w}
-		}
-	}
-	if len(sets) > 0 {
-		s.Procs = map[string]ProcStat{}
-		for name, pids := range sets {
-			ps := ProcStat{Pids: pids, CPUPct: (c1[name] - c0[name]) / w * 100}
-			var tot float64
-			for _, v := range rss[name] {
-				tot += v
-				ps.RSSMax = max(ps.RSSMax, v)
-			}
-			if len(rss[name]) > 0 {
-				ps.RSSKiB = tot / float64(len(rss[name]))
-			}
-			for _, pid := range pids {
-				pss, threads := pr.pssKiB(pid)
-				ps.PssKiB += pss
-				ps.Threads += threads
-			}
-			s.Procs[name] = ps
-		}
-	}
-	var mt, bt float64
-	for _, v := range s.MsgsPerNodeS {
-		mt += v
-	}
-	for _, v := range s.BytesPerNodeS {
-		bt += v
-	}
-	var vp, vb float64
-	for _, r := range s.Veth {
-		vp += r.PktsS
-		vb += r.BytesS
-	}
-	if len(s.Veth) > 0 {
-		vp, vb = vp/float64(len(s.Veth)), vb/float64(len(s.Veth))
-	}
-	say("sample   %-24s %.0fs: groupd wire %.2f msgs/node/s %.0f B/node/s; veth %.2f pkts/node/s %.0f B/node/s",
-		*label, w, mt, bt, vp, vb)
-	for name, ps := range s.Procs {
-		say("         %-24s cpu %.3f%% rss %.0f KiB (max %.0f) pss %.0f KiB pids %v", name, ps.CPUPct, ps.RSSKiB, ps.RSSMax, ps.PssKiB, ps.Pids)
-	}
-	return emit(s)
+	return out
 }
 
 // sent is what a set of nodes has sent, summed over the nodes, by message
@@ -312,15 +258,12 @@ type sent struct{ msgs, bytes map[string]float64 }
 // by package client with prometheus/common's expfmt rather than by
 // splitting lines, so that labels with spaces or escapes, exemplars and
 // timestamps cannot be misread.
-func sentByType(ctx context.Context, l lab, nodes []int) (sent, error) {
+func sentByType(l *netlab.Lab, nodes []int) (sent, error) {
 	s := sent{msgs: map[string]float64{}, bytes: map[string]float64{}}
 	for _, i := range nodes {
-		c, err := client.New("unix:" + l.sock(i))
-		if err != nil {
-			return sent{}, fmt.Errorf("node %d: %w", i, err)
-		}
-		fams, err := c.Metrics(ctx)
-		c.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		fams, err := l.Client(i).Metrics(ctx)
+		cancel()
 		if err != nil {
 			return sent{}, fmt.Errorf("node %d: %w", i, err)
 		}

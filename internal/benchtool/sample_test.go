@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"net"
 	"net/http"
@@ -10,15 +9,17 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	netlab "github.com/groupd/groupd/internal/lab"
 )
 
-// serveMetrics serves body as /metrics on node i's API socket of run.
-func serveMetrics(t *testing.T, l lab, i int, body string) {
+// serveMetrics serves body as /metrics on node i's API socket of l.
+func serveMetrics(t *testing.T, l *netlab.Lab, i int, body string) {
 	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(l.sock(i)), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(l.Sock(i)), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("unix", l.sock(i))
+	ln, err := net.Listen("unix", l.Sock(i))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +36,15 @@ func TestSentByType(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	l := lab{run: dir}
+	// A lab known by its run dir only: nothing of it is up.
+	state := `{"nodes":3,"prefix":"tt","subnet":"10.99.0.0/24","profile":"lan"}`
+	if err := os.WriteFile(filepath.Join(dir, "lab.json"), []byte(state), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l, err := netlab.Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	serveMetrics(t, l, 1, `# HELP groupd_messages_sent_total Wire messages sent, by type.
 # TYPE groupd_messages_sent_total counter
 groupd_messages_sent_total{type="Beacon"} 10
@@ -49,7 +58,7 @@ go_goroutines 12
 groupd_messages_sent_total{type="Beacon"} 5
 groupd_messages_sent_total{type="Ready"} 3
 `)
-	got, err := sentByType(context.Background(), l, []int{1, 2})
+	got, err := sentByType(l, []int{1, 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +69,7 @@ groupd_messages_sent_total{type="Ready"} 3
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("sentByType = %+v, want %+v", got, want)
 	}
-	if _, err := sentByType(context.Background(), l, []int{1, 3}); err == nil {
+	if _, err := sentByType(l, []int{1, 3}); err == nil {
 		t.Error("a node without a daemon gave no error")
 	}
 

@@ -1,21 +1,17 @@
 package main
 
+// The lab trials of groupd: a failover, a heal and a cold start, each
+// timed on the lab's recorded history (lab.Measure: the daemons' own
+// event times, the definition the end-to-end tests use), after polling
+// (lab.WaitFor) saw the condition hold.
+
 import (
-	"bufio"
-	"context"
-	"errors"
-	"flag"
-	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
-	"strconv"
-	"strings"
-	"syscall"
 	"time"
 
 	netlab "github.com/groupd/groupd/internal/lab"
+	"github.com/groupd/groupd/invariant"
+	"github.com/groupd/groupd/invitation"
 )
 
 // Result is one trial, lab or simulator. Times are seconds.
@@ -55,376 +51,140 @@ type Result struct {
 	Note      string     `json:"note,omitempty"`
 }
 
-// ---- failover ----------------------------------------------------------------
+// recorderWait is how long a measurement waits for the recorders to
+// deliver the events that show what polling saw.
+const recorderWait = 10 * time.Second
 
-func cmdFailover(args []string) error {
-	fs := flag.NewFlagSet("failover", flag.ExitOnError)
-	run := fs.String("run", "/tmp/groupd-lab", "lab run dir")
-	n := fs.Int("nodes", 0, "node count (nodes 1..N)")
-	victim := fs.Int("victim", 0, "node to kill (default: N, the coordinator)")
-	impl := fs.String("impl", "groupd-lan", "label of what runs")
-	trial := fs.Int("trial", 0, "trial number")
-	phase := fs.Duration("phase", time.Second, "random wait in [0, phase) before the kill")
-	timeout := fs.Duration("timeout", 30*time.Second, "give up after this")
-	fs.Parse(args)
-	if *n < 2 {
-		return errors.New("--nodes must be >= 2")
-	}
-	if *victim == 0 {
-		*victim = *n
-	}
-	l := lab{run: *run}
-	all := rangeInts(1, *n)
-	var survivors []int
-	for _, i := range all {
-		if i != *victim {
-			survivors = append(survivors, i)
-		}
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	ch, t, err := l.watchConverged(ctx, all, time.Now().Add(*timeout))
+// measured completes a trial once polling saw ok hold on ids: the
+// messages and bytes ids sent since before (their /metrics), and the
+// figure, from t0 to the first instant the recorded history shows ok
+// (looked for from from), with the first reaction after t0.
+func (r *Result) measured(l *netlab.Lab, before map[int]map[string]float64, ids []int, from, t0 time.Time, ok netlab.Pred) (time.Time, error) {
+	after, err := scrapeAll(l, ids)
 	if err != nil {
-		return fmt.Errorf("before the kill: %w", err)
+		return time.Time{}, err
 	}
-	pid, err := l.pid(*victim)
+	r.WindowS, r.Load = secs(time.Since(from)), load()
+	r.Msgs, r.Bytes = byType("groupd_messages_sent_total", before, after), byType("groupd_bytes_sent_total", before, after)
+	at, err := l.Measure(from, ids, ok, recorderWait)
 	if err != nil {
-		return fmt.Errorf("victim %d: %w", *victim, err)
+		return at, err
 	}
-	ph := phaseSleep(*phase)
-	t.drain(ch)
-	before, err := l.scrapeAll(survivors)
+	r.Seconds, r.FaultTime = secs(at.Sub(t0)), t0
+	if first := l.FirstReaction(t0, ids); !first.IsZero() {
+		r.DetectS = secs(first.Sub(t0))
+	}
+	return at, nil
+}
+
+// labFailover kills node victim of a converged lab (SIGKILL, after a
+// random phase in [0, phase)) and times until the survivors have failed
+// over (invariant L2: every survivor Normal in one group coordinated by a
+// survivor, listing every survivor). The messages and bytes the
+// survivors sent meanwhile come from their /metrics.
+func labFailover(l *netlab.Lab, victim int, impl string, trial int, phase, timeout time.Duration) (Result, error) {
+	all := netlab.Span(1, l.N())
+	survivors := slices.DeleteFunc(slices.Clone(all), func(i int) bool { return i == victim })
+	r := Result{Kind: "failover", Impl: impl, Source: "lab", N: l.N(), Trial: trial, Victim: victim}
+	if _, _, err := l.WaitFor("before the kill", all, timeout, netlab.Converged(all)); err != nil {
+		return r, err
+	}
+	r.PhaseS = secs(phaseSleep(phase))
+	before, err := scrapeAll(l, survivors)
 	if err != nil {
-		return err
+		return r, err
 	}
-	tBefore := time.Now()
-	tKill := time.Now()
-	t.setMark(tKill)
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-		return fmt.Errorf("kill %d: %w", pid, err)
-	}
-	if err := t.waitFor(ch, func() bool { return t.failedOver(survivors) }, tKill.Add(*timeout)); err != nil {
-		return fmt.Errorf("survivors did not fail over: %w", err)
-	}
-	after, err := l.scrapeAll(survivors)
+	w, err := l.Kill(victim)
 	if err != nil {
-		return err
+		return r, err
 	}
-	tAfter := time.Now()
-	done := t.doneAt(survivors)
-	st := t.views[survivors[0]].st
-	r := Result{
-		Kind: "failover", Impl: *impl, Source: "lab", N: *n, Trial: *trial,
-		Seconds: secs(done.Sub(tKill)), DetectS: secs(t.firstAt.Sub(tKill)), PhaseS: secs(ph),
-		Victim: *victim, Coordinator: int(st.Coordinator), Highest: int(st.Coordinator) == slices.Max(survivors),
-		Group: st.Group.String(), FaultTime: tKill, Load: load(),
-		Msgs:    byType("groupd_messages_sent_total", before, after),
-		Bytes:   byType("groupd_bytes_sent_total", before, after),
-		WindowS: secs(tAfter.Sub(tBefore)),
+	sts, _, err := l.WaitFor("survivors fail over", survivors, timeout, netlab.FailedOver(survivors))
+	if err != nil {
+		return r, err
 	}
+	if _, err := r.measured(l, before, survivors, w.Start, w.Start, netlab.IsFailedOver); err != nil {
+		return r, err
+	}
+	st := sts[survivors[0]]
+	r.Coordinator, r.Group = int(st.Coordinator), st.Group.String()
+	r.Highest = r.Coordinator == netlab.Highest(survivors, sts)
 	say("failover %-12s N=%-3d trial %-3d %.3fs (first reaction %.3fs) new coordinator %d group %s, %d msgs",
 		r.Impl, r.N, r.Trial, r.Seconds, r.DetectS, r.Coordinator, r.Group, int(sum(r.Msgs)))
-	return emit(r)
+	return r, nil
 }
 
-func sum(m map[string]float64) float64 {
-	var s float64
-	for _, v := range m {
-		s += v
+// labHeal partitions a converged lab into 1..N/2 | the rest, waits for
+// both sides to converge (split_s), holds the partition until hold after
+// it was in place, heals it and times from the end of the heal until one
+// group of all N coordinated by the highest node (invariant L1).
+func labHeal(l *netlab.Lab, impl string, trial int, hold, phase, timeout time.Duration) (Result, error) {
+	n := l.N()
+	all, k := netlab.Span(1, n), n/2
+	a, b := netlab.Span(1, k), netlab.Span(k+1, n)
+	r := Result{Kind: "heal", Impl: impl, Source: "lab", N: n, Trial: trial}
+	if _, _, err := l.WaitFor("before the partition", all, timeout, netlab.Converged(all)); err != nil {
+		return r, err
 	}
-	return s
-}
-
-// ---- heal ----------------------------------------------------------------------
-
-func cmdHeal(args []string) error {
-	fs := flag.NewFlagSet("heal", flag.ExitOnError)
-	run := fs.String("run", "/tmp/groupd-lab", "lab run dir")
-	netem := fs.String("netem", "scripts/netem", "directory of partition.sh and heal.sh")
-	n := fs.Int("nodes", 0, "node count (nodes 1..N)")
-	impl := fs.String("impl", "groupd-lan", "label of what runs")
-	trial := fs.Int("trial", 0, "trial number")
-	hold := fs.Duration("hold", 10*time.Second, "how long the partition lasts, from the moment partition.sh returned")
-	phase := fs.Duration("phase", time.Second, "random wait in [0, phase) before the partition")
-	timeout := fs.Duration("timeout", 60*time.Second, "give up waiting for a condition after this")
-	fs.Parse(args)
-	if *n < 2 {
-		return errors.New("--nodes must be >= 2")
-	}
-	l := lab{run: *run}
-	all := rangeInts(1, *n)
-	k := *n / 2
-	a, b := rangeInts(1, k), rangeInts(k+1, *n)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	ch, t, err := l.watchConverged(ctx, all, time.Now().Add(*timeout))
+	r.PhaseS = secs(phaseSleep(phase))
+	pw, err := l.Partition(a, b)
 	if err != nil {
-		return fmt.Errorf("before the partition: %w", err)
+		return r, err
 	}
-	ph := phaseSleep(*phase)
-	spec := fmt.Sprintf("1-%d|%d-%d", k, k+1, *n)
-	if k == 1 {
-		spec = fmt.Sprintf("1|%d-%d", k+1, *n)
+	bothSides := func(sts []invitation.Status) bool {
+		return invariant.IsConverged(sts[:k]) && invariant.IsConverged(sts[k:])
 	}
-	tPart := time.Now()
-	if out, err := exec.Command(filepath.Join(*netem, "partition.sh"), spec).CombinedOutput(); err != nil {
-		return fmt.Errorf("partition.sh %s: %v: %s", spec, err, out)
+	if _, _, err := l.WaitFor("the sides form their groups", all, hold+timeout, netlab.All(netlab.Converged(a), netlab.Converged(b))); err != nil {
+		_, _ = l.Heal(true)
+		return r, err
 	}
-	tPartEnd := time.Now()
-	split := func() bool { return t.converged(a) && t.converged(b) }
-	if err := t.waitFor(ch, split, tPartEnd.Add(*hold+*timeout)); err != nil {
-		return fmt.Errorf("the sides did not form their groups: %w", err)
-	}
-	splitS := secs(t.doneAt(all).Sub(tPartEnd))
-	// The hold counts from the moment every cut is in place (partition.sh
-	// returned): at N=64 partition.sh itself takes seconds.
-	time.Sleep(time.Until(tPartEnd.Add(*hold)))
-	t.drain(ch)
-	before, err := l.scrapeAll(all)
+	split, err := l.Measure(pw.Start, all, bothSides, recorderWait)
 	if err != nil {
-		return err
+		return r, err
 	}
-	tBefore := time.Now()
-	t.setMark(tBefore)
-	tHeal := time.Now()
-	if out, err := exec.Command(filepath.Join(*netem, "heal.sh"), "--partitions").CombinedOutput(); err != nil {
-		return fmt.Errorf("heal.sh: %v: %s", err, out)
-	}
-	tHealEnd := time.Now()
-	if err := t.waitFor(ch, func() bool { return t.converged(all) }, tHealEnd.Add(*timeout)); err != nil {
-		return fmt.Errorf("no single group after the heal: %w", err)
-	}
-	after, err := l.scrapeAll(all)
+	r.SplitS, r.PartCmdS = secs(split.Sub(pw.End)), secs(pw.End.Sub(pw.Start))
+	// The hold counts from the moment every cut is in place: at N = 64
+	// the partition itself takes seconds.
+	time.Sleep(time.Until(pw.End.Add(hold)))
+	before, err := scrapeAll(l, all)
 	if err != nil {
-		return err
+		return r, err
 	}
-	tAfter := time.Now()
-	done := t.doneAt(all)
-	st := t.views[*n].st
-	r := Result{
-		Kind: "heal", Impl: *impl, Source: "lab", N: *n, Trial: *trial,
-		Seconds: secs(done.Sub(tHealEnd)), FromCmdS: secs(done.Sub(tHeal)), CmdS: secs(tHealEnd.Sub(tHeal)),
-		SplitS: splitS, PartCmdS: secs(tPartEnd.Sub(tPart)), PhaseS: secs(ph), DetectS: secs(t.firstAt.Sub(tHealEnd)),
-		Coordinator: int(st.Coordinator), Highest: int(st.Coordinator) == *n, Group: st.Group.String(),
-		FaultTime: tHealEnd, Load: load(),
-		Msgs:    byType("groupd_messages_sent_total", before, after),
-		Bytes:   byType("groupd_bytes_sent_total", before, after),
-		WindowS: secs(tAfter.Sub(tBefore)),
+	hw, err := l.Heal(true)
+	if err != nil {
+		return r, err
 	}
-	say("heal     %-12s N=%-3d trial %-3d %.3fs after heal.sh (%.3fs from its start; it ran %.3fs); split took %.3fs; %d msgs",
+	sts, _, err := l.WaitFor("one group after the heal", all, timeout, netlab.Converged(all))
+	if err != nil {
+		return r, err
+	}
+	at, err := r.measured(l, before, all, hw.Start, hw.End, invariant.IsConverged)
+	if err != nil {
+		return r, err
+	}
+	r.FromCmdS, r.CmdS = secs(at.Sub(hw.Start)), secs(hw.End.Sub(hw.Start))
+	r.Coordinator, r.Group = int(sts[n].Coordinator), sts[n].Group.String()
+	r.Highest = r.Coordinator == n
+	say("heal     %-12s N=%-3d trial %-3d %.3fs after the heal (%.3fs from its start; it took %.3fs); split took %.3fs; %d msgs",
 		r.Impl, r.N, r.Trial, r.Seconds, r.FromCmdS, r.CmdS, r.SplitS, int(sum(r.Msgs)))
-	return emit(r)
+	return r, nil
 }
 
-// ---- keepalived ------------------------------------------------------------------
-
-// kaNode is keepalived's files for lab node i under dir: nI/keepalived.pid,
-// nI/vrrp.pid and nI/notify.log (lines "EPOCHREALTIME STATE PRIORITY"
-// written by the notify script).
-type kaNode struct{ dir string }
-
-func (k kaNode) file(i int, name string) string {
-	return filepath.Join(k.dir, fmt.Sprintf("n%d", i), name)
-}
-
-type notifyLine struct {
-	at    time.Time
-	state string
-}
-
-func (k kaNode) notify(i int) ([]notifyLine, error) {
-	f, err := os.Open(k.file(i, "notify.log"))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
+// labConverge times a cold start: from since until nodes 1..N are one
+// group coordinated by the highest (invariant L1).
+func labConverge(l *netlab.Lab, since time.Time, note string, timeout time.Duration) (Result, error) {
+	all := netlab.Span(1, l.N())
+	r := Result{Kind: "converge", Impl: "groupd-lan", Source: "lab", N: l.N(), Note: note}
+	sts, _, err := l.WaitFor("converge", all, timeout, netlab.Converged(all))
 	if err != nil {
-		return nil, err
+		return r, err
 	}
-	defer f.Close()
-	var out []notifyLine
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fl := strings.Fields(sc.Text())
-		if len(fl) < 2 {
-			continue
-		}
-		sec, err := strconv.ParseFloat(fl[0], 64)
-		if err != nil {
-			continue
-		}
-		whole := int64(sec)
-		out = append(out, notifyLine{at: time.Unix(whole, int64((sec-float64(whole))*1e9)), state: fl[1]})
-	}
-	return out, sc.Err()
-}
-
-func (k kaNode) state(i int) string {
-	ls, _ := k.notify(i)
-	if len(ls) == 0 {
-		return ""
-	}
-	return ls[len(ls)-1].state
-}
-
-func readPid(path string) (int, error) {
-	b, err := os.ReadFile(path)
+	at, err := l.Measure(since, all, invariant.IsConverged, recorderWait)
 	if err != nil {
-		return 0, err
+		return r, err
 	}
-	return strconv.Atoi(strings.TrimSpace(string(b)))
-}
-
-func cmdVRRP(args []string) error {
-	fs := flag.NewFlagSet("vrrp-failover", flag.ExitOnError)
-	dir := fs.String("ka", "/tmp/groupd-lab/keepalived", "keepalived run dir (nI/...)")
-	n := fs.Int("nodes", 0, "node count")
-	victim := fs.Int("victim", 0, "node whose keepalived is killed (default: N, the MASTER)")
-	trial := fs.Int("trial", 0, "trial number")
-	phase := fs.Duration("phase", time.Second, "random wait in [0, phase) before the kill")
-	timeout := fs.Duration("timeout", 20*time.Second, "give up after this")
-	fs.Parse(args)
-	if *victim == 0 {
-		*victim = *n
-	}
-	k := kaNode{dir: *dir}
-	var survivors []int
-	for i := 1; i <= *n; i++ {
-		if i != *victim {
-			survivors = append(survivors, i)
-		}
-	}
-	// The victim must be MASTER and everyone else BACKUP.
-	deadline := time.Now().Add(*timeout)
-	for {
-		ok := k.state(*victim) == "MASTER"
-		for _, i := range survivors {
-			ok = ok && k.state(i) == "BACKUP"
-		}
-		if ok {
-			break
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("node %d is not the only MASTER", *victim)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	parent, err := readPid(k.file(*victim, "keepalived.pid"))
-	if err != nil {
-		return err
-	}
-	child, err := readPid(k.file(*victim, "vrrp.pid"))
-	if err != nil {
-		return err
-	}
-	counts := map[int]int{}
-	for _, i := range survivors {
-		ls, _ := k.notify(i)
-		counts[i] = len(ls)
-	}
-	ph := phaseSleep(*phase)
-	// SIGKILL to the VRRP child (the process that sends adverts) and then
-	// to its parent, microseconds apart: neither can send a priority-0
-	// advert or respawn the other.
-	tKill := time.Now()
-	if err := syscall.Kill(child, syscall.SIGKILL); err != nil {
-		return fmt.Errorf("kill vrrp child %d: %w", child, err)
-	}
-	_ = syscall.Kill(parent, syscall.SIGKILL)
-	var first notifyLine
-	var who int
-	for first.at.IsZero() {
-		if time.Since(tKill) > *timeout {
-			return errors.New("no BACKUP became MASTER")
-		}
-		time.Sleep(2 * time.Millisecond)
-		for _, i := range survivors {
-			ls, _ := k.notify(i)
-			for _, l := range ls[min(counts[i], len(ls)):] {
-				if l.state == "MASTER" && (first.at.IsZero() || l.at.Before(first.at)) {
-					first, who = l, i
-				}
-			}
-		}
-	}
-	r := Result{
-		Kind: "failover", Impl: "keepalived", Source: "lab", N: *n, Trial: *trial,
-		Seconds: secs(first.at.Sub(tKill)), PhaseS: secs(ph), Victim: *victim,
-		Coordinator: who, Highest: who == slices.Max(survivors), FaultTime: tKill, Load: load(),
-	}
-	say("failover %-12s N=%-3d trial %-3d %.3fs new MASTER %d", r.Impl, r.N, r.Trial, r.Seconds, who)
-	return emit(r)
-}
-
-// ---- converge ----------------------------------------------------------------------
-
-// cmdConverge reads the events the lab's recorder wrote
-// (RUN/history.ndjson), checks that the nodes' last views are one
-// group, and reports when the last node reached its final view, from --since.
-func cmdConverge(args []string) error {
-	fs := flag.NewFlagSet("converge", flag.ExitOnError)
-	run := fs.String("run", "/tmp/groupd-lab", "lab run dir")
-	n := fs.Int("nodes", 0, "node count")
-	impl := fs.String("impl", "groupd-lan", "label")
-	since := fs.Float64("since", 0, "unix time (seconds, fractional) to measure from")
-	note := fs.String("note", "", "free text stored with the result")
-	fs.Parse(args)
-	all := rangeInts(1, *n)
-	t := newTracker()
-	h, err := netlab.ReadHistory(*run)
-	if err != nil {
-		return err
-	}
-	for _, e := range h.Events(time.Time{}, time.Time{}) {
-		if i := int(e.Node); i >= 1 && i <= *n {
-			t.apply(nodeEvent{node: i, ev: e})
-		}
-	}
-	if !t.converged(all) {
-		return fmt.Errorf("the recorded views are not one group: %s", t.describe())
-	}
-	whole := int64(*since)
-	from := time.Unix(whole, int64((*since-float64(whole))*1e9))
-	done := t.doneAt(all)
-	st := t.views[*n].st
-	r := Result{Kind: "converge", Impl: *impl, Source: "lab", N: *n, Seconds: secs(done.Sub(from)),
-		Coordinator: int(st.Coordinator), Highest: int(st.Coordinator) == *n, Group: st.Group.String(),
-		FaultTime: from, Load: load(), Note: *note}
+	r.Seconds, r.FaultTime, r.Load = secs(at.Sub(since)), since, load()
+	r.Coordinator, r.Group = int(sts[l.N()].Coordinator), sts[l.N()].Group.String()
+	r.Highest = r.Coordinator == l.N()
 	say("converge %-12s N=%-3d %.3fs to one group %s", r.Impl, r.N, r.Seconds, r.Group)
-	return emit(r)
-}
-
-// watchConverged follows the event streams of nodes until they are one
-// group (lab.sh wait's condition) or the deadline passes, and returns the
-// stream and the views for the trial that follows.
-func (l lab) watchConverged(ctx context.Context, nodes []int, deadline time.Time) (<-chan nodeEvent, *tracker, error) {
-	ch, err := l.watch(ctx, nodes)
-	if err != nil {
-		return nil, nil, err
-	}
-	t := newTracker()
-	if err := t.waitFor(ch, func() bool { return t.converged(nodes) }, deadline); err != nil {
-		return nil, nil, fmt.Errorf("not converged: %w", err)
-	}
-	return ch, t, nil
-}
-
-// cmdWait waits until nodes 1..N are one group (lab.sh wait's condition),
-// from their event streams: lighter than polling `groupd status` on a
-// loaded machine.
-func cmdWait(args []string) error {
-	fs := flag.NewFlagSet("wait", flag.ExitOnError)
-	run := fs.String("run", "/tmp/groupd-lab", "lab run dir")
-	n := fs.Int("nodes", 0, "node count")
-	timeout := fs.Duration("timeout", 60*time.Second, "give up after this")
-	fs.Parse(args)
-	all := rangeInts(1, *n)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	start := time.Now()
-	_, t, err := lab{run: *run}.watchConverged(ctx, all, start.Add(*timeout))
-	if err != nil {
-		return err
-	}
-	say("wait: nodes 1..%d in group %s (coordinator %d) after %.1fs", *n, t.views[*n].st.Group, t.views[*n].st.Coordinator, time.Since(start).Seconds())
-	return nil
+	return r, nil
 }

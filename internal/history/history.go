@@ -329,6 +329,18 @@ func (h *History) Events(from, to time.Time) []schema.Event {
 	return out
 }
 
+// FirstEvent returns the first event at or after from, of a node of ids
+// (of any node when ids is nil), that is not a snapshot: the first
+// reaction to a fault.
+func (h *History) FirstEvent(from time.Time, ids []wire.NodeID) (schema.Event, bool) {
+	for _, ev := range h.Events(from, time.Time{}) {
+		if ev.Reason != schema.ReasonSnapshot && (ids == nil || slices.Contains(ids, ev.Node)) {
+			return ev, true
+		}
+	}
+	return schema.Event{}, false
+}
+
 // Groups returns the group numbers in node's recorded views with time in
 // [from, to), in order of first appearance.
 func (h *History) Groups(node wire.NodeID, from, to time.Time) []wire.GroupNumber {

@@ -208,6 +208,25 @@ func TestCheckPoints(t *testing.T) {
 	if got, ok := h.FirstTime(at(0), []wire.NodeID{1, 2, 3}, invariant.IsConverged); !ok || !got.Equal(at(220)) {
 		t.Errorf("converged first seen at %v, %v; want %v", got, ok, at(220))
 	}
+	// FirstEvent: the survivors' first reaction to the kill, and nothing
+	// after the last event.
+	if ev, ok := h.FirstEvent(at(900), []wire.NodeID{1, 2}); !ok || ev.Node != 2 || !ev.Time.Equal(at(1000)) {
+		t.Errorf("first reaction %v %v; want node 2's at %v", ev, ok, at(1000))
+	}
+	if ev, ok := h.FirstEvent(at(1001), []wire.NodeID{1}); !ok || !ev.Time.Equal(at(1010)) {
+		t.Errorf("node 1's first reaction %v %v", ev, ok)
+	}
+	if _, ok := h.FirstEvent(at(1111), nil); ok {
+		t.Error("an event after the last one")
+	}
+	snaps := New()
+	snap := ev(5, 1, 1, N, 1, 1, 1)
+	snap.Reason = schema.ReasonSnapshot
+	snaps.AddEvent(snap)
+	snaps.AddEvent(ev(6, 1, 1, N, 1, 1, 1))
+	if ev, ok := snaps.FirstEvent(at(0), nil); !ok || !ev.Time.Equal(at(6)) {
+		t.Errorf("a snapshot was taken for a reaction: %v %v", ev, ok)
+	}
 	if g := h.Groups(1, at(0), at(2000)); !slices.Equal(g, []wire.GroupNumber{{Seq: 1, ID: 1}, {Seq: 2, ID: 3}, {Seq: 3, ID: 2}}) {
 		t.Errorf("groups of node 1: %v", g)
 	}

@@ -230,7 +230,10 @@ func chain(prefix, kind string) string { return strings.ToUpper(prefix) + "-" + 
 // permanent neighbour entries for the others.
 func mac(i int) string { return fmt.Sprintf("02:4e:00:00:%02x:%02x", i>>8, i&0xff) }
 
-func timing(profile string) invitation.Timing {
+// ProfileTiming is the protocol timing of groupd's profile ("lan" or
+// "fast"): the source of every bound (T_heal, T_failover) a lab asserts
+// or waits for.
+func ProfileTiming(profile string) invitation.Timing {
 	if profile == "fast" {
 		return invitation.FastTiming()
 	}

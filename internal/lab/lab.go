@@ -161,7 +161,7 @@ func Open(dir string, logf func(string, ...any)) (*Lab, error) {
 
 func newLab(cfg Config) *Lab {
 	ctx, cancel := context.WithCancel(context.Background())
-	l := &Lab{cfg: cfg, timing: timing(cfg.Profile), nodes: make([]*node, cfg.Nodes+1), ctx: ctx, cancel: cancel}
+	l := &Lab{cfg: cfg, timing: ProfileTiming(cfg.Profile), nodes: make([]*node, cfg.Nodes+1), ctx: ctx, cancel: cancel}
 	if !cfg.Detach || len(cfg.Recorder) == 0 {
 		l.hist = history.New()
 	}
@@ -278,7 +278,7 @@ func (l *Lab) Configure(bin, profile string, args []string) error {
 		return err
 	}
 	l.cfg = c
-	l.timing = timing(c.Profile)
+	l.timing = ProfileTiming(c.Profile)
 	return l.save()
 }
 

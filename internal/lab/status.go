@@ -129,6 +129,19 @@ func FailedOver(ids []int) Cond {
 	}
 }
 
+// All holds when every one of cs holds (both sides of a partition
+// converged, each among its own).
+func All(cs ...Cond) Cond {
+	return func(sts map[int]schema.Status) string {
+		for _, c := range cs {
+			if why := c(sts); why != "" {
+				return why
+			}
+		}
+		return ""
+	}
+}
+
 // Highest is the highest-ranked node among the views of ids (rank =
 // (priority, id), as invariant ranks them).
 func Highest(ids []int, sts map[int]schema.Status) int {

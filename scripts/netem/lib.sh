@@ -1,13 +1,12 @@
 # shellcheck shell=bash
-# lib.sh: what the lab scripts (lab.sh, partition.sh, heal.sh, degrade.sh,
-# experiment.sh) share. Source it, do not run it.
+# lib.sh: what the scripts of scripts/netem and scripts/bench share.
+# Source it, do not run it.
 #
 # The lab itself is Go: package internal/lab, driven by the command
-# internal/cmd/lab, which gd_run builds once into the run dir (again when a
-# Go file of the repository, or a file of the page it embeds, ui/assets, is
-# newer) and runs. The scripts only check
-# what a shell checks best (root, the tools, installing a missing one) and
-# keep their documented names and flags. See README.md.
+# internal/cmd/lab (gd_run); the benchmarks are internal/benchtool
+# (gd_bench). Each is built once into the repository's bin/ and run. The
+# scripts only check what a shell checks best (root, the tools, installing
+# a missing one) and keep their documented names and flags. See README.md.
 
 GD_SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 GD_REPO_ROOT=$(cd "$GD_SCRIPT_DIR/../.." && pwd)
@@ -41,25 +40,48 @@ gd_need_cmd() {
 	gd_die "$cmd is missing: install it with 'apt-get install -y $pkg'"
 }
 
-# gd_run SUBCOMMAND ARGS...: run the lab command (never returns). The run
-# dir follows the lab's rule: $GROUPD_LAB_DIR, else /tmp/groupd-lab, or
-# /tmp/groupd-lab-PREFIX for another GROUPD_LAB_PREFIX.
-gd_run() {
-	local dir bin prefix=${GROUPD_LAB_PREFIX:-gd}
-	if [[ $prefix == gd ]]; then
-		dir=${GROUPD_LAB_DIR:-/tmp/groupd-lab}
-	else
-		dir=${GROUPD_LAB_DIR:-/tmp/groupd-lab-$prefix}
-	fi
-	bin=${GROUPD_LABCTL:-$dir/labctl}
-	if [[ -z ${GROUPD_LABCTL:-} ]] && { [[ ! -x $bin ]] ||
-		[[ -n $(find "$GD_REPO_ROOT" \( -name '*.go' -o -name go.mod -o -name go.sum -o -path '*/ui/assets/*' \) -newer "$bin" -print -quit 2>/dev/null) ]]; }; then
-		command -v go >/dev/null 2>&1 || gd_die "go is missing: it builds the lab command (internal/cmd/lab); or set GROUPD_LABCTL to one"
-		mkdir -p "$dir"
-		(cd "$GD_REPO_ROOT" && go build -o "$bin" ./internal/cmd/lab) || gd_die "go build ./internal/cmd/lab failed"
+# GD_BIN_DIR: where gd_go keeps the commands it builds, one directory per
+# repository (outside it: the repository's tests read its files).
+GD_BIN_DIR=${TMPDIR:-/tmp}/groupd-bin-$(printf %s "$GD_REPO_ROOT" | cksum | cut -d' ' -f1)
+
+# gd_go NAME PACKAGE ARGS...: build PACKAGE of this repository once into
+# GD_BIN_DIR/NAME (again when a Go file of the repository, or a file of the
+# page it embeds, ui/assets, is newer) and run it with ARGS (never returns).
+gd_go() {
+	local bin=$GD_BIN_DIR/$1 pkg=$2
+	shift 2
+	if [[ ! -x $bin ]] || [[ -n $(find "$GD_REPO_ROOT" \( -name '*.go' -o -name go.mod -o -name go.sum -o -path '*/ui/assets/*' \) -newer "$bin" -print -quit 2>/dev/null) ]]; then
+		command -v go >/dev/null 2>&1 || gd_die "go is missing: it builds $pkg"
+		mkdir -p "${bin%/*}" && (cd "$GD_REPO_ROOT" && go build -o "$bin" "$pkg") || gd_die "go build $pkg failed"
 	fi
 	export GROUPD_LAB_REPO=$GD_REPO_ROOT
 	exec "$bin" "$@"
+}
+
+# gd_run SUBCOMMAND ARGS...: run the lab command (internal/cmd/lab, or
+# GROUPD_LABCTL) (never returns).
+gd_run() {
+	if [[ -n ${GROUPD_LABCTL:-} ]]; then
+		export GROUPD_LAB_REPO=$GD_REPO_ROOT
+		exec "$GROUPD_LABCTL" "$@"
+	fi
+	gd_go labctl ./internal/cmd/lab "$@"
+}
+
+# gd_bench ARGS...: a script of scripts/bench: with -h/--help it prints the
+# script's own header comment; otherwise it checks root and runs benchtool
+# ARGS (internal/benchtool).
+gd_bench() {
+	local a
+	for a in "$@"; do
+		[[ $a == -- ]] && break
+		if [[ $a == -h || $a == --help ]]; then
+			awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"
+			exit 0
+		fi
+	done
+	gd_need_root
+	gd_go benchtool ./internal/benchtool "$@"
 }
 
 # gd_script SUBCOMMAND HELP-LINES TOOL:PACKAGE... -- ARGS...: a fault script.

@@ -23,7 +23,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strconv"
@@ -86,40 +85,20 @@ func (c *cli) warn(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "%s: warning: %s\n", c.prog, fmt.Sprintf(format, args...))
 }
 
-// env is the lab's environment (scripts/netem/README.md).
+// env is the lab's environment (scripts/netem/README.md; lab.FromEnv).
 type env struct {
 	prefix, dir, bin, profile, faults, repo string
 	subnet, bridge                          string
 }
 
 func readEnv() (env, error) {
-	e := env{
-		prefix: os.Getenv("GROUPD_LAB_PREFIX"), subnet: os.Getenv("GROUPD_LAB_SUBNET"), dir: os.Getenv("GROUPD_LAB_DIR"),
-		bridge: os.Getenv("GROUPD_LAB_BRIDGE"),
-		bin:    os.Getenv("GROUPD_BIN"), profile: os.Getenv("GROUPD_PROFILE"), faults: os.Getenv("GROUPD_FAULTS"), repo: os.Getenv("GROUPD_LAB_REPO"),
-	}
-	if e.prefix == "" {
-		e.prefix = "gd"
-	}
-	if e.subnet == "" {
-		e.subnet = "10.77.0"
-	}
-	if e.dir == "" {
-		e.dir = "/tmp/groupd-lab"
-		if e.prefix != "gd" {
-			e.dir += "-" + e.prefix
-		}
-	}
-	if e.profile == "" {
-		e.profile = "lan"
-	}
-	if e.faults != lab.FaultsAuto && e.faults != lab.FaultsNetem && e.faults != lab.FaultsIptables {
-		return e, fmt.Errorf("GROUPD_FAULTS must be netem or iptables, not %q", e.faults)
-	}
-	if !filepath.IsAbs(e.dir) || filepath.Clean(e.dir) == "/" {
-		return e, fmt.Errorf("GROUPD_LAB_DIR must be an absolute path other than /, not %q", e.dir)
-	}
-	return e, nil
+	e, err := lab.FromEnv(lab.DefaultPrefix, lab.DefaultSubnet)
+	return env{prefix: e.Prefix, dir: e.Dir, bin: e.Bin, profile: e.Profile, faults: e.Faults, repo: e.Repo, subnet: e.Subnet, bridge: e.Bridge}, err
+}
+
+// labEnv is e for package lab.
+func (e env) labEnv() lab.Env {
+	return lab.Env{Prefix: e.prefix, Subnet: e.subnet, Dir: e.dir, Bridge: e.bridge, Bin: e.bin, Profile: e.profile, Faults: e.faults, Repo: e.repo}
 }
 
 func needRoot() error {
@@ -158,40 +137,28 @@ func (c *cli) openFaults() (*lab.Lab, error) {
 	return c.open(e)
 }
 
-// config is the lab configuration for `up` from the environment.
+// config is the lab configuration for `up` from the environment: its
+// daemons outlive the command, recorded by a background `lab record`.
 func (c *cli) config(e env, n int) (lab.Config, error) {
-	subnet, err := lab.ParseSubnet(e.subnet)
+	cfg, err := e.labEnv().Config(n)
 	if err != nil {
-		return lab.Config{}, err
+		return cfg, err
 	}
 	self, err := os.Executable()
 	if err != nil {
-		return lab.Config{}, fmt.Errorf("finding this command for the recorder: %w", err)
+		return cfg, fmt.Errorf("finding this command for the recorder: %w", err)
 	}
-	return lab.Config{Nodes: n, Prefix: e.prefix, Subnet: subnet, Bridge: e.bridge, Dir: e.dir, Profile: e.profile, Faults: e.faults,
-		InheritEnv: true, Detach: true, Recorder: []string{self, "lab", "record"}}, nil
+	cfg.Bin, cfg.Detach, cfg.Recorder = "", true, []string{self, "lab", "record"}
+	return cfg, nil
 }
 
 // groupdBin returns the binary to run: GROUPD_BIN, or ./cmd/groupd of the
 // repository built into the run dir.
 func (c *cli) groupdBin(e env) (string, error) {
-	if e.bin != "" {
-		if fi, err := os.Stat(e.bin); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
-			return "", fmt.Errorf("GROUPD_BIN=%s is not an executable", e.bin)
-		}
-		return e.bin, nil
+	if e.bin == "" {
+		c.say("building %s from %s", filepath.Join(e.dir, "groupd"), e.repo)
 	}
-	if e.repo == "" {
-		return "", errors.New("no groupd binary: set GROUPD_BIN, or GROUPD_LAB_REPO to the repository to build it from")
-	}
-	out := filepath.Join(e.dir, "groupd")
-	c.say("building %s from %s", out, e.repo)
-	cmd := exec.Command("go", "build", "-o", out, "./cmd/groupd")
-	cmd.Dir = e.repo
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build ./cmd/groupd failed (set GROUPD_BIN to use another binary): %v\n%s", err, b)
-	}
-	return out, nil
+	return e.labEnv().GroupdBin(filepath.Join(e.dir, "groupd"))
 }
 
 // nodeArg reads a node number of a lab of n nodes.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/groupd/groupd/internal/history"
+	"github.com/groupd/groupd/internal/lab"
 )
 
 func TestEnv(t *testing.T) {
@@ -83,7 +84,9 @@ func TestExperimentOptions(t *testing.T) {
 	if err := x.parse([]string{"chaos", "--minutes", "2", "--seed", "7", "--keep", "--", "--log-level", "debug"}); err != nil {
 		t.Fatal(err)
 	}
-	if x.n != 8 || x.minutes != 2 || x.seed != 7 || !x.keep || x.settle != 4*time.Second || strings.Join(x.runArgs, " ") != "--log-level debug" {
+	// --settle defaults to the profile's T_heal + 2 s, in whole seconds.
+	settle := (lab.ProfileTiming("fast").HealBound() + 2*time.Second + time.Second - 1).Truncate(time.Second)
+	if x.n != 8 || x.minutes != 2 || x.seed != 7 || !x.keep || x.o.Chaos.Settle != settle || strings.Join(x.runArgs, " ") != "--log-level debug" {
 		t.Errorf("chaos options: %+v", x)
 	}
 	x = &experiment{c: &cli{prog: "experiment"}, e: env{profile: "lan"}}
