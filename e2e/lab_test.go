@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/groupd/groupd/group"
-	"github.com/groupd/groupd/internal/history"
 	"github.com/groupd/groupd/internal/lab"
 	"github.com/groupd/groupd/invitation"
+	"github.com/groupd/groupd/schema"
 	"github.com/groupd/groupd/wire"
 )
 
@@ -292,7 +292,7 @@ func (tl *tlab) measure(what string, from time.Time, ids []int, ok func([]invita
 // survivors failed over).
 func (tl *tlab) checkpoint(spec string, at time.Time, what string) {
 	tl.t.Helper()
-	id, err := tl.Mark(history.KindCheck, spec, what, at)
+	id, err := tl.Mark(schema.KindCheck, spec, what, at)
 	if err != nil {
 		tl.t.Fatalf("e2e: %v", err)
 	}

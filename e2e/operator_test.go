@@ -30,6 +30,7 @@ import (
 	"github.com/groupd/groupd/internal/lab"
 	"github.com/groupd/groupd/invariant"
 	"github.com/groupd/groupd/invitation"
+	"github.com/groupd/groupd/schema"
 	"github.com/groupd/groupd/store"
 	"github.com/groupd/groupd/wire"
 )
@@ -636,7 +637,7 @@ func (l *tlab) mixedLAN(what string, heal time.Duration, opts map[int]lab.Option
 	h, _ := l.History()
 	var from time.Time
 	for _, m := range h.Marks() {
-		if m.Kind == history.KindStart {
+		if m.Kind == schema.KindStart {
 			from = m.Time
 			break
 		}

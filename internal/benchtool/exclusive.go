@@ -32,8 +32,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/groupd/groupd/internal/history"
 	netlab "github.com/groupd/groupd/internal/lab"
+	"github.com/groupd/groupd/schema"
 )
 
 // The faults, in the report's order.
@@ -538,7 +538,7 @@ func (r *exclRunner) round(p exclPeer, poller *exclPoller, fault string, k int) 
 		if err != nil {
 			return res, fmt.Errorf("freeze: %w", err)
 		}
-		if _, err := l.Mark(history.KindPause, strconv.Itoa(leader), "", tF); err != nil {
+		if _, err := l.Mark(schema.KindPause, strconv.Itoa(leader), "", tF); err != nil {
 			return res, err
 		}
 		sleepUntil(tF.Add(o.freeze))
@@ -546,7 +546,7 @@ func (r *exclRunner) round(p exclPeer, poller *exclPoller, fault string, k int) 
 		if err := signalAll(reversed(pids), syscall.SIGCONT); err != nil {
 			return res, fmt.Errorf("thaw: %w", err)
 		}
-		if _, err := l.Mark(history.KindResume, strconv.Itoa(leader), "", tEnd); err != nil {
+		if _, err := l.Mark(schema.KindResume, strconv.Itoa(leader), "", tEnd); err != nil {
 			return res, err
 		}
 	case "kill":

@@ -26,8 +26,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/groupd/groupd/internal/history"
 	netlab "github.com/groupd/groupd/internal/lab"
+	"github.com/groupd/groupd/schema"
 )
 
 // peerProcs are the processes of one implementation on nodes 1..N.
@@ -264,7 +264,7 @@ func (c *children) kill(i int) (time.Time, error) {
 		return time.Time{}, err
 	}
 	t := time.Now()
-	if _, err := c.e.l.Mark(history.KindKill, strconv.Itoa(i), "", t); err != nil {
+	if _, err := c.e.l.Mark(schema.KindKill, strconv.Itoa(i), "", t); err != nil {
 		return t, err
 	}
 	if err := signalAll(pids, syscall.SIGKILL); err != nil {

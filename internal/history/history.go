@@ -10,7 +10,7 @@
 //
 //   - events: what `groupd watch --json` (GET /v1/events) printed, one
 //     schema.Event per line, each a node's own view;
-//   - marks: what the lab did and where it wants a check, one Mark per line
+//   - marks: what the lab did and where it wants a check, one schema.Mark per line
 //     ({"time","kind","spec"}, the faults.ndjson format that `groupd
 //     timeline --faults` draws).
 //
@@ -71,29 +71,6 @@ import (
 	"github.com/groupd/groupd/wire"
 )
 
-// Mark kinds (schema's), under the names the lab and its tests use.
-const (
-	KindStart     = schema.KindStart
-	KindPartition = schema.KindPartition
-	KindOneway    = schema.KindOneway
-	KindLoss      = schema.KindLoss
-	KindDelay     = schema.KindDelay
-	KindHeal      = schema.KindHeal
-	KindKill      = schema.KindKill
-	KindStop      = schema.KindStop
-	KindRestart   = schema.KindRestart
-	KindWipe      = schema.KindWipe
-	KindRestore   = schema.KindRestore
-	KindQuiet     = schema.KindQuiet
-	KindCheck     = schema.KindCheck
-	KindEnd       = schema.KindEnd
-	KindPause     = schema.KindPause
-	KindResume    = schema.KindResume
-)
-
-// Mark is one thing the lab did, or a check point (schema.Mark).
-type Mark = schema.Mark
-
 type kind int
 
 const (
@@ -114,7 +91,7 @@ type record struct {
 	node  wire.NodeID
 	nodes []wire.NodeID // crash, start: the nodes; check: nil for every live node
 	ev    schema.Event
-	mark  Mark
+	mark  schema.Mark
 	check string // "L1" or "L2"
 }
 
@@ -184,7 +161,7 @@ func blank(line []byte) bool { return len(bytes.TrimSpace(line)) == 0 }
 
 // AddMark records a mark and returns its ID (a check point's ID in
 // Result.Checks). A mark whose spec does not fit its kind is refused.
-func (h *History) AddMark(m Mark) (int, error) {
+func (h *History) AddMark(m schema.Mark) (int, error) {
 	r, err := markRecord(m)
 	if err != nil {
 		return 0, err
@@ -192,39 +169,39 @@ func (h *History) AddMark(m Mark) (int, error) {
 	return h.add(r), nil
 }
 
-func markRecord(m Mark) (record, error) {
+func markRecord(m schema.Mark) (record, error) {
 	r := record{t: m.Time, mark: m, kind: kNote}
 	if m.Time.IsZero() || m.Kind == "" {
 		return r, fmt.Errorf("history: mark without a time or a kind: %+v", m)
 	}
 	var err error
 	switch m.Kind {
-	case KindKill, KindStop, KindRestart: // schema.Mark.Down
+	case schema.KindKill, schema.KindStop, schema.KindRestart: // schema.Mark.Down
 		r.kind = kCrash
-		r.nodes, err = ParseIDs(m.Spec)
-	case KindStart:
+		r.nodes, err = schema.ParseIDs(m.Spec)
+	case schema.KindStart:
 		r.kind = kStart
-		r.nodes, err = ParseIDs(m.Spec)
-	case KindWipe, KindRestore:
+		r.nodes, err = schema.ParseIDs(m.Spec)
+	case schema.KindWipe, schema.KindRestore:
 		r.kind = kLost
-		r.nodes, err = ParseIDs(m.Spec)
-	case KindHeal:
+		r.nodes, err = schema.ParseIDs(m.Spec)
+	case schema.KindHeal:
 		r.kind = kHeal
-	case KindQuiet:
+	case schema.KindQuiet:
 		r.kind, r.check = kCheck, "L1"
-	case KindCheck:
+	case schema.KindCheck:
 		r.kind = kCheck
 		what, list, _ := strings.Cut(strings.TrimSpace(m.Spec), " ")
 		switch {
 		case what != "L1" && what != "L2":
 			err = errors.New("want L1 or L2")
 		case list != "":
-			r.nodes, err = ParseIDs(list)
+			r.nodes, err = schema.ParseIDs(list)
 		case what == "L2":
 			err = errors.New("L2 needs the survivors")
 		}
 		r.check = what
-	case KindEnd:
+	case schema.KindEnd:
 		r.kind = kEnd
 	}
 	if err != nil {
@@ -354,9 +331,9 @@ func (h *History) Groups(node wire.NodeID, from, to time.Time) []wire.GroupNumbe
 }
 
 // Marks returns the marks, in time order.
-func (h *History) Marks() []Mark {
+func (h *History) Marks() []schema.Mark {
 	recs, _ := h.sorted()
-	var out []Mark
+	var out []schema.Mark
 	for _, r := range recs {
 		if r.kind != kEvent {
 			out = append(out, r.mark)

@@ -169,18 +169,18 @@ func TestCheckPoints(t *testing.T) {
 	}
 	add := func(ms int, kind, spec string) int {
 		t.Helper()
-		id, err := h.AddMark(Mark{Time: at(ms), Kind: kind, Spec: spec, Label: kind + " " + spec})
+		id, err := h.AddMark(schema.Mark{Time: at(ms), Kind: kind, Spec: spec, Label: kind + " " + spec})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return id
 	}
-	add(900, KindKill, "3")
-	early := add(1050, KindCheck, "L2 1,2")
-	l2 := add(1200, KindCheck, "L2 1,2")
-	side := add(1200, KindCheck, "L1 1-2")
-	all := add(1200, KindCheck, "L1")
-	withDead := add(1200, KindCheck, "L1 1,3")
+	add(900, schema.KindKill, "3")
+	early := add(1050, schema.KindCheck, "L2 1,2")
+	l2 := add(1200, schema.KindCheck, "L2 1,2")
+	side := add(1200, schema.KindCheck, "L1 1-2")
+	all := add(1200, schema.KindCheck, "L1")
+	withDead := add(1200, schema.KindCheck, "L1 1,3")
 	res := h.Replay()
 	want := map[int]bool{early: false, l2: true, side: true, all: true, withDead: false}
 	for id, ok := range want {
@@ -192,10 +192,10 @@ func TestCheckPoints(t *testing.T) {
 	if c, _ := res.Check(l2); c.Kind != "L2" || !slices.Equal(c.Nodes, []wire.NodeID{1, 2}) {
 		t.Errorf("L2 check: %+v", c)
 	}
-	if _, err := h.AddMark(Mark{Time: at(1), Kind: KindCheck, Spec: "L2"}); err == nil {
+	if _, err := h.AddMark(schema.Mark{Time: at(1), Kind: schema.KindCheck, Spec: "L2"}); err == nil {
 		t.Error("an L2 check without survivors was accepted")
 	}
-	if _, err := h.AddMark(Mark{Time: at(1), Kind: KindKill, Spec: "x"}); err == nil {
+	if _, err := h.AddMark(schema.Mark{Time: at(1), Kind: schema.KindKill, Spec: "x"}); err == nil {
 		t.Error("a kill of no node was accepted")
 	}
 
@@ -240,10 +240,10 @@ func TestWipedNodeStartsAgain(t *testing.T) {
 	for _, e := range formed() {
 		h.AddEvent(e)
 	}
-	h.AddMark(Mark{Time: at(300), Kind: KindStop, Spec: "3"})
+	h.AddMark(schema.Mark{Time: at(300), Kind: schema.KindStop, Spec: "3"})
 	h.AddEvent(ev(310, 3, 1, N, 9, 3, 3)) // shutting down: not checked (it would be S1)
-	h.AddMark(Mark{Time: at(400), Kind: KindWipe, Spec: "3"})
-	h.AddMark(Mark{Time: at(500), Kind: KindStart, Spec: "3"})
+	h.AddMark(schema.Mark{Time: at(400), Kind: schema.KindWipe, Spec: "3"})
+	h.AddMark(schema.Mark{Time: at(500), Kind: schema.KindStart, Spec: "3"})
 	h.AddEvent(ev(600, 3, 1, N, 5, 3, 3))
 	res := h.Replay()
 	if !res.OK() || res.Stale != 1 || res.Restarts != 1 || res.Crashes != 1 {
@@ -253,7 +253,7 @@ func TestWipedNodeStartsAgain(t *testing.T) {
 		t.Errorf("events after the start: %v", v)
 	}
 	// An end mark ends the replay: the shutdown after it is not checked.
-	h.AddMark(Mark{Time: at(700), Kind: KindEnd, Spec: "teardown"})
+	h.AddMark(schema.Mark{Time: at(700), Kind: schema.KindEnd, Spec: "teardown"})
 	h.AddEvent(ev(800, 3, 1, N, 2, 3, 3)) // would be S1 (2.3 again)
 	if res := h.Replay(); !res.OK() {
 		t.Errorf("an event after the end was checked: %v", res.Safety)
@@ -284,17 +284,17 @@ func TestMemberPriority(t *testing.T) {
 
 func TestParseFormatIDs(t *testing.T) {
 	for spec, want := range map[string][]wire.NodeID{"3": {3}, "1,2,5": {1, 2, 5}, "3-5": {3, 4, 5}, "1, 4-6": {1, 4, 5, 6}} {
-		got, err := ParseIDs(spec)
+		got, err := schema.ParseIDs(spec)
 		if err != nil || !slices.Equal(got, want) {
-			t.Errorf("ParseIDs(%q) = %v, %v", spec, got, err)
+			t.Errorf("schema.ParseIDs(%q) = %v, %v", spec, got, err)
 		}
 	}
 	for _, bad := range []string{"", "0", "a", "5-3", "1,1", "1-2,2", "-3"} {
-		if _, err := ParseIDs(bad); err == nil {
-			t.Errorf("ParseIDs(%q) accepted", bad)
+		if _, err := schema.ParseIDs(bad); err == nil {
+			t.Errorf("schema.ParseIDs(%q) accepted", bad)
 		}
 	}
-	if s := FormatIDs([]wire.NodeID{1, 2, 3, 5, 7, 8}); s != "1-3,5,7,8" {
+	if s := schema.FormatIDs([]wire.NodeID{1, 2, 3, 5, 7, 8}); s != "1-3,5,7,8" {
 		t.Errorf("FormatIDs = %q", s)
 	}
 }

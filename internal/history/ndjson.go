@@ -39,7 +39,7 @@ func (h *History) Read(r io.Reader) (int, error) {
 				err = h.AddEvent(ev)
 			}
 		case probe.Kind != nil:
-			var m Mark
+			var m schema.Mark
 			if err = json.Unmarshal(b, &m); err == nil {
 				_, err = h.AddMark(m)
 			}

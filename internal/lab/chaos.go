@@ -7,7 +7,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/groupd/groupd/internal/history"
+	"github.com/groupd/groupd/schema"
 )
 
 // ChaosOptions configure Chaos.
@@ -133,7 +133,7 @@ func Chaos(ctx context.Context, l *Lab, o ChaosOptions) (ChaosResult, error) {
 			r.LastConverged = time.Now()
 			logf("chaos round %d: converged %.1fs after the heal and restarts; check point at +%v", r.Rounds, t1.Sub(t0).Seconds(), o.Settle)
 		}
-		if _, err := l.Mark(history.KindQuiet, label, label+": L1 at heal + "+o.Settle.String(), time.Now()); err != nil {
+		if _, err := l.Mark(schema.KindQuiet, label, label+": L1 at heal + "+o.Settle.String(), time.Now()); err != nil {
 			return r, err
 		}
 		if err := sleep(o.Quiet); err != nil {
@@ -168,10 +168,10 @@ func chaosFault(l *Lab, rng *rand.Rand, down *[]int) (kind, spec string, err err
 			slices.Sort(s)
 		}
 		_, err = l.Partition(sides...)
-		return history.KindPartition, fmt.Sprint(sides), err
+		return schema.KindPartition, fmt.Sprint(sides), err
 	case 2: // a one-way cut
 		_, err = l.Cut(perm[0], perm[1])
-		return history.KindOneway, fmt.Sprintf("%d->%d", perm[0], perm[1]), err
+		return schema.KindOneway, fmt.Sprintf("%d->%d", perm[0], perm[1]), err
 	case 3: // loss on every sender, or on some
 		d := Degradation{LossPct: float64(5 * (1 + rng.IntN(6)))}
 		if rng.IntN(2) == 0 {
@@ -182,7 +182,7 @@ func chaosFault(l *Lab, rng *rand.Rand, down *[]int) (kind, spec string, err err
 		if d.Nodes != nil {
 			spec += " from " + FormatIDs(d.Nodes)
 		}
-		return history.KindLoss, spec, err
+		return schema.KindLoss, spec, err
 	case 4: // kill -9
 		for _, i := range perm {
 			if len(*down) >= n/2 {
@@ -191,14 +191,14 @@ func chaosFault(l *Lab, rng *rand.Rand, down *[]int) (kind, spec string, err err
 			if !slices.Contains(*down, i) {
 				*down = append(*down, i)
 				_, err = l.Kill(i)
-				return history.KindKill, fmt.Sprint(i), err
+				return schema.KindKill, fmt.Sprint(i), err
 			}
 		}
 	default: // a graceful restart on the same data dir
 		for _, i := range perm {
 			if !slices.Contains(*down, i) {
 				_, err = l.Restart(i, false)
-				return history.KindRestart, fmt.Sprint(i), err
+				return schema.KindRestart, fmt.Sprint(i), err
 			}
 		}
 	}

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/groupd/groupd/client"
-	"github.com/groupd/groupd/internal/history"
+	"github.com/groupd/groupd/schema"
 )
 
 // Options are a node's own launch settings, on top of the lab's; a node
@@ -123,7 +123,7 @@ func (l *Lab) Start(ids ...int) (time.Time, error) {
 	// The mark comes first: every event of the new processes is later.
 	// A daemon with another node's ID is no node of the history.
 	if len(recorded) > 0 {
-		if err := l.markNodes(history.KindStart, recorded, time.Now()); err != nil {
+		if err := l.markNodes(schema.KindStart, recorded, time.Now()); err != nil {
 			return time.Time{}, err
 		}
 	}
@@ -415,7 +415,7 @@ func (l *Lab) Kill(i int) (Window, error) {
 	// The mark first, at the instant the node is about to die: what it
 	// says from then on is not checked.
 	t := time.Now()
-	if err := l.markNodes(history.KindKill, []int{i}, t); err != nil {
+	if err := l.markNodes(schema.KindKill, []int{i}, t); err != nil {
 		return Window{}, err
 	}
 	w, err := nd.signal(syscall.SIGKILL, 5*time.Second)
@@ -442,7 +442,7 @@ func (l *Lab) Stop(ids ...int) error {
 	if len(run) == 0 {
 		return nil
 	}
-	if err := l.markNodes(history.KindStop, run, time.Now()); err != nil {
+	if err := l.markNodes(schema.KindStop, run, time.Now()); err != nil {
 		return err
 	}
 	return eachNode(run, func(i int) error {
@@ -462,7 +462,7 @@ func (l *Lab) Restart(i int, crash bool) (time.Time, error) {
 	}
 	// Marked also for a node that is down: to `groupd timeline`, a
 	// restart ends the time the node was down.
-	if err := l.markNodes(history.KindRestart, []int{i}, time.Now()); err != nil {
+	if err := l.markNodes(schema.KindRestart, []int{i}, time.Now()); err != nil {
 		return time.Time{}, err
 	}
 	if nd.running() {
@@ -493,7 +493,7 @@ func (l *Lab) Wipe(i int) error {
 	if err := os.RemoveAll(filepath.Join(nd.dir, dataDir)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("lab: %w", err)
 	}
-	return l.markNodes(history.KindWipe, []int{i}, time.Now())
+	return l.markNodes(schema.KindWipe, []int{i}, time.Now())
 }
 
 // Backup copies node i's data dir (its state files; the daemon may run:
@@ -528,7 +528,7 @@ func (l *Lab) Restore(i int, src string) error {
 	if err := copyFiles(src, data); err != nil {
 		return fmt.Errorf("lab: restoring node %d: %w", i, err)
 	}
-	return l.markNodes(history.KindRestore, []int{i}, time.Now())
+	return l.markNodes(schema.KindRestore, []int{i}, time.Now())
 }
 
 // copyFiles copies the regular files of dir src into dir dst (made if

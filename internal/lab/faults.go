@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/groupd/groupd/internal/history"
+	"github.com/groupd/groupd/schema"
 )
 
 // Window is when a fault (or a kill) was applied: from just before it
@@ -306,7 +306,7 @@ func (l *Lab) Partition(sides ...[]int) (Window, error) {
 	if err != nil {
 		return w, err
 	}
-	return l.applied(history.KindPartition, strings.Join(spec, "|"), w)
+	return l.applied(schema.KindPartition, strings.Join(spec, "|"), w)
 }
 
 // Cut drops every packet from node from to each node of to; the reverse
@@ -356,7 +356,7 @@ func (l *Lab) Cuts(pairs ...[2]int) (Window, error) {
 	if err != nil {
 		return w, err
 	}
-	return l.applied(history.KindOneway, strings.Join(spec, ","), w)
+	return l.applied(schema.KindOneway, strings.Join(spec, ","), w)
 }
 
 // Degrade replaces the loss and delay in place by d. With sch_netem, each
@@ -408,7 +408,7 @@ func (l *Lab) Degrade(d Degradation) (Window, []string, error) {
 		return w, notes, err
 	}
 	if d.LossPct > 0 {
-		if _, err := l.applied(history.KindLoss, strconv.FormatFloat(d.LossPct, 'f', -1, 64)+"%"+from, w); err != nil {
+		if _, err := l.applied(schema.KindLoss, strconv.FormatFloat(d.LossPct, 'f', -1, 64)+"%"+from, w); err != nil {
 			return w, notes, err
 		}
 	}
@@ -417,7 +417,7 @@ func (l *Lab) Degrade(d Degradation) (Window, []string, error) {
 		if d.Jitter > 0 {
 			spec += "±" + d.Jitter.String()
 		}
-		if _, err := l.applied(history.KindDelay, spec+from, w); err != nil {
+		if _, err := l.applied(schema.KindDelay, spec+from, w); err != nil {
 			return w, notes, err
 		}
 	}
@@ -492,7 +492,7 @@ func (l *Lab) Heal(partitionsOnly bool) (Window, error) {
 	if err != nil {
 		return w, fmt.Errorf("lab: heal: %w", err)
 	}
-	return l.applied(history.KindHeal, spec, w)
+	return l.applied(schema.KindHeal, spec, w)
 }
 
 // FaultRules counts the rules in node i's fault chains (lab.sh status).

@@ -16,6 +16,7 @@ import (
 	"github.com/groupd/groupd/client"
 	"github.com/groupd/groupd/internal/history"
 	"github.com/groupd/groupd/invitation"
+	"github.com/groupd/groupd/schema"
 	"github.com/groupd/groupd/wire"
 )
 
@@ -239,7 +240,7 @@ func (l *Lab) teardown(graceful bool) error {
 		errs = append(errs, l.Stop(l.all()...))
 	}
 	// What the daemons say from here on is their shutdown, not the run.
-	if _, err := l.Mark(history.KindEnd, "teardown", "", time.Now()); err != nil {
+	if _, err := l.Mark(schema.KindEnd, "teardown", "", time.Now()); err != nil {
 		errs = append(errs, err)
 	}
 	if !graceful {
@@ -422,7 +423,7 @@ func (l *Lab) node(i int) (*node, error) {
 // Mark records what the lab did (or a check point) at t in the history and
 // returns its ID (history.Result.Check).
 func (l *Lab) Mark(kind, spec, label string, t time.Time) (int, error) {
-	m := history.Mark{Time: t.UTC(), Kind: kind, Spec: spec, Label: label}
+	m := schema.Mark{Time: t.UTC(), Kind: kind, Spec: spec, Label: label}
 	id := 0
 	if l.hist != nil {
 		var err error
@@ -464,12 +465,12 @@ func (l *Lab) markNodes(kind string, ids []int, t time.Time) error {
 	return err
 }
 
-// FormatIDs writes node numbers as history.FormatIDs does ("1-3,5").
-func FormatIDs(ids []int) string { return history.FormatIDs(IDs(ids)) }
+// FormatIDs writes node numbers as schema.FormatIDs does ("1-3,5").
+func FormatIDs(ids []int) string { return schema.FormatIDs(IDs(ids)) }
 
 // ParseIDs reads a node list ("1,2,4-6") of a lab of n nodes.
 func ParseIDs(spec string, n int) ([]int, error) {
-	ws, err := history.ParseIDs(spec)
+	ws, err := schema.ParseIDs(spec)
 	if err != nil {
 		return nil, fmt.Errorf("lab: %w", err)
 	}

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/groupd/groupd/internal/history"
+	"github.com/groupd/groupd/schema"
 	"github.com/groupd/groupd/wire"
 )
 
@@ -263,8 +263,8 @@ func TestLab(t *testing.T) {
 	for _, m := range h.Marks() {
 		kinds = append(kinds, m.Kind)
 	}
-	for _, k := range []string{history.KindStart, history.KindPartition, history.KindOneway, history.KindLoss, history.KindHeal,
-		history.KindKill, history.KindRestart, history.KindStop, history.KindWipe} {
+	for _, k := range []string{schema.KindStart, schema.KindPartition, schema.KindOneway, schema.KindLoss, schema.KindHeal,
+		schema.KindKill, schema.KindRestart, schema.KindStop, schema.KindWipe} {
 		if !slices.Contains(kinds, k) {
 			t.Errorf("no %s mark in the history: %v", k, kinds)
 		}

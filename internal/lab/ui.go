@@ -13,7 +13,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/groupd/groupd/internal/history"
 	"github.com/groupd/groupd/schema"
 	"github.com/groupd/groupd/ui"
 )
@@ -38,9 +37,9 @@ const markBacklog = 10 * time.Minute
 // uiMarkKinds are the marks the timeline draws: what the lab did to the
 // network and the daemons (not check points).
 var uiMarkKinds = map[string]bool{
-	history.KindStart: true, history.KindPartition: true, history.KindOneway: true, history.KindLoss: true,
-	history.KindDelay: true, history.KindHeal: true, history.KindKill: true, history.KindStop: true,
-	history.KindRestart: true, history.KindWipe: true,
+	schema.KindStart: true, schema.KindPartition: true, schema.KindOneway: true, schema.KindLoss: true,
+	schema.KindDelay: true, schema.KindHeal: true, schema.KindKill: true, schema.KindStop: true,
+	schema.KindRestart: true, schema.KindWipe: true,
 }
 
 // UIHandler returns the lab view's handler. hosts are the Host headers it
@@ -259,11 +258,11 @@ func uiMark(line []byte, since time.Time) []byte {
 	if !strings.Contains(string(line), `"kind"`) {
 		return nil // an event: the followers send those from the daemons
 	}
-	var m history.Mark
+	var m schema.Mark
 	if json.Unmarshal(line, &m) != nil || !uiMarkKinds[m.Kind] || m.Time.Before(since) {
 		return nil
 	}
-	b, err := json.Marshal(map[string]history.Mark{"mark": m})
+	b, err := json.Marshal(map[string]schema.Mark{"mark": m})
 	if err != nil {
 		return nil
 	}

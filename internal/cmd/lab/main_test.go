@@ -11,6 +11,7 @@ import (
 
 	"github.com/groupd/groupd/internal/history"
 	"github.com/groupd/groupd/internal/lab"
+	"github.com/groupd/groupd/schema"
 )
 
 func TestEnv(t *testing.T) {
@@ -126,7 +127,7 @@ func TestExport(t *testing.T) {
 	// used before, wrote \x01 where JSON wants \u0001).
 	var specs []string
 	for _, line := range strings.Split(strings.TrimSpace(string(fa)), "\n") {
-		var m history.Mark
+		var m schema.Mark
 		if err := json.Unmarshal([]byte(line), &m); err != nil {
 			t.Fatalf("faults.ndjson line %s: %v", line, err)
 		}

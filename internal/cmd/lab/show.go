@@ -14,6 +14,7 @@ import (
 
 	"github.com/groupd/groupd/internal/history"
 	"github.com/groupd/groupd/internal/lab"
+	"github.com/groupd/groupd/schema"
 	"github.com/groupd/groupd/wire"
 )
 
@@ -97,7 +98,7 @@ func writeHistory(h *history.History, dir string, until time.Time) error {
 	enc.SetEscapeHTML(false) // a one-way cut "1->3" stays as the lab wrote it
 	for _, m := range h.Marks() {
 		switch m.Kind {
-		case history.KindStart, history.KindStop, history.KindCheck, history.KindEnd, history.KindWipe, history.KindRestore:
+		case schema.KindStart, schema.KindStop, schema.KindCheck, schema.KindEnd, schema.KindWipe, schema.KindRestore:
 			continue
 		}
 		if !until.IsZero() && m.Time.After(until) {
