@@ -225,56 +225,103 @@ func fuzzRun(t *testing.T, keyed bool, d time.Duration, rate int) {
 
 	// Sources: node 4's address (heavy) and 16 more.
 	const fz = 4
-	heavy := udpIn(t, l, fz, l.Addr(fz))
-	var light []*net.UDPConn
+	src := fuzzSources{heavy: udpIn(t, l, fz, l.Addr(fz)),
+		wire:   &net.UDPAddr{IP: l.Addr(1).AsSlice(), Port: wirePort},
+		gossip: &net.UDPAddr{IP: l.Addr(1).AsSlice(), Port: gossipPort}}
 	for _, ip := range l.addAddrs(t, fz, 100, 16) {
-		light = append(light, udpIn(t, l, fz, ip))
+		src.light = append(src.light, udpIn(t, l, fz, ip))
 	}
-	wireDst := &net.UDPAddr{IP: l.Addr(1).AsSlice(), Port: wirePort}
-	gossipDst := &net.UDPAddr{IP: l.Addr(1).AsSlice(), Port: gossipPort}
 
 	time.Sleep(time.Second) // let the daemons settle before the baseline
-	pids, rssBefore, rssPeak := map[int]int{}, map[int]int{}, map[int]int{}
-	dropsBefore := map[int]map[string]float64{}
-	logOff := map[int]int64{}
+	base := fuzzBaseline(t, l, ids)
+	stop := fuzzBackground(l, fz, ids, base, src.gossip)
+	st := f.flood(src, d, rate)
+	tcpConns := stop()
+	time.Sleep(2 * time.Second) // the last packets, and late effects
+	to := time.Now()
+
+	t.Logf("fuzzer: %d datagrams (%.1f MB) in %.1fs = %.0f/s (target %d/s; %d send errors) and %d garbage TCP connections; by target: %s; by kind: %s",
+		st.total, float64(st.bytes)/1e6, st.elapsed.Seconds(), float64(st.total)/st.elapsed.Seconds(), rate, st.errs, tcpConns,
+		formatCounts(st.byTarget), formatCounts(st.byKind))
 	for _, i := range ids {
-		pids[i] = l.pid(i)
-		r, err := rssKB(pids[i])
+		if !l.Alive(i) {
+			t.Fatalf("node %d died; log:\n%s", i, l.LogTail(i, 30))
+		}
+	}
+	l.stableGroups("fuzz", ids, before, st.from, to)
+	for _, i := range ids {
+		checkFuzzedNode(t, l, i, keyed, base, st.from, to)
+	}
+	// The logs say what happened, once per reason and period.
+	var b bytes.Buffer
+	for _, line := range logLinesSince(l.LogFile(1), base.logOff[1]) {
+		if strings.Contains(line, "dropped packet") || strings.Contains(line, `"component":"memberlist"`) {
+			fmt.Fprintln(&b, line)
+		}
+	}
+	t.Logf("node 1's log lines about the flood:\n%s", b.String())
+}
+
+// fuzzSources are the fuzzer's sockets (in node 4's namespace) and the
+// addresses it floods.
+type fuzzSources struct {
+	heavy        *net.UDPConn   // node 4's own address: 40 % of the datagrams
+	light        []*net.UDPConn // 16 more addresses
+	wire, gossip *net.UDPAddr   // node 1's protocol and memberlist ports
+}
+
+// fuzzBase is what the nodes looked like before the flood, and their RSS
+// peak during it.
+type fuzzBase struct {
+	pids, rss, rssPeak map[int]int
+	drops              map[int]map[string]float64
+	logOff             map[int]int64
+	mu                 sync.Mutex // rssPeak, during the flood
+}
+
+func fuzzBaseline(t *testing.T, l *tlab, ids []int) *fuzzBase {
+	b := &fuzzBase{pids: map[int]int{}, rss: map[int]int{}, rssPeak: map[int]int{},
+		drops: map[int]map[string]float64{}, logOff: map[int]int64{}}
+	for _, i := range ids {
+		b.pids[i] = l.pid(i)
+		r, err := rssKB(b.pids[i])
 		if err != nil {
 			t.Fatal(err)
 		}
-		rssBefore[i], rssPeak[i] = r, r
-		dropsBefore[i] = l.drops(i)
-		logOff[i] = logSize(l.LogFile(i))
+		b.rss[i], b.rssPeak[i] = r, r
+		b.drops[i] = l.drops(i)
+		b.logOff[i] = logSize(l.LogFile(i))
 	}
+	return b
+}
 
-	var stop atomic.Bool
+// fuzzBackground samples the nodes' RSS every 500 ms and opens ten garbage
+// TCP connections a second to node 1's memberlist, from node fz, until the
+// returned stop is called; stop returns how many connections it opened.
+func fuzzBackground(l *tlab, fz int, ids []int, base *fuzzBase, gossip *net.UDPAddr) (stop func() int64) {
+	var done atomic.Bool
 	var wg sync.WaitGroup
-	// RSS sampler.
-	var rssMu sync.Mutex
-	wg.Add(1)
+	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		for !stop.Load() {
+		for !done.Load() {
 			time.Sleep(500 * time.Millisecond)
 			for _, i := range ids {
-				if r, err := rssKB(pids[i]); err == nil {
-					rssMu.Lock()
-					rssPeak[i] = max(rssPeak[i], r)
-					rssMu.Unlock()
+				if r, err := rssKB(base.pids[i]); err == nil {
+					base.mu.Lock()
+					base.rssPeak[i] = max(base.rssPeak[i], r)
+					base.mu.Unlock()
 				}
 			}
 		}
 	}()
-	// Garbage TCP connections to memberlist, 10 per second.
-	var tcpConns atomic.Int64
-	wg.Add(1)
+	var conns atomic.Int64
 	go func() {
 		defer wg.Done()
 		r := rand.New(rand.NewPCG(2, 3))
-		for !stop.Load() {
+		for !done.Load() {
 			_ = l.Do(fz, func() error {
-				c, err := net.DialTimeout("tcp", gossipDst.String(), time.Second)
+				c, err := net.DialTimeout("tcp", gossip.String(), time.Second)
 				if err != nil {
 					return err
 				}
@@ -285,119 +332,98 @@ func fuzzRun(t *testing.T, keyed bool, d time.Duration, rate int) {
 					c.SetDeadline(time.Now().Add(2 * time.Second))
 					c.Write(junk)
 				}()
-				tcpConns.Add(1)
+				conns.Add(1)
 				return nil
 			})
 			time.Sleep(100 * time.Millisecond)
 		}
 	}()
+	return func() int64 {
+		done.Store(true)
+		wg.Wait()
+		return conns.Load()
+	}
+}
 
-	type key struct{ target, kind string }
-	sent := map[key]int{}
-	errs := 0
-	var bytesSent int64
-	from := time.Now()
-	total := 0
-	for {
-		el := time.Since(from)
-		if el >= d {
-			break
-		}
-		for want := int(el.Seconds() * float64(rate)); total < want; total++ {
-			var conn *net.UDPConn
-			if f.rng.IntN(10) < 4 {
-				conn = heavy
-			} else {
-				conn = light[f.rng.IntN(len(light))]
+// floodStats is what flood sent.
+type floodStats struct {
+	total, errs      int
+	bytes            int64
+	from             time.Time
+	elapsed          time.Duration
+	byTarget, byKind map[string]float64
+}
+
+// flood sends rate datagrams a second for d: 40 % to the protocol port,
+// 30 % to the multicast group, 30 % to memberlist.
+func (f *fuzzer) flood(src fuzzSources, d time.Duration, rate int) floodStats {
+	st := floodStats{from: time.Now(), byTarget: map[string]float64{}, byKind: map[string]float64{}}
+	for el := time.Duration(0); el < d; el = time.Since(st.from) {
+		for want := int(el.Seconds() * float64(rate)); st.total < want; st.total++ {
+			conn := src.heavy
+			if f.rng.IntN(10) >= 4 {
+				conn = src.light[f.rng.IntN(len(src.light))]
 			}
 			var p []byte
-			var k key
+			var kind, target string
+			var dst *net.UDPAddr
 			switch x := f.rng.IntN(10); {
 			case x < 4:
-				p, k.kind = f.wirePacket()
-				_, err := conn.WriteToUDP(p, wireDst)
-				if err != nil {
-					errs++
-				}
-				k.target = "wire"
+				p, kind = f.wirePacket()
+				dst, target = src.wire, "wire"
 			case x < 7:
-				p, k.kind = f.wirePacket()
-				if _, err := conn.WriteToUDP(p, mcastAddr); err != nil {
-					errs++
-				}
-				k.target = "multicast"
+				p, kind = f.wirePacket()
+				dst, target = mcastAddr, "multicast"
 			default:
-				p, k.kind = f.gossipPacket(), "random"
-				if _, err := conn.WriteToUDP(p, gossipDst); err != nil {
-					errs++
-				}
-				k.target = "memberlist"
+				p, kind = f.gossipPacket(), "random"
+				dst, target = src.gossip, "memberlist"
 			}
-			sent[k]++
-			bytesSent += int64(len(p))
+			if _, err := conn.WriteToUDP(p, dst); err != nil {
+				st.errs++
+			}
+			st.byTarget[target]++
+			st.byKind[kind]++
+			st.bytes += int64(len(p))
 		}
 		time.Sleep(time.Millisecond)
 	}
-	elapsed := time.Since(from)
-	stop.Store(true)
-	wg.Wait()
-	time.Sleep(2 * time.Second) // the last packets, and late effects
-	to := time.Now()
+	st.elapsed = time.Since(st.from)
+	return st
+}
 
-	// Results.
-	byTarget := map[string]float64{}
-	byKind := map[string]float64{}
-	for k, n := range sent {
-		byTarget[k.target] += float64(n)
-		byKind[k.kind] += float64(n)
+// checkFuzzedNode checks node i after the flood: its RSS, how much it
+// logged, and that it counted the drops the flood must have caused.
+func checkFuzzedNode(t *testing.T, l *tlab, i int, keyed bool, base *fuzzBase, from, to time.Time) {
+	t.Helper()
+	rssAfter, err := rssKB(base.pids[i])
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Logf("fuzzer: %d datagrams (%.1f MB) in %.1fs = %.0f/s (target %d/s; %d send errors) and %d garbage TCP connections; by target: %s; by kind: %s",
-		total, float64(bytesSent)/1e6, elapsed.Seconds(), float64(total)/elapsed.Seconds(), rate, errs, tcpConns.Load(),
-		formatCounts(byTarget), formatCounts(byKind))
-	for _, i := range ids {
-		if !l.Alive(i) {
-			t.Fatalf("node %d died; log:\n%s", i, l.LogTail(i, 30))
-		}
+	d := diff(l.drops(i), base.drops[i])
+	lines := logLinesSince(l.LogFile(i), base.logOff[i])
+	before, peak := base.rss[i], base.rssPeak[i]
+	t.Logf("node %d: dropped %s; RSS %d KiB before, %d peak, %d after (%+d KiB); %d log lines during the run",
+		i, formatCounts(d), before, peak, rssAfter, rssAfter-before, len(lines))
+	if rssAfter-before > fuzzRSSSlack || peak-before > 2*fuzzRSSSlack {
+		t.Errorf("node %d: RSS grew from %d to %d KiB (peak %d), over the %d KiB slack", i, before, rssAfter, peak, fuzzRSSSlack)
 	}
-	l.stableGroups("fuzz", ids, before, from, to)
-	for _, i := range ids {
-		rssAfter, err := rssKB(pids[i])
-		if err != nil {
-			t.Fatal(err)
-		}
-		d := diff(l.drops(i), dropsBefore[i])
-		lines := logLinesSince(l.LogFile(i), logOff[i])
-		t.Logf("node %d: dropped %s; RSS %d KiB before, %d peak, %d after (%+d KiB); %d log lines during the run",
-			i, formatCounts(d), rssBefore[i], rssPeak[i], rssAfter, rssAfter-rssBefore[i], len(lines))
-		if rssAfter-rssBefore[i] > fuzzRSSSlack || rssPeak[i]-rssBefore[i] > 2*fuzzRSSSlack {
-			t.Errorf("node %d: RSS grew from %d to %d KiB (peak %d), over the %d KiB slack", i, rssBefore[i], rssAfter, rssPeak[i], fuzzRSSSlack)
-		}
-		periods := int(to.Sub(from)/(10*time.Second)) + 2
-		if maxLines := fuzzLogKeys * periods; len(lines) > maxLines {
-			t.Errorf("node %d logged %d lines during the run, over %d (%d keys × %d periods of 10s):\n%s",
-				i, len(lines), maxLines, fuzzLogKeys, periods, strings.Join(lines[:min(len(lines), 30)], "\n"))
-		}
-		want := []string{"too_large"}
-		if keyed {
-			want = append(want, "auth")
-		} else {
-			want = append(want, "truncated", "version", "malformed")
-		}
-		if i == 1 {
-			want = append(want, "rate_limited")
-		}
-		for _, r := range want {
-			if d[r] == 0 {
-				t.Errorf("node %d counted no %q drop", i, r)
-			}
+	periods := int(to.Sub(from)/(10*time.Second)) + 2
+	if maxLines := fuzzLogKeys * periods; len(lines) > maxLines {
+		t.Errorf("node %d logged %d lines during the run, over %d (%d keys × %d periods of 10s):\n%s",
+			i, len(lines), maxLines, fuzzLogKeys, periods, strings.Join(lines[:min(len(lines), 30)], "\n"))
+	}
+	want := []string{"too_large"}
+	if keyed {
+		want = append(want, "auth")
+	} else {
+		want = append(want, "truncated", "version", "malformed")
+	}
+	if i == 1 {
+		want = append(want, "rate_limited")
+	}
+	for _, r := range want {
+		if d[r] == 0 {
+			t.Errorf("node %d counted no %q drop", i, r)
 		}
 	}
-	// The logs say what happened, once per reason and period.
-	var b bytes.Buffer
-	for _, line := range logLinesSince(l.LogFile(1), logOff[1]) {
-		if strings.Contains(line, "dropped packet") || strings.Contains(line, `"component":"memberlist"`) {
-			fmt.Fprintln(&b, line)
-		}
-	}
-	t.Logf("node 1's log lines about the flood:\n%s", b.String())
 }
