@@ -397,7 +397,7 @@ function linksAt(t, nodes, byId) {
     const o = dir.get(k);
     if (!o || o.rank < rank) dir.set(k, {state, basis, rank});
   };
-  if (S.mode === 'lab') {
+  if (S.mode === 'lab' || S.replay) { // a recording's marks are the lab's
     const {cuts} = cutsAt(t);
     for (const [k, m] of cuts) {
       know(k, 'cut', `the lab cut it: ${m.kind} ${m.spec}, ${secs(t - m.t)} ago`, 4);
