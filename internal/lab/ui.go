@@ -23,7 +23,10 @@ import (
 //
 //	GET /ui/          the page
 //	GET /lab/info     {"prefix":"gd","nodes":16,"dir":"/tmp/groupd-lab"}
-//	GET /lab/status   [{"node":1,"status":{...}|null,"error":"..."}...], every node's GET /v1/status
+//	GET /lab/status   [{"node":1,"status":{...}|null,"error":"...","members":[...]|null,"members_error":"..."}...]:
+//	                  every node's GET /v1/status and GET /v1/members (that node's own view of
+//	                  the others, each member object as the daemon sent it), asked all at once,
+//	                  within uiStatusTimeout; error and members_error only when set
 //	GET /lab/events   NDJSON: every node's /v1/events lines as the daemon sent them (each
 //	                  starts with a snapshot), {"node":I,"down":true,"time":...,"error":...}
 //	                  when node I's stream breaks (it is followed again every second), and
@@ -75,30 +78,49 @@ func writeUIJSON(w http.ResponseWriter, v any) {
 	w.Write(append(b, '\n'))
 }
 
-// uiNode is one node's answer in /lab/status.
+// uiNode is one node's answer in /lab/status: its GET /v1/status and its
+// GET /v1/members (its own view of every node it knows, passed on as the
+// daemon sent it), each null with its error when the node did not answer.
 type uiNode struct {
-	Node   int            `json:"node"`
-	Status *schema.Status `json:"status"`
-	Error  string         `json:"error,omitempty"`
+	Node    int             `json:"node"`
+	Status  *schema.Status  `json:"status"`
+	Error   string          `json:"error,omitempty"`
+	Members json.RawMessage `json:"members"`
+	// MembersError is why Members is null (a daemon that answers its
+	// status but not its members is rare: a restart in between).
+	MembersError string `json:"members_error,omitempty"`
 }
 
-// uiStatus asks every node for its status at once; a node that does not
-// answer within a second is reported with its error (the page shows it as
-// unreachable).
+// uiStatusTimeout bounds /lab/status: the page polls it every second or
+// faster, and a node that is frozen (SIGSTOP) or starting would hold every
+// poll.
+const uiStatusTimeout = 500 * time.Millisecond
+
+// uiStatus asks every node for its status and its members, all at once; a
+// node that does not answer within uiStatusTimeout is reported with its
+// error (the page shows it as unreachable).
 func (l *Lab) uiStatus(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := context.WithTimeout(r.Context(), time.Second)
+	ctx, cancel := context.WithTimeout(r.Context(), uiStatusTimeout)
 	defer cancel()
 	out := make([]uiNode, l.cfg.Nodes)
 	var wg sync.WaitGroup
 	for i := 1; i <= l.cfg.Nodes; i++ {
+		out[i-1].Node = i
 		wg.Go(func() {
-			out[i-1].Node = i
 			st, err := l.Client(i).Status(ctx)
 			if err != nil {
 				out[i-1].Error = err.Error()
 				return
 			}
 			out[i-1].Status = &st
+		})
+		wg.Go(func() {
+			raw, _, err := l.Client(i).MembersRaw(ctx)
+			if err != nil {
+				out[i-1].MembersError = err.Error()
+				return
+			}
+			out[i-1].Members = raw
 		})
 	}
 	wg.Wait()
