@@ -2,14 +2,18 @@ package lab
 
 import (
 	"bufio"
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -39,6 +43,11 @@ import (
 //	                  "degraded":[{"kind":"loss"|"delay","spec":"20%"|"50ms±10ms","from":[1,2]|null,"since":T}...]}:
 //	                  what the lab has cut and degraded now, from the fault marks of the current
 //	                  run's history (LinksNow); "from" null is every sender; both lists [] when none
+//	GET /lab/runs     [{"id":"current"|"20261121T100004Z","name":"current run"|"2026-11-21 10:00:04 UTC",
+//	                  "current":bool,"started":T|null,"ended":T|null,"nodes":N,"bytes":B}...]: the
+//	                  current run, then the archived ones of RUN/runs/ (ArchiveRun), newest first
+//	GET /lab/history.ndjson           the current run's history so far (its complete lines)
+//	GET /lab/runs/ID/history.ndjson   a listed run's history ("current" too); other IDs are 404
 
 // markBacklog is how far back /lab/events starts with the marks: the
 // page's timeline shows five minutes.
@@ -66,10 +75,17 @@ func (l *Lab) UIHandler(hosts ...string) http.Handler {
 	mux.HandleFunc("/lab/events", l.uiEvents)
 	links := &uiLinks{tail: historyTail{path: filepath.Join(l.cfg.Dir, HistoryFile)}}
 	mux.HandleFunc("/lab/links", links.serve)
+	runs := &uiRuns{l: l, cache: map[string]RunInfo{}}
+	mux.HandleFunc("/lab/runs", runs.serveList)
+	mux.HandleFunc("/lab/history.ndjson", func(w http.ResponseWriter, r *http.Request) { runs.serveHistory(w, r, CurrentRun) })
+	mux.HandleFunc("/lab/runs/{id}/history.ndjson", func(w http.ResponseWriter, r *http.Request) { runs.serveHistory(w, r, r.PathValue("id")) })
 	ok := func(path string) bool {
 		switch path {
-		case "/lab/info", "/lab/status", "/lab/events", "/lab/links", "/ui":
+		case "/lab/info", "/lab/status", "/lab/events", "/lab/links", "/lab/runs", "/lab/history.ndjson", "/ui":
 			return true
+		}
+		if strings.HasPrefix(path, "/lab/runs/") && strings.HasSuffix(path, "/"+HistoryFile) {
+			return true // the handler serves listed IDs only
 		}
 		return strings.HasPrefix(path, ui.Prefix)
 	}
@@ -550,4 +566,283 @@ func degradationSpec(spec string) (string, []int, bool) {
 		from[i] = int(id)
 	}
 	return amount, from, true
+}
+
+// ---------------------------------------------------------------- runs
+
+// Past runs: when `lab.sh up` starts a new run (no lab is up in the run
+// dir), ArchiveRun moves the previous run's history.ndjson to
+// RUN/runs/ID/history.ndjson, ID being the UTC time of its first line
+// (20261121T100004Z); the MaxPastRuns newest are kept. The node dirs (data,
+// logs) are not moved: a new run starts from the nodes' data as before.
+const (
+	PastRunsDir = "runs"
+	MaxPastRuns = 10
+	// CurrentRun is the ID of the run dir's own history in /lab/runs.
+	CurrentRun = "current"
+)
+
+// pastRunID is the form of an archived run's ID (a directory name under
+// RUN/runs): nothing else there is listed or served.
+var pastRunID = regexp.MustCompile(`^[0-9]{8}T[0-9]{6}Z(-[0-9]+)?$`)
+
+// ArchiveRun starts a new run in run dir dir when no lab is up there (no
+// lab.json: lab.sh down removed it): it moves the history.ndjson, if there
+// is one that is not empty, to dir/runs/ID/ and removes the oldest archived
+// runs beyond MaxPastRuns. It returns the archived run's ID ("" when there
+// was nothing to keep, or a lab is up: the run goes on).
+func ArchiveRun(dir string) (string, error) {
+	if _, err := os.Stat(filepath.Join(dir, stateFile)); !errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
+	src := filepath.Join(dir, HistoryFile)
+	fi, err := os.Stat(src)
+	if errors.Is(err, fs.ErrNotExist) || err == nil && fi.Size() == 0 {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("lab: %w", err)
+	}
+	started := fi.ModTime()
+	if info, err := scanRun(src); err == nil && info.Started != nil {
+		started = *info.Started
+	}
+	runs := filepath.Join(dir, PastRunsDir)
+	if err := os.MkdirAll(runs, 0o755); err != nil {
+		return "", fmt.Errorf("lab: %w", err)
+	}
+	base := started.UTC().Format("20060102T150405Z")
+	id := base
+	for k := 2; ; k++ {
+		err := os.Mkdir(filepath.Join(runs, id), 0o755)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, fs.ErrExist) {
+			return "", fmt.Errorf("lab: %w", err)
+		}
+		id = base + "-" + strconv.Itoa(k)
+	}
+	if err := os.Rename(src, filepath.Join(runs, id, HistoryFile)); err != nil {
+		return "", fmt.Errorf("lab: keeping the previous run's history: %w", err)
+	}
+	ids := pastRuns(dir)
+	for _, old := range ids[min(len(ids), MaxPastRuns):] {
+		if err := os.RemoveAll(filepath.Join(runs, old)); err != nil {
+			return id, fmt.Errorf("lab: %w", err)
+		}
+	}
+	return id, nil
+}
+
+// pastRuns returns the IDs of the archived runs of run dir dir, newest
+// first.
+func pastRuns(dir string) []string {
+	ents, _ := os.ReadDir(filepath.Join(dir, PastRunsDir))
+	var ids []string
+	for _, e := range ents {
+		if e.IsDir() && pastRunID.MatchString(e.Name()) {
+			ids = append(ids, e.Name())
+		}
+	}
+	slices.SortFunc(ids, func(a, b string) int {
+		// 20261121T100004Z-2 is newer than 20261121T100004Z.
+		ta, na, _ := strings.Cut(a, "-")
+		tb, nb, _ := strings.Cut(b, "-")
+		x, _ := strconv.Atoi(na)
+		y, _ := strconv.Atoi(nb)
+		return cmp.Or(strings.Compare(tb, ta), cmp.Compare(y, x))
+	})
+	return ids
+}
+
+// RunInfo is one run of /lab/runs.
+type RunInfo struct {
+	// ID names the run in /lab/runs/ID/history.ndjson: CurrentRun, or
+	// the UTC time of its first line (20261121T100004Z, -2 on a clash).
+	ID string `json:"id"`
+	// Name is for people: "current run" or the start time.
+	Name    string `json:"name"`
+	Current bool   `json:"current"`
+	// Started and Ended are the times of its first and last lines (null
+	// when it has none); the current run's Ended is its last line so far.
+	Started *time.Time `json:"started"`
+	Ended   *time.Time `json:"ended"`
+	// Nodes is the lab's node count for the current run, else the highest
+	// node number in the history.
+	Nodes int   `json:"nodes"`
+	Bytes int64 `json:"bytes"`
+}
+
+// scanRun reads a whole history for its RunInfo's times and nodes.
+func scanRun(path string) (RunInfo, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return RunInfo{}, err
+	}
+	defer f.Close()
+	var info RunInfo
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	for sc.Scan() {
+		var line struct {
+			Time time.Time `json:"time"`
+			Node int       `json:"node"`
+			Kind string    `json:"kind"`
+			Spec string    `json:"spec"`
+		}
+		if json.Unmarshal(sc.Bytes(), &line) != nil || line.Time.IsZero() {
+			continue
+		}
+		t := line.Time
+		if info.Started == nil {
+			info.Started = &t
+		}
+		info.Ended = &t
+		info.Nodes = max(info.Nodes, line.Node)
+		if ids, err := (schema.Mark{Kind: line.Kind, Spec: line.Spec}).Nodes(); err == nil {
+			for _, id := range ids {
+				info.Nodes = max(info.Nodes, int(id))
+			}
+		}
+	}
+	return info, sc.Err()
+}
+
+// uiRuns serves /lab/runs and the runs' histories. The archived runs'
+// infos are kept: those files no longer change.
+type uiRuns struct {
+	l     *Lab
+	mu    sync.Mutex
+	cache map[string]RunInfo // by ID, of archived runs
+}
+
+// list returns the current run and the archived ones, newest first.
+func (u *uiRuns) list() []RunInfo {
+	dir := u.l.cfg.Dir
+	cur := RunInfo{ID: CurrentRun, Name: "current run", Current: true, Nodes: u.l.cfg.Nodes}
+	if fi, err := os.Stat(filepath.Join(dir, HistoryFile)); err == nil {
+		cur.Bytes = fi.Size()
+		cur.Started, cur.Ended = historyEnds(filepath.Join(dir, HistoryFile))
+	}
+	out := []RunInfo{cur}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	for _, id := range pastRuns(dir) {
+		path := filepath.Join(dir, PastRunsDir, id, HistoryFile)
+		fi, err := os.Stat(path)
+		if err != nil || !fi.Mode().IsRegular() {
+			continue
+		}
+		info, ok := u.cache[id]
+		if !ok || info.Bytes != fi.Size() {
+			info, _ = scanRun(path)
+			info.ID, info.Bytes = id, fi.Size()
+			info.Name = id
+			if info.Started != nil {
+				info.Name = info.Started.UTC().Format("2006-01-02 15:04:05 UTC")
+			}
+			u.cache[id] = info
+		}
+		out = append(out, info)
+	}
+	return out
+}
+
+// historyEnds returns the times of a history's first and last complete
+// lines, reading only its ends (the current run's history grows large).
+func historyEnds(path string) (first, last *time.Time) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil
+	}
+	defer f.Close()
+	lineTime := func(b []byte) *time.Time {
+		var line struct {
+			Time time.Time `json:"time"`
+		}
+		if json.Unmarshal(b, &line) != nil || line.Time.IsZero() {
+			return nil
+		}
+		return &line.Time
+	}
+	br := bufio.NewReaderSize(f, 64<<10)
+	if b, err := br.ReadBytes('\n'); err == nil {
+		first = lineTime(b)
+	}
+	end := completeSize(f)
+	const tail = 64 << 10
+	buf := make([]byte, min(end, tail))
+	if _, err := f.ReadAt(buf, end-int64(len(buf))); err != nil {
+		return first, nil
+	}
+	buf = bytes.TrimRight(buf, "\n")
+	if i := bytes.LastIndexByte(buf, '\n'); i >= 0 || int64(len(buf)) < tail {
+		last = lineTime(buf[i+1:])
+	}
+	return first, last
+}
+
+// completeSize is the size of f up to the end of its last complete line
+// (a writer may be halfway through the next).
+func completeSize(f *os.File) int64 {
+	fi, err := f.Stat()
+	if err != nil {
+		return 0
+	}
+	size := fi.Size()
+	buf := make([]byte, 4096)
+	for end := size; end > 0; {
+		n := min(end, int64(len(buf)))
+		if _, err := f.ReadAt(buf[:n], end-n); err != nil {
+			return 0
+		}
+		if i := bytes.LastIndexByte(buf[:n], '\n'); i >= 0 {
+			return end - n + int64(i) + 1
+		}
+		end -= n
+	}
+	return 0
+}
+
+func (u *uiRuns) serveList(w http.ResponseWriter, r *http.Request) {
+	writeUIJSON(w, u.list())
+}
+
+// serveHistory serves a run's history.ndjson: the ID must be one of the
+// listing (never a path joined from the request), and the current run's
+// is served up to its last complete line.
+func (u *uiRuns) serveHistory(w http.ResponseWriter, r *http.Request, id string) {
+	var path string
+	if id == CurrentRun {
+		path = filepath.Join(u.l.cfg.Dir, HistoryFile)
+	} else {
+		for _, known := range pastRuns(u.l.cfg.Dir) {
+			if known == id {
+				path = filepath.Join(u.l.cfg.Dir, PastRunsDir, known, HistoryFile)
+			}
+		}
+	}
+	if path == "" {
+		http.Error(w, "no such run (see /lab/runs)", http.StatusNotFound)
+		return
+	}
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) && id == CurrentRun {
+		return // nothing recorded yet: an empty history
+	}
+	if err != nil {
+		http.Error(w, "no history for this run", http.StatusNotFound)
+		return
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
+		http.Error(w, "no history for this run", http.StatusNotFound)
+		return
+	}
+	http.ServeContent(w, r, "", fi.ModTime(), io.NewSectionReader(f, 0, completeSize(f)))
 }
