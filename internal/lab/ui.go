@@ -279,7 +279,7 @@ func (l *Lab) uiMarks(ctx context.Context, send func([]byte) bool) {
 // historyTail reads the lines appended to a history file since its last
 // read (other processes append to it). A file that shrank or is another
 // file (a new run's) was replaced: it is read from its start, and read
-// reports it.
+// reports it, as it does when the file is gone.
 type historyTail struct {
 	path    string
 	file    os.FileInfo // the file read last, to tell it was replaced
@@ -289,10 +289,16 @@ type historyTail struct {
 
 // read calls each for every complete line appended since the last read,
 // until each returns false. It reports whether the file was replaced (read
-// again from its start); a missing file is no error: nothing was appended.
+// again from its start) or removed; a missing file is no error: nothing
+// was appended.
 func (t *historyTail) read(each func(line []byte) bool) (reset bool) {
 	f, err := os.Open(t.path)
 	if err != nil {
+		if t.file != nil && errors.Is(err, fs.ErrNotExist) {
+			// Moved away (ArchiveRun): the next file is another.
+			t.file, t.off, t.partial = nil, 0, nil
+			return true
+		}
 		return false
 	}
 	defer f.Close()
@@ -669,7 +675,7 @@ type RunInfo struct {
 	Started *time.Time `json:"started"`
 	Ended   *time.Time `json:"ended"`
 	// Nodes is the lab's node count for the current run, else the highest
-	// node number in the history.
+	// node number in the history (its events and its marks).
 	Nodes int   `json:"nodes"`
 	Bytes int64 `json:"bytes"`
 }
@@ -703,6 +709,12 @@ func scanRun(path string) (RunInfo, error) {
 		if ids, err := (schema.Mark{Kind: line.Kind, Spec: line.Spec}).Nodes(); err == nil {
 			for _, id := range ids {
 				info.Nodes = max(info.Nodes, int(id))
+			}
+		}
+		if line.Kind == schema.KindPartition || line.Kind == schema.KindOneway {
+			cuts, _ := LinksNow([]schema.Mark{{Kind: line.Kind, Spec: line.Spec}})
+			for _, c := range cuts {
+				info.Nodes = max(info.Nodes, c.From, c.To)
 			}
 		}
 	}

@@ -205,6 +205,13 @@ func TestUILinks(t *testing.T) {
 	if ls := get(); len(ls.Cuts) != 1 || len(ls.Degraded) != 0 || ls.Cuts[0].From != 3 {
 		t.Errorf("after the history was replaced by a longer one: %+v", ls)
 	}
+	// Moved away (a new run): nothing is cut.
+	if err := os.Rename(filepath.Join(l.Dir(), HistoryFile), filepath.Join(l.Dir(), "old.ndjson")); err != nil {
+		t.Fatal(err)
+	}
+	if ls := get(); len(ls.Cuts)+len(ls.Degraded) != 0 {
+		t.Errorf("after the history was moved away: %+v", ls)
+	}
 }
 
 // writeRun writes a history whose first line is at t0 and last at t0+s
