@@ -2,13 +2,20 @@ package lab
 
 import (
 	"bufio"
+	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -23,12 +30,24 @@ import (
 //
 //	GET /ui/          the page
 //	GET /lab/info     {"prefix":"gd","nodes":16,"dir":"/tmp/groupd-lab"}
-//	GET /lab/status   [{"node":1,"status":{...}|null,"error":"..."}...], every node's GET /v1/status
+//	GET /lab/status   [{"node":1,"status":{...}|null,"error":"...","members":[...]|null,"members_error":"..."}...]:
+//	                  every node's GET /v1/status and GET /v1/members (that node's own view of
+//	                  the others, each member object as the daemon sent it), asked all at once,
+//	                  within uiStatusTimeout; error and members_error only when set
 //	GET /lab/events   NDJSON: every node's /v1/events lines as the daemon sent them (each
 //	                  starts with a snapshot), {"node":I,"down":true,"time":...,"error":...}
 //	                  when node I's stream breaks (it is followed again every second), and
 //	                  {"mark":{...}} for each fault mark of history.ndjson (those of the last
 //	                  markBacklog first, then new ones as they are appended)
+//	GET /lab/links    {"time":T,"cuts":[{"from":1,"to":3,"kind":"partition"|"oneway","since":T}...],
+//	                  "degraded":[{"kind":"loss"|"delay","spec":"20%"|"50ms±10ms","from":[1,2]|null,"since":T}...]}:
+//	                  what the lab has cut and degraded now, from the fault marks of the current
+//	                  run's history (LinksNow); "from" null is every sender; both lists [] when none
+//	GET /lab/runs     [{"id":"current"|"20261121T100004Z","name":"current run"|"2026-11-21 10:00:04 UTC",
+//	                  "current":bool,"started":T|null,"ended":T|null,"nodes":N,"bytes":B}...]: the
+//	                  current run, then the archived ones of RUN/runs/ (ArchiveRun), newest first
+//	GET /lab/history.ndjson           the current run's history so far (its complete lines)
+//	GET /lab/runs/ID/history.ndjson   a listed run's history ("current" too); other IDs are 404
 
 // markBacklog is how far back /lab/events starts with the marks: the
 // page's timeline shows five minutes.
@@ -54,10 +73,19 @@ func (l *Lab) UIHandler(hosts ...string) http.Handler {
 	})
 	mux.HandleFunc("/lab/status", l.uiStatus)
 	mux.HandleFunc("/lab/events", l.uiEvents)
+	links := &uiLinks{tail: historyTail{path: filepath.Join(l.cfg.Dir, HistoryFile)}}
+	mux.HandleFunc("/lab/links", links.serve)
+	runs := &uiRuns{l: l, cache: map[string]RunInfo{}}
+	mux.HandleFunc("/lab/runs", runs.serveList)
+	mux.HandleFunc("/lab/history.ndjson", func(w http.ResponseWriter, r *http.Request) { runs.serveHistory(w, r, CurrentRun) })
+	mux.HandleFunc("/lab/runs/{id}/history.ndjson", func(w http.ResponseWriter, r *http.Request) { runs.serveHistory(w, r, r.PathValue("id")) })
 	ok := func(path string) bool {
 		switch path {
-		case "/lab/info", "/lab/status", "/lab/events", "/ui":
+		case "/lab/info", "/lab/status", "/lab/events", "/lab/links", "/lab/runs", "/lab/history.ndjson", "/ui":
 			return true
+		}
+		if strings.HasPrefix(path, "/lab/runs/") && strings.HasSuffix(path, "/"+HistoryFile) {
+			return true // the handler serves listed IDs only
 		}
 		return strings.HasPrefix(path, ui.Prefix)
 	}
@@ -75,30 +103,49 @@ func writeUIJSON(w http.ResponseWriter, v any) {
 	w.Write(append(b, '\n'))
 }
 
-// uiNode is one node's answer in /lab/status.
+// uiNode is one node's answer in /lab/status: its GET /v1/status and its
+// GET /v1/members (its own view of every node it knows, passed on as the
+// daemon sent it), each null with its error when the node did not answer.
 type uiNode struct {
-	Node   int            `json:"node"`
-	Status *schema.Status `json:"status"`
-	Error  string         `json:"error,omitempty"`
+	Node    int             `json:"node"`
+	Status  *schema.Status  `json:"status"`
+	Error   string          `json:"error,omitempty"`
+	Members json.RawMessage `json:"members"`
+	// MembersError is why Members is null (a daemon that answers its
+	// status but not its members is rare: a restart in between).
+	MembersError string `json:"members_error,omitempty"`
 }
 
-// uiStatus asks every node for its status at once; a node that does not
-// answer within a second is reported with its error (the page shows it as
-// unreachable).
+// uiStatusTimeout bounds /lab/status: the page polls it every second or
+// faster, and a node that is frozen (SIGSTOP) or starting would hold every
+// poll.
+const uiStatusTimeout = 500 * time.Millisecond
+
+// uiStatus asks every node for its status and its members, all at once; a
+// node that does not answer within uiStatusTimeout is reported with its
+// error (the page shows it as unreachable).
 func (l *Lab) uiStatus(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := context.WithTimeout(r.Context(), time.Second)
+	ctx, cancel := context.WithTimeout(r.Context(), uiStatusTimeout)
 	defer cancel()
 	out := make([]uiNode, l.cfg.Nodes)
 	var wg sync.WaitGroup
 	for i := 1; i <= l.cfg.Nodes; i++ {
+		out[i-1].Node = i
 		wg.Go(func() {
-			out[i-1].Node = i
 			st, err := l.Client(i).Status(ctx)
 			if err != nil {
 				out[i-1].Error = err.Error()
 				return
 			}
 			out[i-1].Status = &st
+		})
+		wg.Go(func() {
+			raw, _, err := l.Client(i).MembersRaw(ctx)
+			if err != nil {
+				out[i-1].MembersError = err.Error()
+				return
+			}
+			out[i-1].Members = raw
 		})
 	}
 	wg.Wait()
@@ -212,42 +259,71 @@ func errString(err error) string {
 // markBacklog, then those appended later (it polls the file: other
 // processes append to it, and it has no other signal).
 func (l *Lab) uiMarks(ctx context.Context, send func([]byte) bool) {
-	path := filepath.Join(l.cfg.Dir, HistoryFile)
 	since := time.Now().Add(-markBacklog)
-	var off int64
-	var partial []byte
+	tail := historyTail{path: filepath.Join(l.cfg.Dir, HistoryFile)}
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		f, err := os.Open(path)
-		if err == nil {
-			if fi, err := f.Stat(); err == nil && fi.Size() < off {
-				off, partial = 0, nil // replaced: read it again
-			}
-			if _, err := f.Seek(off, io.SeekStart); err == nil {
-				br := bufio.NewReaderSize(f, 64<<10)
-				for {
-					chunk, err := br.ReadBytes('\n')
-					off += int64(len(chunk))
-					if err != nil {
-						// An unfinished last line: keep it for the next read.
-						partial = append(partial, chunk...)
-						break
-					}
-					line := append(partial, chunk...)
-					partial = nil
-					if b := uiMark(line, since); b != nil && !send(b) {
-						f.Close()
-						return
-					}
-				}
-			}
-			f.Close()
-		}
+		tail.read(func(line []byte) bool {
+			b := uiMark(line, since)
+			return b == nil || send(b)
+		})
 		select {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
+		}
+	}
+}
+
+// historyTail reads the lines appended to a history file since its last
+// read (other processes append to it). A file that shrank or is another
+// file (a new run's) was replaced: it is read from its start, and read
+// reports it, as it does when the file is gone.
+type historyTail struct {
+	path    string
+	file    os.FileInfo // the file read last, to tell it was replaced
+	off     int64
+	partial []byte
+}
+
+// read calls each for every complete line appended since the last read,
+// until each returns false. It reports whether the file was replaced (read
+// again from its start) or removed; a missing file is no error: nothing
+// was appended.
+func (t *historyTail) read(each func(line []byte) bool) (reset bool) {
+	f, err := os.Open(t.path)
+	if err != nil {
+		if t.file != nil && errors.Is(err, fs.ErrNotExist) {
+			// Moved away (ArchiveRun): the next file is another.
+			t.file, t.off, t.partial = nil, 0, nil
+			return true
+		}
+		return false
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err == nil {
+		if fi.Size() < t.off || t.file != nil && !os.SameFile(fi, t.file) {
+			t.off, t.partial, reset = 0, nil, true
+		}
+		t.file = fi
+	}
+	if _, err := f.Seek(t.off, io.SeekStart); err != nil {
+		return reset
+	}
+	br := bufio.NewReaderSize(f, 64<<10)
+	for {
+		chunk, err := br.ReadBytes('\n')
+		t.off += int64(len(chunk))
+		if err != nil {
+			// An unfinished last line: keep it for the next read.
+			t.partial = append(t.partial, chunk...)
+			return reset
+		}
+		line := append(t.partial, chunk...)
+		t.partial = nil
+		if !each(line) {
+			return reset
 		}
 	}
 }
@@ -267,4 +343,518 @@ func uiMark(line []byte, since time.Time) []byte {
 		return nil
 	}
 	return append(b, '\n')
+}
+
+// ---------------------------------------------------------------- links
+
+// uiLinks serves /lab/links from the fault marks of the current run's
+// history, read incrementally: each request reads only what was appended
+// since the last one.
+type uiLinks struct {
+	mu    sync.Mutex
+	tail  historyTail
+	marks []schema.Mark // the marks LinksNow reads, in file order
+}
+
+func (u *uiLinks) serve(w http.ResponseWriter, r *http.Request) {
+	u.mu.Lock()
+	var fresh []schema.Mark
+	replaced := u.tail.read(func(line []byte) bool {
+		if m, ok := linkMark(line); ok {
+			fresh = append(fresh, m)
+		}
+		return true
+	})
+	if replaced {
+		u.marks = nil // what was read before is another run's
+	}
+	u.marks = append(u.marks, fresh...)
+	cuts, degraded := LinksNow(u.marks)
+	u.mu.Unlock()
+	if cuts == nil {
+		cuts = []LinkCut{}
+	}
+	if degraded == nil {
+		degraded = []LinkDegradation{}
+	}
+	writeUIJSON(w, Links{Time: time.Now().UTC(), Cuts: cuts, Degraded: degraded})
+}
+
+// linkMark returns the mark of a history line when it is one LinksNow
+// reads.
+func linkMark(line []byte) (schema.Mark, bool) {
+	if !strings.Contains(string(line), `"kind"`) {
+		return schema.Mark{}, false // an event
+	}
+	var m schema.Mark
+	if json.Unmarshal(line, &m) != nil {
+		return m, false
+	}
+	switch m.Kind {
+	case schema.KindPartition, schema.KindOneway, schema.KindLoss, schema.KindDelay, schema.KindHeal, schema.KindEnd:
+		return m, true
+	}
+	return m, false
+}
+
+// LinkCut is a link the lab has cut: every packet from From to To is
+// dropped, since Since, by a partition (Kind "partition", both directions
+// of every pair across sides) or a one-way cut (Kind "oneway").
+type LinkCut struct {
+	From  int       `json:"from"`
+	To    int       `json:"to"`
+	Kind  string    `json:"kind"`
+	Since time.Time `json:"since"`
+}
+
+// LinkDegradation is loss or delay in place: Kind "loss" (Spec "20%") or
+// "delay" (Spec "50ms" or "50ms±10ms") on the packets of the senders From,
+// or of every node when From is null.
+type LinkDegradation struct {
+	Kind  string    `json:"kind"`
+	Spec  string    `json:"spec"`
+	From  []int     `json:"from"`
+	Since time.Time `json:"since"`
+}
+
+// Links is the network as the lab's fault marks leave it (GET /lab/links).
+type Links struct {
+	Time     time.Time         `json:"time"`
+	Cuts     []LinkCut         `json:"cuts"`
+	Degraded []LinkDegradation `json:"degraded"`
+}
+
+// LinksNow derives what is cut and degraded after marks (a history's, in
+// any order), as the lab's fault commands change it (faults.go): a
+// partition replaces the previous partition and leaves the one-way cuts;
+// one-way cuts add up; loss and delay are one degradation, replaced as a
+// whole by the next (whose marks share its time); heal "partitions" removes
+// partitions and one-way cuts, any other heal everything, as does the end
+// of a run (the lab is torn down). A pair cut both ways is listed once per
+// kind. Marks whose spec does not parse are skipped. Other marks (kills,
+// check points) change nothing. The timeline (package timeline) draws the
+// same marks as windows; this is their state at the last mark, pair by
+// pair.
+func LinksNow(marks []schema.Mark) (cuts []LinkCut, degraded []LinkDegradation) {
+	ms := slices.Clone(marks)
+	slices.SortStableFunc(ms, func(a, b schema.Mark) int { return a.Time.Compare(b.Time) })
+	type pair struct {
+		from, to int
+		kind     string
+	}
+	cut := map[pair]time.Time{}
+	drop := func(kind string) {
+		for p := range cut {
+			if kind == "" || p.kind == kind {
+				delete(cut, p)
+			}
+		}
+	}
+	for _, m := range ms {
+		switch m.Kind {
+		case schema.KindPartition:
+			sides, ok := partitionSides(m.Spec)
+			if !ok {
+				continue
+			}
+			drop(schema.KindPartition)
+			for k, side := range sides {
+				for o, other := range sides {
+					if o == k {
+						continue
+					}
+					for _, a := range side {
+						for _, b := range other {
+							cut[pair{a, b, schema.KindPartition}] = m.Time
+						}
+					}
+				}
+			}
+		case schema.KindOneway:
+			pairs, ok := onewayPairs(m.Spec)
+			if !ok {
+				continue
+			}
+			for _, c := range pairs {
+				p := pair{c[0], c[1], schema.KindOneway}
+				if _, had := cut[p]; !had {
+					cut[p] = m.Time
+				}
+			}
+		case schema.KindLoss, schema.KindDelay:
+			spec, from, ok := degradationSpec(m.Spec)
+			if !ok {
+				continue
+			}
+			// One Degrade marks its loss and its delay at one time; a
+			// mark at another time is a new Degrade, which replaces both.
+			degraded = slices.DeleteFunc(degraded, func(d LinkDegradation) bool { return !d.Since.Equal(m.Time) || d.Kind == m.Kind })
+			degraded = append(degraded, LinkDegradation{Kind: m.Kind, Spec: spec, From: from, Since: m.Time})
+		case schema.KindHeal:
+			drop("")
+			if strings.TrimSpace(m.Spec) != "partitions" {
+				degraded = nil
+			}
+		case schema.KindEnd:
+			drop("")
+			degraded = nil
+		}
+	}
+	for p, since := range cut {
+		cuts = append(cuts, LinkCut{From: p.from, To: p.to, Kind: p.kind, Since: since})
+	}
+	slices.SortFunc(cuts, func(a, b LinkCut) int {
+		return cmp.Or(cmp.Compare(a.From, b.From), cmp.Compare(a.To, b.To), strings.Compare(a.Kind, b.Kind))
+	})
+	return cuts, degraded
+}
+
+// partitionSides reads a partition's spec, "1,2|3,4,5", into its sides (at
+// least two, a node on one side at most).
+func partitionSides(spec string) ([][]int, bool) {
+	parts := strings.Split(spec, "|")
+	if len(parts) < 2 {
+		return nil, false
+	}
+	seen := map[int]bool{}
+	sides := make([][]int, len(parts))
+	for k, p := range parts {
+		ids, err := schema.ParseIDs(p)
+		if err != nil {
+			return nil, false
+		}
+		for _, id := range ids {
+			if seen[int(id)] {
+				return nil, false
+			}
+			seen[int(id)] = true
+			sides[k] = append(sides[k], int(id))
+		}
+	}
+	return sides, true
+}
+
+// onewayPairs reads a one-way cut's spec, "1->3" or "1->5,2->5".
+func onewayPairs(spec string) ([][2]int, bool) {
+	var out [][2]int
+	for _, p := range strings.Split(spec, ",") {
+		a, b, ok := strings.Cut(strings.TrimSpace(p), "->")
+		if !ok {
+			return nil, false
+		}
+		from, err1 := strconv.Atoi(strings.TrimSpace(a))
+		to, err2 := strconv.Atoi(strings.TrimSpace(b))
+		if err1 != nil || err2 != nil || from < 1 || to < 1 || from == to {
+			return nil, false
+		}
+		out = append(out, [2]int{from, to})
+	}
+	return out, len(out) > 0
+}
+
+// degradationSpec splits a loss or delay spec, "20%" or "50ms±10ms from
+// 1,2", into the amount and the senders (nil for every node).
+func degradationSpec(spec string) (string, []int, bool) {
+	amount, nodes, some := strings.Cut(strings.TrimSpace(spec), " from ")
+	amount = strings.TrimSpace(amount)
+	if amount == "" {
+		return "", nil, false
+	}
+	if !some {
+		return amount, nil, true
+	}
+	ids, err := schema.ParseIDs(nodes)
+	if err != nil {
+		return "", nil, false
+	}
+	from := make([]int, len(ids))
+	for i, id := range ids {
+		from[i] = int(id)
+	}
+	return amount, from, true
+}
+
+// ---------------------------------------------------------------- runs
+
+// Past runs: when `lab.sh up` starts a new run (no lab is up in the run
+// dir), ArchiveRun moves the previous run's history.ndjson to
+// RUN/runs/ID/history.ndjson, ID being the UTC time of its first line
+// (20261121T100004Z); the MaxPastRuns newest are kept. The node dirs (data,
+// logs) are not moved: a new run starts from the nodes' data as before.
+const (
+	PastRunsDir = "runs"
+	MaxPastRuns = 10
+	// CurrentRun is the ID of the run dir's own history in /lab/runs.
+	CurrentRun = "current"
+)
+
+// pastRunID is the form of an archived run's ID (a directory name under
+// RUN/runs): nothing else there is listed or served.
+var pastRunID = regexp.MustCompile(`^[0-9]{8}T[0-9]{6}Z(-[0-9]+)?$`)
+
+// ArchiveRun starts a new run in run dir dir when no lab is up there (no
+// lab.json: lab.sh down removed it): it moves the history.ndjson, if there
+// is one that is not empty, to dir/runs/ID/ and removes the oldest archived
+// runs beyond MaxPastRuns. It returns the archived run's ID ("" when there
+// was nothing to keep, or a lab is up: the run goes on).
+func ArchiveRun(dir string) (string, error) {
+	if _, err := os.Stat(filepath.Join(dir, stateFile)); !errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
+	src := filepath.Join(dir, HistoryFile)
+	fi, err := os.Stat(src)
+	if errors.Is(err, fs.ErrNotExist) || err == nil && fi.Size() == 0 {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("lab: %w", err)
+	}
+	started := fi.ModTime()
+	if info, err := scanRun(src); err == nil && info.Started != nil {
+		started = *info.Started
+	}
+	runs := filepath.Join(dir, PastRunsDir)
+	if err := os.MkdirAll(runs, 0o755); err != nil {
+		return "", fmt.Errorf("lab: %w", err)
+	}
+	base := started.UTC().Format("20060102T150405Z")
+	id := base
+	for k := 2; ; k++ {
+		err := os.Mkdir(filepath.Join(runs, id), 0o755)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, fs.ErrExist) {
+			return "", fmt.Errorf("lab: %w", err)
+		}
+		id = base + "-" + strconv.Itoa(k)
+	}
+	if err := os.Rename(src, filepath.Join(runs, id, HistoryFile)); err != nil {
+		return "", fmt.Errorf("lab: keeping the previous run's history: %w", err)
+	}
+	ids := pastRuns(dir)
+	for _, old := range ids[min(len(ids), MaxPastRuns):] {
+		if err := os.RemoveAll(filepath.Join(runs, old)); err != nil {
+			return id, fmt.Errorf("lab: %w", err)
+		}
+	}
+	return id, nil
+}
+
+// pastRuns returns the IDs of the archived runs of run dir dir, newest
+// first.
+func pastRuns(dir string) []string {
+	ents, _ := os.ReadDir(filepath.Join(dir, PastRunsDir))
+	var ids []string
+	for _, e := range ents {
+		if e.IsDir() && pastRunID.MatchString(e.Name()) {
+			ids = append(ids, e.Name())
+		}
+	}
+	slices.SortFunc(ids, func(a, b string) int {
+		// 20261121T100004Z-2 is newer than 20261121T100004Z.
+		ta, na, _ := strings.Cut(a, "-")
+		tb, nb, _ := strings.Cut(b, "-")
+		x, _ := strconv.Atoi(na)
+		y, _ := strconv.Atoi(nb)
+		return cmp.Or(strings.Compare(tb, ta), cmp.Compare(y, x))
+	})
+	return ids
+}
+
+// RunInfo is one run of /lab/runs.
+type RunInfo struct {
+	// ID names the run in /lab/runs/ID/history.ndjson: CurrentRun, or
+	// the UTC time of its first line (20261121T100004Z, -2 on a clash).
+	ID string `json:"id"`
+	// Name is for people: "current run" or the start time.
+	Name    string `json:"name"`
+	Current bool   `json:"current"`
+	// Started and Ended are the times of its first and last lines (null
+	// when it has none); the current run's Ended is its last line so far.
+	Started *time.Time `json:"started"`
+	Ended   *time.Time `json:"ended"`
+	// Nodes is the lab's node count for the current run, else the highest
+	// node number in the history (its events and its marks).
+	Nodes int   `json:"nodes"`
+	Bytes int64 `json:"bytes"`
+}
+
+// scanRun reads a whole history for its RunInfo's times and nodes.
+func scanRun(path string) (RunInfo, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return RunInfo{}, err
+	}
+	defer f.Close()
+	var info RunInfo
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	for sc.Scan() {
+		var line struct {
+			Time time.Time `json:"time"`
+			Node int       `json:"node"`
+			Kind string    `json:"kind"`
+			Spec string    `json:"spec"`
+		}
+		if json.Unmarshal(sc.Bytes(), &line) != nil || line.Time.IsZero() {
+			continue
+		}
+		t := line.Time
+		if info.Started == nil {
+			info.Started = &t
+		}
+		info.Ended = &t
+		info.Nodes = max(info.Nodes, line.Node)
+		if ids, err := (schema.Mark{Kind: line.Kind, Spec: line.Spec}).Nodes(); err == nil {
+			for _, id := range ids {
+				info.Nodes = max(info.Nodes, int(id))
+			}
+		}
+		if line.Kind == schema.KindPartition || line.Kind == schema.KindOneway {
+			cuts, _ := LinksNow([]schema.Mark{{Kind: line.Kind, Spec: line.Spec}})
+			for _, c := range cuts {
+				info.Nodes = max(info.Nodes, c.From, c.To)
+			}
+		}
+	}
+	return info, sc.Err()
+}
+
+// uiRuns serves /lab/runs and the runs' histories. The archived runs'
+// infos are kept: those files no longer change.
+type uiRuns struct {
+	l     *Lab
+	mu    sync.Mutex
+	cache map[string]RunInfo // by ID, of archived runs
+}
+
+// list returns the current run and the archived ones, newest first.
+func (u *uiRuns) list() []RunInfo {
+	dir := u.l.cfg.Dir
+	cur := RunInfo{ID: CurrentRun, Name: "current run", Current: true, Nodes: u.l.cfg.Nodes}
+	if fi, err := os.Stat(filepath.Join(dir, HistoryFile)); err == nil {
+		cur.Bytes = fi.Size()
+		cur.Started, cur.Ended = historyEnds(filepath.Join(dir, HistoryFile))
+	}
+	out := []RunInfo{cur}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	for _, id := range pastRuns(dir) {
+		path := filepath.Join(dir, PastRunsDir, id, HistoryFile)
+		fi, err := os.Stat(path)
+		if err != nil || !fi.Mode().IsRegular() {
+			continue
+		}
+		info, ok := u.cache[id]
+		if !ok || info.Bytes != fi.Size() {
+			info, _ = scanRun(path)
+			info.ID, info.Bytes = id, fi.Size()
+			info.Name = id
+			if info.Started != nil {
+				info.Name = info.Started.UTC().Format("2006-01-02 15:04:05 UTC")
+			}
+			u.cache[id] = info
+		}
+		out = append(out, info)
+	}
+	return out
+}
+
+// historyEnds returns the times of a history's first and last complete
+// lines, reading only its ends (the current run's history grows large).
+func historyEnds(path string) (first, last *time.Time) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil
+	}
+	defer f.Close()
+	lineTime := func(b []byte) *time.Time {
+		var line struct {
+			Time time.Time `json:"time"`
+		}
+		if json.Unmarshal(b, &line) != nil || line.Time.IsZero() {
+			return nil
+		}
+		return &line.Time
+	}
+	br := bufio.NewReaderSize(f, 64<<10)
+	if b, err := br.ReadBytes('\n'); err == nil {
+		first = lineTime(b)
+	}
+	end := completeSize(f)
+	const tail = 64 << 10
+	buf := make([]byte, min(end, tail))
+	if _, err := f.ReadAt(buf, end-int64(len(buf))); err != nil {
+		return first, nil
+	}
+	buf = bytes.TrimRight(buf, "\n")
+	if i := bytes.LastIndexByte(buf, '\n'); i >= 0 || int64(len(buf)) < tail {
+		last = lineTime(buf[i+1:])
+	}
+	return first, last
+}
+
+// completeSize is the size of f up to the end of its last complete line
+// (a writer may be halfway through the next).
+func completeSize(f *os.File) int64 {
+	fi, err := f.Stat()
+	if err != nil {
+		return 0
+	}
+	size := fi.Size()
+	buf := make([]byte, 4096)
+	for end := size; end > 0; {
+		n := min(end, int64(len(buf)))
+		if _, err := f.ReadAt(buf[:n], end-n); err != nil {
+			return 0
+		}
+		if i := bytes.LastIndexByte(buf[:n], '\n'); i >= 0 {
+			return end - n + int64(i) + 1
+		}
+		end -= n
+	}
+	return 0
+}
+
+func (u *uiRuns) serveList(w http.ResponseWriter, r *http.Request) {
+	writeUIJSON(w, u.list())
+}
+
+// serveHistory serves a run's history.ndjson: the ID must be one of the
+// listing (never a path joined from the request), and the current run's
+// is served up to its last complete line.
+func (u *uiRuns) serveHistory(w http.ResponseWriter, r *http.Request, id string) {
+	var path string
+	if id == CurrentRun {
+		path = filepath.Join(u.l.cfg.Dir, HistoryFile)
+	} else {
+		for _, known := range pastRuns(u.l.cfg.Dir) {
+			if known == id {
+				path = filepath.Join(u.l.cfg.Dir, PastRunsDir, known, HistoryFile)
+			}
+		}
+	}
+	if path == "" {
+		http.Error(w, "no such run (see /lab/runs)", http.StatusNotFound)
+		return
+	}
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) && id == CurrentRun {
+		return // nothing recorded yet: an empty history
+	}
+	if err != nil {
+		http.Error(w, "no history for this run", http.StatusNotFound)
+		return
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
+		http.Error(w, "no history for this run", http.StatusNotFound)
+		return
+	}
+	http.ServeContent(w, r, "", fi.ModTime(), io.NewSectionReader(f, 0, completeSize(f)))
 }

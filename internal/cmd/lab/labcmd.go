@@ -14,7 +14,8 @@ import (
 )
 
 const labUsage = `usage: lab.sh COMMAND [ARGS]
-  up N                      create namespaces P-1..P-N on bridge P-br0 (or GROUPD_LAB_BRIDGE); idempotent
+  up N                      create namespaces P-1..P-N on bridge P-br0 (or GROUPD_LAB_BRIDGE); idempotent;
+                            a new run (after down) keeps the last history in RUN/runs/ (the newest 10)
   down                      stop everything and remove every P-* namespace, veth and the bridge
   status                    show the lab, the daemons and their views
   start [-- RUN-ARGS...]    start groupd in every namespace, and the recorder of their events
@@ -25,8 +26,9 @@ const labUsage = `usage: lab.sh COMMAND [ARGS]
   wait [--timeout S] [LIST] wait until the nodes in LIST (default: all) are normal in one group
                             whose coordinator is the highest-ranked of them; exit 1 after S s (default 60)
   export DIR                write the history as DIR/events.ndjson and DIR/faults.ndjson (groupd timeline)
-  ui [--listen ADDR]        serve a live view of every node and the faults in a browser, on loopback
-                            (default 127.0.0.1 on a free port; prints the URL), until Ctrl-C
+  ui [--listen ADDR]        serve a live view of every node, the links the lab cut and the past runs'
+                            histories in a browser, on loopback (default 127.0.0.1 on a free port;
+                            prints the URL), until Ctrl-C
 environment: GROUPD_LAB_DIR (run dir, default /tmp/groupd-lab), GROUPD_BIN (groupd binary; default:
   built from this repository into the run dir), GROUPD_PROFILE (lan|fast, default lan),
   GROUPD_LAB_PREFIX (P, default gd), GROUPD_LAB_SUBNET (default 10.77.0), GROUPD_LAB_BRIDGE (default

@@ -12,8 +12,9 @@ import (
 	"github.com/groupd/groupd/ui"
 )
 
-// ui serves the lab view (lab.Lab.UIHandler) on loopback until SIGINT or
-// SIGTERM: `lab.sh ui [--listen ADDR]`.
+// ui serves the lab view (lab.Lab.UIHandler: the page, /lab/info,
+// /lab/status, /lab/events, /lab/links, /lab/runs and the runs' histories)
+// on loopback until SIGINT or SIGTERM: `lab.sh ui [--listen ADDR]`.
 func (c *cli) ui(l *lab.Lab, args []string) error {
 	listen := "127.0.0.1:0"
 	for len(args) > 0 {

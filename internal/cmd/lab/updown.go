@@ -33,6 +33,13 @@ func (c *cli) up(e env, args []string) error {
 		oc := old.Config()
 		cfg.Bin, cfg.Args = oc.Bin, oc.Args
 	}
+	// A new run (no lab is up): the previous one's history is kept for
+	// lab.sh ui.
+	if id, err := lab.ArchiveRun(e.dir); err != nil {
+		return err
+	} else if id != "" {
+		c.say("kept the previous run's history as %s/%s/%s/%s (the newest %d are kept)", e.dir, lab.PastRunsDir, id, lab.HistoryFile, lab.MaxPastRuns)
+	}
 	cfg.Logf = func(string, ...any) {}
 	l, err := lab.Up(context.Background(), cfg)
 	if err != nil {
