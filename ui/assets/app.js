@@ -911,8 +911,8 @@ function openRecording(text, name) {
 async function listRuns() {
   try {
     const runs = await getJSON('/lab/runs');
-    let opts = '<option value="">replay a lab run…</option><option value="current">the current run</option>';
-    for (const r of runs || []) opts += `<option value="${esc(r.id)}">${esc(r.id)}${r.nodes ? ' · ' + plural(r.nodes, 'node') : ''}</option>`;
+    let opts = '<option value="">replay a lab run…</option>';
+    for (const r of runs || []) opts += `<option value="${esc(r.id)}">${esc(r.name || r.id)}${r.nodes ? ' · ' + plural(r.nodes, 'node') : ''}</option>`;
     $('runs').innerHTML = opts;
     $('runs').hidden = false;
   } catch (_) { /* not a lab: a file can still be opened */ }
