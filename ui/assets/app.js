@@ -293,7 +293,10 @@ function cutsAt(t) {
   let degraded = [];
   for (const m of S.marks) {
     if (m.t > t) break;
-    if (m.kind === 'heal') {
+    if (m.kind === 'end') { // the lab's teardown
+      cuts.clear();
+      degraded = [];
+    } else if (m.kind === 'heal') {
       for (const [k, c] of cuts) if (m.spec.trim() !== 'partitions' || c.kind === 'partition' || c.kind === 'oneway') cuts.delete(k);
       if (m.spec.trim() !== 'partitions') degraded = [];
     } else if (m.kind === 'partition') {
