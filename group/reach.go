@@ -124,9 +124,9 @@ func ackWindow(t invitation.Timing, quorum bool) time.Duration {
 //     AliveTimeout, else lost.
 //   - relFellow: members do not talk to each other. Up on the peer's own
 //     packet if it is fresher than the coordinator's and within
-//     AliveTimeout; else on the coordinator's (basis "coordinator", Via):
-//     the coordinator, heard that long ago, still lists it; lost past
-//     AliveTimeout.
+//     AliveTimeout (or if the coordinator was never heard); else on the
+//     coordinator's (basis "coordinator", Via): the coordinator, heard
+//     that long ago, still lists it. Lost past AliveTimeout.
 //   - relOutside: a last packet that was a heartbeat or an
 //     acknowledgement is a stream that should go on: up within
 //     AliveTimeout or ackWindow, else lost. Anything else (a beacon, an
@@ -147,13 +147,11 @@ func reachOf(rel relation, direct, coord evidence, now time.Time, t invitation.T
 	case relCoordinator:
 		return judge(direct, now, t.AliveTimeout, schema.ReachLost)
 	case relFellow:
-		if direct.heard() && (!coord.heard() || direct.at.After(coord.at)) && now.Sub(direct.at) <= t.AliveTimeout {
+		if !coord.heard() || direct.at.After(coord.at) && now.Sub(direct.at) <= t.AliveTimeout {
 			return judge(direct, now, t.AliveTimeout, schema.ReachLost)
 		}
 		r := judge(coord, now, t.AliveTimeout, schema.ReachLost)
-		if coord.heard() {
-			r.Basis, r.Via = schema.BasisCoordinator, coord.from
-		}
+		r.Basis, r.Via = schema.BasisCoordinator, coord.from
 		return r
 	}
 	switch {
@@ -174,7 +172,9 @@ func judge(e evidence, now time.Time, window time.Duration, stale string) schema
 		return r
 	}
 	age := max(now.Sub(e.at), 0) // a packet noted after now was taken
-	r.Basis, r.AgeMS, r.State = e.kind.basis(), age.Milliseconds(), stale
+	// Rounded up, so that (with whole-millisecond timings) an answer is
+	// up exactly when its age_ms is at most its window_ms.
+	r.Basis, r.AgeMS, r.State = e.kind.basis(), int64((age+time.Millisecond-1)/time.Millisecond), stale
 	if age <= window {
 		r.State = schema.ReachUp
 	}

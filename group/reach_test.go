@@ -122,7 +122,8 @@ func TestReachOf(t *testing.T) {
 		{"fellow heard after the coordinator", relFellow, ago(d1, kindOther), coordAgo(d2), false, up(schema.BasisPacket, d1, alive)},
 		{"fellow heard before the coordinator", relFellow, ago(d2, kindOther), coordAgo(d1), false, vouched(up(H, d1, alive))},
 		{"fellow heard, coordinator never", relFellow, ago(d1, kindBeacon), never, false, up(schema.BasisBeacon, d1, alive)},
-		{"fellow heard long ago, coordinator never", relFellow, ago(alive+time.Millisecond, kindBeacon), never, false, none(alive)},
+		{"fellow heard long ago, coordinator never", relFellow, ago(alive+time.Millisecond, kindBeacon), never, false, lost(schema.BasisBeacon, alive+time.Millisecond, alive)},
+		{"fellow heard long ago, after the coordinator", relFellow, ago(alive+time.Millisecond, kindOther), coordAgo(alive + 2*time.Millisecond), false, vouched(lost(H, alive+2*time.Millisecond, alive))},
 		{"fellow and coordinator never heard", relFellow, never, never, false, none(alive)},
 
 		// The peer is outside this node's group.
@@ -137,6 +138,9 @@ func TestReachOf(t *testing.T) {
 		{"outsider invitation within", relOutside, ago(time.Second, kindOther), never, false, up(schema.BasisPacket, time.Second, peer)},
 		{"outsider invitation old", relOutside, ago(peer+time.Millisecond, kindOther), never, false, unknown(schema.BasisPacket, peer+time.Millisecond, peer)},
 
+		// Ages are rounded up: up exactly when age_ms <= window_ms.
+		{"age just under the window", relCoordinator, ago(alive-time.Millisecond/2, kindHeartbeat), never, false, up(H, alive, alive)},
+		{"age a nanosecond past the window", relCoordinator, ago(alive+1, kindHeartbeat), never, false, lost(H, alive+time.Millisecond, alive)},
 		// A packet noted after the answer's instant is fresh, not negative.
 		{"packet after now", relCoordinator, ago(-time.Millisecond, kindHeartbeat), never, false, up(H, 0, alive)},
 	} {
@@ -146,4 +150,63 @@ func TestReachOf(t *testing.T) {
 			}
 		})
 	}
+}
+
+// memberOf returns id's entry in ms.
+func memberOf(ms []Member, id wire.NodeID) (Member, bool) {
+	for _, m := range ms {
+		if m.ID == id {
+			return m, true
+		}
+	}
+	return Member{}, false
+}
+
+// TestMembersReach runs the rule on live agents (issue 26): in a formed
+// group every node is up from each one's own evidence, on the basis its
+// relation gives; a node cut off is lost from both sides within its
+// window, whatever memberlist still says.
+func TestMembersReach(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t, memMulticast)
+	for id := wire.NodeID(1); id <= 3; id++ {
+		c.start(id, "")
+	}
+	c.waitConverged(convergeBound(c))
+	coord, member := c.node(3).a, c.node(1).a
+	tm := c.timing
+	want := func(a *Agent, id wire.NodeID, ok func(Reach) bool) func() bool {
+		return func() bool {
+			m, found := memberOf(a.Members(), id)
+			return found && ok(m.Reach)
+		}
+	}
+	isUp := func(basis string) func(Reach) bool {
+		return func(r Reach) bool { return r.State == ReachUp && r.Basis == basis }
+	}
+	// Acknowledgements come every AckInterval; the first may take one.
+	bound := ackWindow(tm, false) + time.Second
+	waitFor(t, bound, "the coordinator to see its members up on their acks", func() bool {
+		return want(coord, 1, isUp(schema.BasisAck))() && want(coord, 2, isUp(schema.BasisAck))()
+	})
+	waitFor(t, bound, "a member to see its coordinator up on its heartbeats", want(member, 3, isUp(schema.BasisHeartbeat)))
+	waitFor(t, bound, "a member to see a fellow up, vouched for by the coordinator", want(member, 2, func(r Reach) bool {
+		return r.State == ReachUp && (r.Basis == schema.BasisCoordinator && r.Via == 3 || r.AgeMS <= tm.AliveTimeout.Milliseconds())
+	}))
+	if m, _ := memberOf(member.Members(), 1); m.Reach.State != ReachSelf {
+		t.Errorf("own row: %+v", m.Reach)
+	}
+
+	cut := time.Now()
+	c.nw.Partition([]string{hostIP(1)})
+	lost := func(r Reach) bool { return r.State == ReachLost }
+	// The member's coordinator is lost past AliveTimeout (as an
+	// outsider whose heartbeats stopped, once the member gives up on
+	// it); the coordinator's member past the ack window.
+	waitFor(t, tm.AliveTimeout+time.Second, "the cut-off member to see its coordinator lost", want(member, 3, lost))
+	m, _ := memberOf(member.Members(), 3)
+	t.Logf("%v after the cut the member sees the coordinator %+v, gossip %s", time.Since(cut), m.Reach, m.Gossip)
+	waitFor(t, ackWindow(tm, false)+time.Second, "the coordinator to see the cut-off member lost", want(coord, 1, lost))
+	m, _ = memberOf(coord.Members(), 1)
+	t.Logf("%v after the cut the coordinator sees the member %+v, gossip %s", time.Since(cut), m.Reach, m.Gossip)
 }

@@ -100,8 +100,8 @@ type Reach struct {
 	// Via is, for BasisCoordinator, the coordinator whose member list
 	// vouches for the node.
 	Via wire.NodeID `json:"via,omitempty"`
-	// AgeMS is the age of the evidence in milliseconds when the answer
-	// was made; -1 when there is none.
+	// AgeMS is the age of the evidence when the answer was made, in
+	// milliseconds rounded up; -1 when there is none.
 	AgeMS int64 `json:"age_ms"`
 	// WindowMS is how old the evidence may be and still count, in
 	// milliseconds: past it State is ReachLost if traffic from the node
