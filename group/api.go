@@ -21,7 +21,7 @@ import (
 //
 //	GET /v1/status   Status as JSON
 //	GET /v1/members  []Member as JSON; each with "reach", this node's own
-//	                 evidence that the member reaches it (reachOf)
+//	                 evidence that the member reaches it (group/reach.go)
 //	GET /v1/events   newline-delimited JSON Events, flushed per line; the
 //	                 first is a "snapshot"; ends when the client goes away
 //	                 or the agent stops
@@ -229,8 +229,8 @@ func (a *Agent) serveEvents(w http.ResponseWriter, r *http.Request) {
 // Members returns the nodes this agent knows of, sorted by ID: every node
 // memberlist knows (alive, suspect, or recently dead or left), every
 // member of the current group, and the agent itself. Each one's Reach is
-// this agent's own wire evidence of it (reachOf), judged at one instant
-// with the agent's configured timing.
+// this agent's own wire evidence of it (see Reach), judged at one instant
+// with the agent's configured timing: gossip plays no part in it.
 func (a *Agent) Members() []Member {
 	st := a.pub.status()
 	inGroup := make(map[wire.NodeID]bool, len(st.Members))
