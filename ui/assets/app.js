@@ -94,7 +94,7 @@ const groupSpan = (g) => `<span class="num" style="--c:${colour(g)}" title="${es
 // its ID when another node has the same name.
 function label(n) {
   if (!n.name) return 'node ' + n.id;
-  for (const m of S.nodes.values()) if (m !== n && m.name === n.name) return `${n.name}#${n.id}`;
+  for (const m of S.nodes.values()) if (m.id !== n.id && m.name === n.name) return `${n.name}#${n.id}`;
   return n.name;
 }
 
@@ -146,14 +146,16 @@ function entryAt(n, t) {
 // applyStatus takes a full Status (GET /v1/status, an event's "new").
 function applyStatus(st, t) {
   if (!st || !st.id) return;
-  node(st.id).api = true;
+  const n = node(st.id);
+  n.api = true;
+  // A node seen for the first time has been in this view since st.since.
+  if (!n.hist.length && st.since) t = Math.min(t, Date.parse(st.since) || t);
   record(st.id, st, t);
 }
 
 function onEvent(e, arrived) {
   if (e.mark) {
-    S.marks.push({t: Date.parse(e.mark.time), kind: e.mark.kind, spec: e.mark.spec || ''});
-    S.marks.sort((a, b) => a.t - b.t);
+    addMark({t: Date.parse(e.mark.time), kind: e.mark.kind, spec: e.mark.spec || ''});
     return;
   }
   if (e.down) { // lab mode: node's API stream ended
@@ -167,6 +169,14 @@ function onEvent(e, arrived) {
   S.stats.events++;
   if (e.reason !== 'snapshot') S.pending.push({arrived, t}); // a snapshot is stamped when its view began
   if (S.mode === 'node') soon();
+}
+
+// addMark keeps a mark once (the stream's backlog repeats the recorded
+// history the page may have read first).
+function addMark(m) {
+  if (!isFinite(m.t) || S.marks.some((o) => o.t === m.t && o.kind === m.kind && o.spec === m.spec)) return;
+  S.marks.push(m);
+  S.marks.sort((a, b) => a.t - b.t);
 }
 
 let soonTimer = 0;
@@ -564,7 +574,7 @@ function renderTopology(view) {
     let tip = `${label(v)} (id ${v.id})`;
     if (v.down) tip += S.mode === 'lab' ? ': its API does not answer' : `: not reachable from here (${v.reach ? v.reach.basis + (v.reach.age >= 0 ? ', ' + secs(v.reach.age) + ' ago' : '') : '?'})`;
     if (lastGroup) tip += `\n${v.down ? 'last known ' : ''}${groupTitle(lastGroup)}`;
-    if (leader) tip += `\nleader, term ${st.term}` + (quorum ? (st.primary ? ', primary (holds its lease)' : ', NOT primary: no quorum') : ' (no quorum set)');
+    if (leader) tip += `\nleader, term ${st.term || 'unknown here (gossip carries none)'}` + (quorum ? (st.primary ? ', primary (holds its lease)' : ', NOT primary: no quorum') : ' (no quorum set)');
     out += `<g class="tnode" data-id="${v.id}" data-group="${esc(v.group)}" data-reach="${reach}" data-leader="${!!leader}"` +
       ` data-primary="${!!(leader && quorum && st.primary)}"><title>${esc(tip)}</title>`;
     if (leader && quorum && st.primary) out += `<circle cx="${f1(x)}" cy="${f1(y)}" r="${r + 5}" fill="none" stroke="#2c8a2c" stroke-width="3"/>`;
@@ -574,7 +584,7 @@ function renderTopology(view) {
     if (leader) out += `<text x="${f1(x)}" y="${f1(y + 4)}" text-anchor="middle" font-size="${r}" fill="#fff">★</text>`;
     const below = y > cy ? r + 13 : -r - 6;
     out += `<text x="${f1(x)}" y="${f1(y + below)}" text-anchor="middle" font-size="11">${esc(label(v))}` +
-      (leader && n <= 32 ? ` <tspan fill="#666">T ${esc(short(st.term))}</tspan>` : '') + '</text></g>';
+      (leader && st.term && n <= 32 ? ` <tspan fill="#666">T ${esc(short(st.term))}</tspan>` : '') + '</text></g>';
   }
   svg.setAttribute('viewBox', `0 0 ${W} ${H}`);
   svg.setAttribute('height', H);
@@ -628,7 +638,7 @@ function row(v, extra) {
   return `<tr class="node" data-id="${v.id}" data-group="${esc(v.group)}" data-reachable="${!v.down}" data-leader="${leader}">` +
     `<td class="name">${esc(label(v))}${v.id === S.self && S.mode === 'node' ? ' (this node)' : ''}</td><td class="id">${v.id}</td>` +
     `<td class="prio">${st.priority || S.nodes.get(v.id)?.priority || ''}</td><td>${esc(role)}${lead}` +
-    (leader ? ` <small title="${esc('term ' + st.term)}">T ${esc(short(st.term))}</small>` : '') + `</td>` +
+    (leader && st.term ? ` <small title="${esc('term ' + st.term)}">T ${esc(short(st.term))}</small>` : '') + `</td>` +
     `<td class="state-${esc(st.state)}">${esc(st.state || '?')}</td><td class="reach-${esc(reach)}" title="${esc(tip)}">${esc(text)}</td>` +
     (extra ? `<td>${hasGroup(st.group) ? groupSpan(st.group) : '-'}</td>` : '') + '</tr>';
 }
@@ -796,7 +806,7 @@ function timelineEvents() {
 // history.ndjson, `groupd watch --json`) and marks ({"time","kind","spec"}).
 // Nodes taken down by a kill, stop or restart mark stay down until their
 // next event, as package timeline draws them.
-function loadHistory(text, name) {
+function parseHistory(text) {
   const evs = [], marks = [];
   let bad = 0;
   for (const line of text.split('\n')) {
@@ -809,14 +819,15 @@ function loadHistory(text, name) {
     else if (r.kind) marks.push({t, kind: r.kind, spec: r.spec || ''});
     else bad++;
   }
-  if (!evs.length) throw new Error(`${name}: no events in it (${bad} lines not understood)`);
   evs.sort((a, b) => a.t - b.t);
   marks.sort((a, b) => a.t - b.t);
-  S.nodes = new Map();
-  S.obs = new Map();
-  S.colours = new Map();
-  S.short = new Map();
-  S.marks = marks.filter((m) => m.kind !== 'check' && m.kind !== 'quiet');
+  return {evs, marks, bad};
+}
+
+// fill puts recorded views and marks into the model, as timeline draws
+// them.
+function fill({evs, marks}) {
+  for (const m of marks) if (m.kind !== 'check' && m.kind !== 'quiet') addMark(m);
   const downs = [];
   for (const m of marks) if (DOWN_KINDS.has(m.kind)) for (const id of ids(m.spec)) downs.push({t: m.t, id, down: true});
   // Events before downs at the same instant: the down holds then.
@@ -829,6 +840,17 @@ function loadHistory(text, name) {
       n.hist.push({t: r.t, st: r.st});
     }
   }
+}
+
+function loadHistory(text, name) {
+  const rec = parseHistory(text), {evs, marks, bad} = rec;
+  if (!evs.length) throw new Error(`${name}: no events in it (${bad} lines not understood)`);
+  S.nodes = new Map();
+  S.obs = new Map();
+  S.colours = new Map();
+  S.short = new Map();
+  S.marks = [];
+  fill(rec);
   const start = Math.min(evs[0].t, marks.length ? marks[0].t : Infinity);
   const stop = Math.max(evs[evs.length - 1].t, marks.length ? marks[marks.length - 1].t : 0);
   S.replay = {name, start, end: stop, t: start, playing: false, speed: 1, events: evs.length, marks: marks.length, bad};
@@ -944,6 +966,11 @@ async function main() {
     $('title').textContent = `lab ${info.prefix} (${info.nodes} nodes)`;
     document.title = `groupd lab ${info.prefix}`;
     listRuns();
+    // The run so far: the page does not start empty.
+    try {
+      const r = await fetch('/lab/history.ndjson', {cache: 'no-store'});
+      if (r.ok) fill(parseHistory(await r.text()));
+    } catch (_) { /* an older lab: live only */ }
   } catch (_) {
     S.mode = 'node';
   }
