@@ -20,7 +20,8 @@ import (
 // The local HTTP API (read-only):
 //
 //	GET /v1/status   Status as JSON
-//	GET /v1/members  []Member as JSON
+//	GET /v1/members  []Member as JSON; each with "reach", this node's own
+//	                 evidence that the member reaches it (reachOf)
 //	GET /v1/events   newline-delimited JSON Events, flushed per line; the
 //	                 first is a "snapshot"; ends when the client goes away
 //	                 or the agent stops
@@ -227,7 +228,9 @@ func (a *Agent) serveEvents(w http.ResponseWriter, r *http.Request) {
 
 // Members returns the nodes this agent knows of, sorted by ID: every node
 // memberlist knows (alive, suspect, or recently dead or left), every
-// member of the current group, and the agent itself.
+// member of the current group, and the agent itself. Each one's Reach is
+// this agent's own wire evidence of it (reachOf), judged at one instant
+// with the agent's configured timing.
 func (a *Agent) Members() []Member {
 	st := a.pub.status()
 	inGroup := make(map[wire.NodeID]bool, len(st.Members))
@@ -253,10 +256,17 @@ func (a *Agent) Members() []Member {
 		}
 	}
 	book := a.peers.snapshot()
+	// One instant for every member's reach, taken after the snapshot so
+	// that no evidence in it is from the future.
+	now := time.Now()
+	coord := book[st.Coordinator].heard
+	reach := func(id wire.NodeID) Reach {
+		return reachOf(relationOf(st, a.id, id, inGroup[id]), book[id].heard, coord, now, a.cfg.Timing, st.Expect > 0)
+	}
 	out := []Member{{
 		ID: a.id, Name: a.name, Priority: a.cfg.Priority, Addr: a.Addrs().Wire,
 		Gossip: GossipAlive, InGroup: inGroup[a.id], Group: st.Group.String(), State: st.State.String(),
-		Leader: st.Leader, Degraded: st.Degraded, Tags: copyTags(a.cfg.Tags),
+		Leader: st.Leader, Degraded: st.Degraded, Tags: copyTags(a.cfg.Tags), Reach: reach(a.id),
 	}}
 	seen := map[wire.NodeID]bool{a.id: true}
 	add := func(id wire.NodeID) {
@@ -265,7 +275,7 @@ func (a *Agent) Members() []Member {
 		}
 		seen[id] = true
 		p := book[id]
-		m := Member{ID: id, Priority: p.priority, Addr: p.addr, InGroup: inGroup[id], Gossip: p.gossip}
+		m := Member{ID: id, Priority: p.priority, Addr: p.addr, InGroup: inGroup[id], Gossip: p.gossip, Reach: reach(id)}
 		if g, ok := live[id]; ok {
 			m.Gossip = g
 		} else if m.Gossip == GossipAlive {

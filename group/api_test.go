@@ -122,13 +122,20 @@ func TestAPIHandlers(t *testing.T) {
 		if err := json.Unmarshal([]byte(body), &ms); code != 200 || err != nil || len(ms) != 1 {
 			t.Fatalf("members %d %s %v", code, body, err)
 		}
-		want := []string{"addr", "degraded", "gossip", "group", "id", "in_group", "leader", "name", "priority", "state", "tags"}
+		want := []string{"addr", "degraded", "gossip", "group", "id", "in_group", "leader", "name", "priority", "reach", "state", "tags"}
 		if got := keys(ms[0]); !slices.Equal(got, want) {
 			t.Errorf("keys %v, want %v", got, want)
 		}
 		if ms[0]["id"] != 42.0 || ms[0]["gossip"] != "alive" || ms[0]["in_group"] != true || ms[0]["addr"] != a.Addrs().Wire ||
 			ms[0]["name"] != "test42" || ms[0]["leader"] != true {
 			t.Errorf("member %v", ms[0])
+		}
+		reach, _ := ms[0]["reach"].(map[string]any)
+		if got, want := keys(reach), []string{"age_ms", "basis", "state", "window_ms"}; !slices.Equal(got, want) {
+			t.Errorf("reach keys %v, want %v (via only for basis coordinator)", got, want)
+		}
+		if reach["state"] != ReachSelf || reach["basis"] != "none" || reach["age_ms"] != -1.0 || reach["window_ms"] != 0.0 {
+			t.Errorf("own reach %v", reach)
 		}
 	})
 	t.Run("healthz", func(t *testing.T) {

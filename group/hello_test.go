@@ -64,7 +64,7 @@ func TestPeerBookCopies(t *testing.T) {
 	}
 
 	src := udpAddr("10.0.0.2:7947")
-	b.noteUDP(2, 100, boot, true, src, false, time.Now())
+	b.noteUDP(2, 100, boot, true, kindOther, src, false, time.Now())
 	b.noteGossip(2, GossipAlive, "10.0.0.2:7946", nil, nil, time.Now())
 	if got := b.unicastBroadcastTargets(true); len(got) != 1 {
 		t.Fatalf("before the Hello: copies to %v, want one", got)

@@ -36,6 +36,7 @@ type peerInfo struct {
 	boot       uint64       // the process udpAddr belongs to
 	booting    [2]bootAddr  // where processes without a group spoke from, newest first
 	lastUDP    time.Time
+	lastKind   pktKind   // the kind of the packet of lastUDP
 	mcastBoot  uint64    // the last process of id heard over multicast (or Hello)
 	mcastPkt   pktID     // the last packet heard over multicast
 	ucastPkt   pktID     // the last packet heard by unicast
@@ -87,13 +88,13 @@ func (b *peerBook) admit(id wire.NodeID) bool {
 	return b.m[id] != nil || len(b.m) < maxPeers
 }
 
-// noteUDP records an accepted wire packet from boot of id, received from
-// src. A process with a group (inGroup) owns the ID's route; one without
+// noteUDP records an accepted wire packet of kind from boot of id, received
+// from src. A process with a group (inGroup) owns the ID's route; one without
 // (booting, or that lost its group) takes it only if nobody else holds it,
 // so that a second process started with a node's ID cannot divert the
 // group's traffic: it is answered at its own address by boot
 // (route(id, boot)) until it gives way.
-func (b *peerBook) noteUDP(id wire.NodeID, prio uint8, boot uint64, inGroup bool, src *net.UDPAddr, viaMulticast bool, now time.Time) {
+func (b *peerBook) noteUDP(id wire.NodeID, prio uint8, boot uint64, inGroup bool, kind pktKind, src *net.UDPAddr, viaMulticast bool, now time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	p := b.get(id)
@@ -101,7 +102,7 @@ func (b *peerBook) noteUDP(id wire.NodeID, prio uint8, boot uint64, inGroup bool
 		return
 	}
 	p.priority, p.hasPriority = prio, true
-	p.lastUDP = now
+	p.lastUDP, p.lastKind = now, kind
 	if viaMulticast {
 		p.mcastBoot = boot
 	}
@@ -373,6 +374,7 @@ type peerView struct {
 	gossip   string
 	addr     string
 	meta     *nodeMeta
+	heard    evidence // its last accepted wire packet
 }
 
 // snapshot copies the book for Members.
@@ -381,7 +383,8 @@ func (b *peerBook) snapshot() map[wire.NodeID]peerView {
 	defer b.mu.Unlock()
 	out := make(map[wire.NodeID]peerView, len(b.m))
 	for id, p := range b.m {
-		v := peerView{id: id, priority: p.priority, hasPrio: p.hasPriority, gossip: p.gossip, meta: p.meta}
+		v := peerView{id: id, priority: p.priority, hasPrio: p.hasPriority, gossip: p.gossip, meta: p.meta,
+			heard: evidence{from: id, at: p.lastUDP, kind: p.lastKind}}
 		switch {
 		case p.udpAddr != nil:
 			v.addr = p.udpAddr.String()

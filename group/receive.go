@@ -107,7 +107,7 @@ func (a *Agent) accept(msg wire.Message, src *net.UDPAddr, viaMulticast bool, no
 	t := msg.Body.Type().String()
 	a.metrics.msgsRecv.WithLabelValues(t).Inc()
 	if msg.From != a.id {
-		a.peers.noteUDP(msg.From, msg.Priority, msg.Boot, !msg.Booting(), src, viaMulticast, now)
+		a.peers.noteUDP(msg.From, msg.Priority, msg.Boot, !msg.Booting(), kindOf(msg), src, viaMulticast, now)
 	}
 	if e := a.log.Trace(); e.Enabled() {
 		e.Str("msg", msg.String()).Stringer("src", src).Bool("multicast", viaMulticast).Msg("recv")

@@ -37,11 +37,19 @@ const (
 		`"leader_since":"2026-11-21T09:59:00Z","term":"1795255140000.3","tags":{"endpoint":"10.77.0.3:5432"},` +
 		`"duplicate_id":null,"timing_mismatches":[]}`
 	membersJSON = `[{"id":3,"name":"db3","priority":100,"addr":"10.77.0.3:7950","gossip":"alive","in_group":true,` +
-		`"group":"1795255200000.3","state":"normal","leader":true,"degraded":false,"tags":{"endpoint":"10.77.0.3:5432"}},` +
+		`"group":"1795255200000.3","state":"normal","leader":true,"degraded":false,"tags":{"endpoint":"10.77.0.3:5432"},` +
+		`"reach":{"state":"up","basis":"heartbeat","age_ms":180,"window_ms":750}},` +
 		`{"id":12,"name":"","priority":50,"addr":"10.77.0.12:7950","gossip":"dead","in_group":false,` +
-		`"group":"","state":"","leader":false,"degraded":false,"tags":{}},` +
+		`"group":"","state":"","leader":false,"degraded":false,"tags":{},` +
+		`"reach":{"state":"unknown","basis":"none","age_ms":-1,"window_ms":0}},` +
 		`{"id":2,"name":"db2","priority":100,"addr":"10.77.0.2:7950","gossip":"suspect","in_group":true,` +
-		`"group":"1795255200000.3","state":"normal","leader":false,"degraded":true,"tags":{}}]`
+		`"group":"1795255200000.3","state":"normal","leader":false,"degraded":true,"tags":{},` +
+		`"reach":{"state":"lost","basis":"coordinator","via":3,"age_ms":1320,"window_ms":750}},` +
+		`{"id":1,"name":"db1","priority":100,"addr":"10.77.0.1:7950","gossip":"alive","in_group":true,` +
+		`"group":"1795255200000.3","state":"normal","leader":false,"degraded":false,"tags":{},` +
+		`"reach":{"state":"self","basis":"none","age_ms":-1,"window_ms":0}},` +
+		`{"id":4,"name":"db4","priority":100,"addr":"10.77.0.4:7950","gossip":"alive","in_group":false,` +
+		`"group":"","state":"","leader":false,"degraded":false,"tags":{}}]`
 )
 
 // fakeAPI serves the daemon's API from canned answers. events, when set,
@@ -168,10 +176,12 @@ func TestMembers(t *testing.T) {
 	if code != exitOK || errOut != "" {
 		t.Fatalf("members: exit %d, stderr %q", code, errOut)
 	}
-	want := `ID  NAME  PRIORITY  ADDR             GOSSIP   IN GROUP  GROUP            LEADER    TAGS
-2   db2   100       10.77.0.2:7950   suspect  yes       1795255200000.3  degraded  -
-3   db3   100       10.77.0.3:7950   alive    yes       1795255200000.3  yes       endpoint=10.77.0.3:5432
-12  -     50        10.77.0.12:7950  dead     no        -                -         -
+	want := `ID  NAME  PRIORITY  ADDR             GOSSIP   REACH              IN GROUP  GROUP            LEADER    TAGS
+1   db1   100       10.77.0.1:7950   alive    self               yes       1795255200000.3  -         -
+2   db2   100       10.77.0.2:7950   suspect  lost 1.3s via 3    yes       1795255200000.3  degraded  -
+3   db3   100       10.77.0.3:7950   alive    up 0.2s heartbeat  yes       1795255200000.3  yes       endpoint=10.77.0.3:5432
+4   db4   100       10.77.0.4:7950   alive    -                  no        -                -         -
+12  -     50        10.77.0.12:7950  dead     unknown            no        -                -         -
 `
 	if out != want {
 		t.Errorf("members printed\n%s\nwant\n%s", out, want)

@@ -38,7 +38,7 @@ func membersAction(c *cli.Context, api *client.Client) error {
 func printMembers(w io.Writer, ms []group.Member) error {
 	sort.Slice(ms, func(i, j int) bool { return ms[i].ID < ms[j].ID })
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tNAME\tPRIORITY\tADDR\tGOSSIP\tIN GROUP\tGROUP\tLEADER\tTAGS")
+	fmt.Fprintln(tw, "ID\tNAME\tPRIORITY\tADDR\tGOSSIP\tREACH\tIN GROUP\tGROUP\tLEADER\tTAGS")
 	for _, m := range ms {
 		in := "no"
 		if m.InGroup {
@@ -51,9 +51,26 @@ func printMembers(w io.Writer, ms []group.Member) error {
 		case m.Degraded:
 			lead = "degraded"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n",
-			strconv.FormatUint(uint64(m.ID), 10), orDash(m.Name), m.Priority, orDash(m.Addr), orDash(m.Gossip), in,
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
+			strconv.FormatUint(uint64(m.ID), 10), orDash(m.Name), m.Priority, orDash(m.Addr), orDash(m.Gossip), reachCell(m.Reach), in,
 			orDash(m.Group), lead, orDash(strings.Join(sortedKV(m.Tags), " ")))
 	}
 	return tw.Flush()
+}
+
+// reachCell renders a member's reach: its state, and unless there is no
+// evidence, its age in seconds and its basis ("up 0.2s heartbeat", "lost
+// 1.3s ack", "up 0.1s via 3"); "-" from a daemon that does not say.
+func reachCell(r group.Reach) string {
+	switch {
+	case r.State == "":
+		return "-"
+	case r.State == group.ReachSelf || r.AgeMS < 0:
+		return r.State
+	}
+	basis := r.Basis
+	if r.Via != 0 { // basis "coordinator"
+		basis = "via " + strconv.FormatUint(uint64(r.Via), 10)
+	}
+	return fmt.Sprintf("%s %.1fs %s", r.State, float64(r.AgeMS)/1000, basis)
 }
