@@ -172,13 +172,7 @@ func (nd *node) launch() error {
 		return fmt.Errorf("lab: %w", err)
 	}
 	defer logf.Close() // the daemon has its own descriptor
-	id := nd.id
-	if nd.opts.borrowed(nd.id) {
-		id = nd.opts.ID
-	}
-	args := []string{"run", "--id", strconv.Itoa(id), "--bind", l.Addr(nd.id).String(), "--interface", "eth0",
-		"--data-dir", data, "--api", "unix:" + sock, "--profile", l.cfg.Profile}
-	args = append(append(args, l.cfg.Args...), nd.opts.Args...)
+	args := nd.runArgs()
 	fmt.Fprintf(logf, "%s lab: starting in %s: %s %s\n", time.Now().UTC().Format(time.RFC3339Nano), l.NS(nd.id), l.cfg.Bin, strings.Join(args, " "))
 	cmd := exec.Command(l.cfg.Bin, args...)
 	cmd.Env = daemonEnv(l.cfg.InheritEnv, l.cfg.Env, nd.opts.Env)
@@ -212,6 +206,21 @@ func (nd *node) launch() error {
 		return fmt.Errorf("lab: %w", err)
 	}
 	return nil
+}
+
+// runArgs are the `groupd run` arguments of node nd's daemon: the lab's,
+// then Config.Args, then the node's own Options.Args (a later flag wins).
+// The daemon is named after its namespace (--name gd-3), also when it runs
+// with another node's ID, and keeps that name through restarts.
+func (nd *node) runArgs() []string {
+	l := nd.l
+	id := nd.id
+	if nd.opts.borrowed(nd.id) {
+		id = nd.opts.ID
+	}
+	args := []string{"run", "--id", strconv.Itoa(id), "--name", l.NS(nd.id), "--bind", l.Addr(nd.id).String(), "--interface", "eth0",
+		"--data-dir", filepath.Join(nd.dir, dataDir), "--api", "unix:" + filepath.Join(nd.dir, sockFile), "--profile", l.cfg.Profile}
+	return append(append(args, l.cfg.Args...), nd.opts.Args...)
 }
 
 // waitHealthy waits until node nd's daemon answers GET /healthz.
