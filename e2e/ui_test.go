@@ -168,6 +168,86 @@ func TestUITopology(t *testing.T) {
 	wd.await("every page shows one group after the one-way cut's heal", pages, h.End, tm.HealBound()+slack, time.Second, oneGroup(all))
 }
 
+// TestUIPrimaryBadges checks the quorum badges. Without --expect no page
+// (the lab view, every node's own) ever shows a primary badge, converged
+// or split 2|3, and the summary says no quorum is set. With --expect 5 the
+// lab view shows exactly one primary badge, on the group of 1-5, then
+// after the partition 1,2 | 3,4,5 on the group {3,4,5}, and after the heal
+// on the group of 1-5 again; never two at once.
+func TestUIPrimaryBadges(t *testing.T) {
+	t.Parallel()
+	requireFaults(t)
+	browser, driver := findBrowser(t)
+	wd := startWebDriver(t, driver, browser)
+	a, b := []int{1, 2}, []int{3, 4, 5}
+
+	// Without a quorum.
+	l := newLab(t, 5, "fast")
+	l.converge()
+	pages := labPages(t, l)
+	keepLogs(t, l.Dir(), pages)
+	wd.openPages(pages...)
+	wd.await("the lab view shows one group of 1-5 (no --expect)", pages[:1], time.Now(), 3*time.Second, time.Second,
+		func(p *uiPage, s domSnap) string { return s.showsGroups(l.all()) })
+	part := l.partition(a, b)
+	wd.await("the lab view shows the groups 1,2 and 3,4,5 (no --expect)", pages[:1], part.End, l.Timing().HealBound()+slack, time.Second,
+		func(p *uiPage, s domSnap) string { return s.showsGroups(a, b) })
+	wd.collect(pages...)
+	for _, p := range pages {
+		n := 0
+		for _, s := range p.log {
+			if len(s.Nodes) == 0 {
+				continue // before the first answer
+			}
+			n++
+			if s.Primary != 0 || !strings.Contains(s.Summary, "no quorum set") {
+				t.Errorf("ui: no --expect: %s showed %d primary badges, summary %q, at %s: %+v", p.name, s.Primary, s.Summary,
+					time.UnixMilli(s.T).Format("15:04:05.000"), s)
+				break
+			}
+		}
+		t.Logf("ui: no --expect: %s: %d snapshots, converged and split, none with a primary badge; summary %q", p.name, n, p.last().Summary)
+	}
+
+	// With --expect 5: the lab view.
+	q := newLab(t, 5, "fast", "--expect", "5")
+	q.converge()
+	lv := labPages(t, q)[:1]
+	lv[0].name = "lab view (--expect 5)"
+	keepLogs(t, q.Dir(), lv)
+	wd.openPages(lv...)
+	primaryOn := func(want []int, sides ...[]int) pageCond {
+		return func(p *uiPage, s domSnap) string {
+			if why := s.showsGroups(sides...); why != "" {
+				return why
+			}
+			if s.Primary != 1 {
+				return fmt.Sprintf("%d primary badges", s.Primary)
+			}
+			for _, b := range s.groupBoxes() {
+				if b.Primary && !slices.Equal(slices.Sorted(slices.Values(b.IDs)), want) {
+					return fmt.Sprintf("the primary badge is on %v, want %v", b.IDs, want)
+				}
+			}
+			return ""
+		}
+	}
+	bound := q.Timing().HealBound() + slack
+	wd.await("--expect 5: one primary badge, on 1-5", lv, time.Now(), 3*time.Second, time.Second, primaryOn(q.all(), q.all()))
+	part = q.partition(a, b)
+	wd.await("--expect 5: one primary badge, on 3,4,5 of 1,2 | 3,4,5", lv, part.End, bound, time.Second, primaryOn(b, a, b))
+	h := q.heal()
+	wd.await("--expect 5: one primary badge, on 1-5 after the heal", lv, h.End, bound, time.Second, primaryOn(q.all(), q.all()))
+	most := 0
+	for _, s := range lv[0].log {
+		most = max(most, s.Primary)
+	}
+	if most > 1 {
+		t.Errorf("ui: --expect 5: the lab view showed %d primary badges at once", most)
+	}
+	t.Logf("ui: --expect 5: the lab view never showed more than %d primary badge at once (%d snapshots)", most, len(lv[0].log))
+}
+
 // domGroup is one group box of the page: its number and its nodes.
 type domGroup struct {
 	Group string `json:"group"`
@@ -516,11 +596,12 @@ if (!R.on) {
 return R.log.length;`
 
 // openPages opens each page in a window of its own (the first in the
-// current one) and starts its recorder.
+// browser's first window, if no page was opened yet) and starts its
+// recorder.
 func (wd *webDriver) openPages(pages ...*uiPage) {
 	wd.t.Helper()
-	for k, p := range pages {
-		if k == 0 {
+	for _, p := range pages {
+		if wd.handle == "" {
 			p.handle = wd.currentWindow()
 		} else {
 			p.handle = wd.newWindow()
