@@ -24,6 +24,11 @@
 //     faults (lost or restored state, duplicate IDs, a keyed node wiped,
 //     mixed timing and elections, a full disk), and leader_test.go issue
 //     13's (a leader never flaps on joins, restarts and heals).
+//   - ui_test.go and ui_replay_test.go: the live view in headless Chromium
+//     (issue 26): the lab view and every node's own page side by side
+//     through a partition, a one-way cut and the heals (TestUITopology),
+//     the quorum badges (TestUIPrimaryBadges), and a replayed 16-node
+//     history against package timeline's model (TestUIReplay16).
 //
 // # Labs side by side
 //
