@@ -206,12 +206,12 @@ func TestAppReach(t *testing.T) {
 }
 
 // labRecording is a lab run: three nodes in one group, a one-way cut of
-// packets from 3 to 1 and 2, then a partition 1,2 | 3 with --expect 3.
+// packets from 3 to 1 and 2 (written as the lab writes it), then a partition 1,2 | 3 with --expect 3.
 const labRecording = `{"time":"2026-11-26T10:00:00.000Z","kind":"start","spec":"1,2,3"}
 {"time":"2026-11-26T10:00:01.000Z","node":1,"new":{"id":1,"name":"a","state":"normal","role":"participant","group":"1795430400100.3","coordinator":3,"members":[1,2,3],"expect":3,"primary":true}}
 {"time":"2026-11-26T10:00:01.000Z","node":2,"new":{"id":2,"name":"b","state":"normal","role":"participant","group":"1795430400100.3","coordinator":3,"members":[1,2,3],"expect":3,"primary":true}}
 {"time":"2026-11-26T10:00:01.000Z","node":3,"new":{"id":3,"name":"c","state":"normal","role":"coordinator","group":"1795430400100.3","coordinator":3,"members":[1,2,3],"expect":3,"primary":true,"leader":true,"term":"1795430400100.3"}}
-{"time":"2026-11-26T10:00:02.000Z","kind":"oneway","spec":"3->1,2"}
+{"time":"2026-11-26T10:00:02.000Z","kind":"oneway","spec":"3->1,3->2"}
 {"time":"2026-11-26T10:00:04.000Z","kind":"heal","spec":"all"}
 {"time":"2026-11-26T10:00:05.000Z","kind":"partition","spec":"1,2|3"}
 {"time":"2026-11-26T10:00:06.000Z","node":3,"new":{"id":3,"name":"c","state":"normal","role":"coordinator","group":"1795430400100.3","coordinator":3,"members":[3],"expect":3,"primary":false,"leader":true,"term":"1795430400100.3"}}
@@ -256,7 +256,7 @@ return out;`
 			}
 		}
 		if l.state != "oneway" || l.from != p || l.to != 3 {
-			t.Errorf("during the one-way cut 3->1,2: link %d-3 %+v, want oneway %d->3 (links %+v)", p, l, p, one.Links)
+			t.Errorf("during the one-way cut 3->1,3->2: link %d-3 %+v, want oneway %d->3 (links %+v)", p, l, p, one.Links)
 		}
 	}
 	split := view("split")

@@ -8,7 +8,7 @@
 // nothing fetched from elsewhere.
 'use strict';
 
-const POLL_MS = 500;   // /v1/members (reachability) and /lab/status refresh
+const POLL_MS = 250;   // /v1/members (reachability) refresh; the lab's /lab/status twice as slow
 const RETRY_MS = 1000; // reconnecting a lost stream
 const TICK_MS = 250;   // redraw: evidence ages while nothing arrives
 const HIST_MAX = 5000; // changes kept per node
@@ -286,15 +286,19 @@ function setConn(state, why) {
 
 // ---- what the page shows at time t ----
 
-// reachNow is a reach answer aged to now: evidence that was fresh when the
-// daemon answered may have run out since.
+// reachNow is a reach answer as of now. The daemon's verdict stands until
+// the next answer (newer evidence may have reached it meanwhile: windows
+// are shorter than a poll in the fast profile); only when answers stop
+// coming does the page age the evidence past its window itself.
 function reachNow(r) {
   if (!r) return null;
-  const age = r.age_ms < 0 ? -1 : r.age_ms + (performance.now() - r.at);
+  const since = performance.now() - r.at;
+  const age = r.age_ms < 0 ? -1 : r.age_ms + since;
   let state = r.state;
-  if (state === 'up' && r.window_ms > 0 && age > r.window_ms) state = 'lost';
+  if (state === 'up' && r.window_ms > 0 && since > 3 * pollMs() && age > r.window_ms) state = 'lost';
   return {state, basis: r.basis, via: r.via || 0, age};
 }
+const pollMs = () => S.mode === 'lab' ? 2 * POLL_MS : POLL_MS;
 
 // cutsAt returns the lab's cuts at t from its marks: key "a>b" (packets
 // from a to b are dropped) -> the mark; and the degradations in force.
@@ -314,13 +318,25 @@ function cutsAt(t) {
       const sides = m.spec.split('|').map(ids);
       for (const a of sides) for (const b of sides) if (a !== b) for (const x of a) for (const y of b) cuts.set(x + '>' + y, m);
     } else if (m.kind === 'oneway') {
-      const [from, to] = m.spec.split('->').map(ids);
-      for (const x of from || []) for (const y of to || []) cuts.set(x + '>' + y, m);
+      for (const [x, y] of onewayPairs(m.spec)) cuts.set(x + '>' + y, m);
     } else if (WINDOW_KINDS.has(m.kind)) {
       degraded = degraded.filter((d) => d.kind !== m.kind).concat([m]);
     }
   }
   return {cuts, degraded};
+}
+// onewayPairs reads a one-way mark's spec: "1->3,1->4" (the lab's), a
+// bare number continuing the last pair's sender ("1->3,4").
+function onewayPairs(spec) {
+  const out = [];
+  let from = 0;
+  for (const tok of spec.split(',')) {
+    const [a, b] = tok.includes('->') ? tok.split('->') : [String(from), tok];
+    from = Number(a.trim());
+    const to = Number(b.trim());
+    if (from > 0 && to > 0 && from !== to) out.push([from, to]);
+  }
+  return out;
 }
 const ids = (s) => (s || '').split(',').map((x) => Number(x.trim())).filter((x) => x > 0);
 
@@ -979,7 +995,7 @@ async function main() {
     const me = S.nodes.get(S.self);
     if (me) $('title').textContent = `live view of ${label(me)}`;
   }
-  setInterval(poll, POLL_MS);
+  setInterval(poll, pollMs());
   setInterval(() => { if (!S.replay) render(); }, TICK_MS);
   follow(S.mode === 'lab' ? '/lab/events' : '/v1/events');
 }
