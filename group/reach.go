@@ -129,7 +129,9 @@ func ackWindow(t invitation.Timing, quorum bool) time.Duration {
 //     that long ago, still lists it. Lost past AliveTimeout.
 //   - relOutside: a last packet that was a heartbeat or an
 //     acknowledgement is a stream that should go on: up within
-//     AliveTimeout or ackWindow, else lost. Anything else (a beacon, an
+//     AliveTimeout or ackWindow, else lost, and unknown once PeerTimeout
+//     has passed (the sender may have stopped being a coordinator or a
+//     member, as merges and splits do). Anything else (a beacon, an
 //     invitation, an election message) promises nothing: up within
 //     PeerTimeout, else unknown.
 //
@@ -157,10 +159,20 @@ func reachOf(rel relation, direct, coord evidence, now time.Time, t invitation.T
 	switch {
 	case !direct.heard():
 		return judge(direct, now, 0, schema.ReachUnknown)
-	case direct.kind == kindHeartbeat:
-		return judge(direct, now, t.AliveTimeout, schema.ReachLost)
-	case direct.kind == kindAck:
-		return judge(direct, now, ackWindow(t, quorum), schema.ReachLost)
+	case direct.kind == kindHeartbeat || direct.kind == kindAck:
+		window := t.AliveTimeout
+		if direct.kind == kindAck {
+			window = ackWindow(t, quorum)
+		}
+		r := judge(direct, now, window, schema.ReachLost)
+		if r.State == schema.ReachLost && now.Sub(direct.at) > max(t.PeerTimeout, window) {
+			// The stream ended long ago: roles change (a coordinator
+			// joins another group and stops heartbeating), so past
+			// PeerTimeout, when the protocol forgets a coordinator too,
+			// its end says nothing of the network.
+			r.State = schema.ReachUnknown
+		}
+		return r
 	}
 	return judge(direct, now, t.PeerTimeout, schema.ReachUnknown)
 }

@@ -240,7 +240,9 @@ async function poll() {
       }
       applyStatus(st, Date.parse(st.time) || now);
     }
+    S.pollFailed = false;
   } catch (err) {
+    S.pollFailed = true;
     setConn('lost', String(err.message || err));
   }
   render();
@@ -287,15 +289,16 @@ function setConn(state, why) {
 // ---- what the page shows at time t ----
 
 // reachNow is a reach answer as of now. The daemon's verdict stands until
-// the next answer (newer evidence may have reached it meanwhile: windows
-// are shorter than a poll in the fast profile); only when answers stop
-// coming does the page age the evidence past its window itself.
+// its next answer (newer evidence may have reached it meanwhile: windows
+// are shorter than a poll in the fast profile, and a busy browser polls
+// late); only when the page cannot reach the API does it age the evidence
+// past its window itself.
 function reachNow(r) {
   if (!r) return null;
   const since = performance.now() - r.at;
   const age = r.age_ms < 0 ? -1 : r.age_ms + since;
   let state = r.state;
-  if (state === 'up' && r.window_ms > 0 && since > 3 * pollMs() && age > r.window_ms) state = 'lost';
+  if (state === 'up' && r.window_ms > 0 && S.pollFailed && age > r.window_ms) state = 'lost';
   return {state, basis: r.basis, via: r.via || 0, age};
 }
 const pollMs = () => S.mode === 'lab' ? 2 * POLL_MS : POLL_MS;
