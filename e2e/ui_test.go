@@ -121,10 +121,13 @@ func TestUITopology(t *testing.T) {
 		name string
 		tm   invitation.Timing
 	}{{"fast", tm}, {"lan", lan}} {
+		// A node page shows its side as one group once the side re-formed
+		// (T_failover without the coordinator, MemberLossBound with it),
+		// one poll (250 ms) later.
 		t.Logf("ui: profile %s: a coordinator is lost to its members after %v (AliveTimeout), a member to its coordinator after %v (ack window), "+
-			"T_failover %v, T_heal %v; the page polls every 500 ms: a node page shows a partition within about %v",
-			p.name, p.tm.AliveTimeout, p.tm.AckEvery(false)+p.tm.AliveInterval+p.tm.AnswerTimeout, p.tm.FailoverBound(), p.tm.HealBound(),
-			p.tm.FailoverBound()+500*time.Millisecond)
+			"T_failover %v, member loss %v, T_heal %v; a node page polls every 250 ms: it shows a partition within about %v",
+			p.name, p.tm.AliveTimeout, p.tm.AckEvery(false)+p.tm.AliveInterval+p.tm.AnswerTimeout, p.tm.FailoverBound(),
+			p.tm.MemberLossBound(false), p.tm.HealBound(), max(p.tm.FailoverBound(), p.tm.MemberLossBound(false))+250*time.Millisecond)
 	}
 	l.converge()
 	wd := startWebDriver(t, driver, browser)
