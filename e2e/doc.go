@@ -111,6 +111,14 @@
 //	go test -count=1 -v ./e2e/
 //	GROUPD_E2E_LONG=1 go test -count=1 -run 'TestChaosSoak|TestFuzzPackets' ./e2e/
 //	GROUPD_E2E_LONG=1 go test -count=1 -v -run TestOperatorTrials ./e2e/
+//	GROUPD_E2E_SCREENSHOTS=1 go test -count=1 -v -run 'TestUITopology|TestUIReplay16' ./e2e/
+//	GROUPD_E2E_UI_PROFILE=lan go test -count=1 -v -run TestUITopology ./e2e/
+//
+// The browser tests (ui_test.go) save their screenshots in the test's
+// artifact dir, and with GROUPD_E2E_SCREENSHOTS=1 into docs/img (the
+// README's pictures); GROUPD_E2E_UI_PROFILE=lan runs TestUITopology on
+// the lan profile, whose split is bounded by failover or member loss
+// rather than 1.5 s.
 //
 // (sudo go test ./e2e/, or sudo -E env PATH=$PATH go test ./e2e/ where
 // root has no go.) Not as root, or with GROUPD_E2E=0, `go test ./...` runs

@@ -115,7 +115,15 @@ func TestUITopology(t *testing.T) {
 	t.Parallel()
 	requireFaults(t)
 	browser, driver := findBrowser(t)
-	l := newLab(t, 5, "fast")
+	// GROUPD_E2E_UI_PROFILE=lan measures the lan profile: the partition's
+	// bound is then what the profile allows (failover or member loss, and
+	// a poll), not 1.5 s.
+	profile, splitBound := "fast", 1500*time.Millisecond
+	if os.Getenv("GROUPD_E2E_UI_PROFILE") == "lan" {
+		lt := lab.ProfileTiming("lan")
+		profile, splitBound = "lan", max(lt.FailoverBound(), lt.MemberLossBound(false))+250*time.Millisecond
+	}
+	l := newLab(t, 5, profile)
 	tm, lan := l.Timing(), lab.ProfileTiming("lan")
 	for _, p := range []struct {
 		name string
@@ -140,7 +148,7 @@ func TestUITopology(t *testing.T) {
 
 	a, b := []int{1, 2}, []int{3, 4, 5}
 	part := l.partition(a, b)
-	wd.await("every page shows the partition 1,2 | 3,4,5", pages, part.End, 1500*time.Millisecond, 1500*time.Millisecond, splitShown(a, b))
+	wd.await("every page shows the partition 1,2 | 3,4,5", pages, part.End, splitBound, 1500*time.Millisecond, splitShown(a, b))
 	for _, p := range pages {
 		s := p.last()
 		_, others := sideOf(p.node, [][]int{a, b})
@@ -976,11 +984,11 @@ func onewayShown(from int, to []int) pageCond {
 }
 
 // saveScreenshot writes png as name into t's artifact dir and, with
-// GROUPD_UI_SCREENSHOTS=1, into the repository's docs/img.
+// GROUPD_E2E_SCREENSHOTS=1, into the repository's docs/img.
 func saveScreenshot(t *testing.T, name string, png []byte) {
 	t.Helper()
 	dirs := []string{t.ArtifactDir()}
-	if os.Getenv("GROUPD_UI_SCREENSHOTS") == "1" {
+	if os.Getenv("GROUPD_E2E_SCREENSHOTS") == "1" {
 		dir := filepath.Join("..", "docs", "img")
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Errorf("ui: %v", err)
