@@ -34,6 +34,7 @@ const S = {
   replay: null,     // {name, start, end, t, playing, speed, events, marks}
   tl: {from: 0, to: 0, zoomed: false, follow: true},
   pending: [],
+  lostMemo: new Map(), // "p>o" -> when o's evidence of p was last seen lost (live)
   // Read by the browser tests: when events arrived and the DOM showed them.
   // latency: an event's arrival (its chunk read) to the DOM showing it;
   // sinceEvent: the daemon's timestamp of the event to the DOM.
@@ -398,7 +399,9 @@ function viewAt(t) {
   // node's group (fresher than the others' gossip meta).
   const me = byId.get(S.self);
   if (S.mode === 'node' && me && me.st && hasGroup(me.st.group)) {
-    for (const id of me.st.members || []) {
+    // Its coordinator created the number: it is in the group before its
+    // member list (the Ready) arrives.
+    for (const id of [...(me.st.members || []), me.st.coordinator]) {
       const v = byId.get(id);
       if (v && !v.down) v.group = me.st.group;
     }
@@ -441,13 +444,23 @@ function linksAt(t, nodes, byId) {
     for (const [o, peers] of S.obs) {
       for (const [p, r0] of peers) {
         const r = reachNow(r0);
-        if (!r || r.state === 'unknown') continue;
+        if (!r) continue;
+        if (r.state === 'unknown') {
+          // Lost, and nothing heard since: the last word stands until
+          // the peer is heard again (directly or by its coordinator).
+          const m = S.lostMemo.get(p + '>' + o);
+          if (m) know(p + '>' + o, 'cut', `${labelOf(o)} lost it ${secs(Date.now() - m.at)} ago (${m.basis}) and has heard nothing since`, 2);
+          continue;
+        }
         const age = r.age < 0 ? '' : `, ${secs(r.age)} ago`;
+        const key = p + '>' + o;
+        if (r.state === 'up') S.lostMemo.delete(key);
         if (r.basis === 'coordinator') {
           if (r.state === 'up' && r.via) know(p + '>' + r.via, 'up', `${labelOf(r.via)} lists it (as ${labelOf(o)} heard${age})`, 1);
           continue;
         }
-        know(p + '>' + o, r.state === 'up' ? 'up' : 'cut', `${labelOf(o)} ${r.state === 'up' ? 'heard' : 'last heard'} it (${r.basis}${age})`, 3);
+        if (r.state === 'lost') S.lostMemo.set(key, {at: Date.now() - Math.max(0, r.age), basis: r.basis});
+        know(key, r.state === 'up' ? 'up' : 'cut', `${labelOf(o)} ${r.state === 'up' ? 'heard' : 'last heard'} it (${r.basis}${age})`, 3);
       }
     }
   }
