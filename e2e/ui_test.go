@@ -14,6 +14,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -322,8 +323,17 @@ func findBrowser(t *testing.T) (browser, driver string) {
 	if browser == "" || err != nil {
 		t.Skip("e2e: the browser test needs chromium and chromedriver: apt-get install chromium chromium-driver")
 	}
+	// One browser test at a time: Chromium with six windows is the
+	// heaviest thing the suite runs, and two of them on two cores starve
+	// the fast profile's 150 ms windows (the pages then show what the
+	// daemons really saw: members lost for a moment).
+	browserTurn.Lock()
+	t.Cleanup(browserTurn.Unlock)
 	return browser, driver
 }
+
+// browserTurn serialises the browser tests (findBrowser).
+var browserTurn sync.Mutex
 
 // serveLoopback serves the handler that handler(hosts...) returns on
 // 127.0.0.1, on a free port, until t ends, and returns its base URL.
