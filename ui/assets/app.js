@@ -573,10 +573,13 @@ function renderHeader(view) {
 function renderTopology(view) {
   const svg = $('topo');
   const W = Math.max(320, svg.clientWidth || 600), n = view.nodes.length;
-  const H = n > 16 ? 420 : 300, cx = W / 2, cy = H / 2, R = Math.min(W, H) / 2 - 40, r = n > 32 ? 6 : n > 16 ? 10 : 15;
+  const H = n > 16 ? 480 : n > 8 ? 400 : 300, cx = W / 2, cy = H / 2, R = Math.min(W, H) / 2 - 36, r = n > 32 ? 6 : n > 12 ? 11 : 15;
   const pos = new Map(view.nodes.map((v, i) => [v.id, [cx + R * Math.sin(2 * Math.PI * i / Math.max(n, 1)), cy - R * Math.cos(2 * Math.PI * i / Math.max(n, 1))]]));
   let out = '<defs><marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse">' +
     '<path d="M0,0L10,5L0,10z" fill="#ff7f0e"/></marker></defs><g class="links">';
+  // Many cut links (a partition of many nodes) are drawn lighter, so that
+  // the nodes and the links that work stay readable.
+  const dense = view.links.filter((l) => l.state === 'cut').length > 2 * n;
   for (const l of view.links) {
     if (n > 40 && l.state === 'up') continue; // too many to read: the groups' colours say it
     const [x1, y1] = pos.get(l.a), [x2, y2] = pos.get(l.b);
@@ -588,9 +591,9 @@ function renderTopology(view) {
       out += `<g ${attrs}>${tip}<line x1="${f1(fx)}" y1="${f1(fy)}" x2="${f1(mx)}" y2="${f1(my)}" stroke="#ff7f0e" stroke-width="2.5" marker-end="url(#arrow)"/>` +
         `<line x1="${f1(mx)}" y1="${f1(my)}" x2="${f1(tx)}" y2="${f1(ty)}" stroke="#d62728" stroke-width="1.5" stroke-dasharray="4 3"/></g>`;
     } else {
-      const st = l.state === 'cut' ? 'stroke="#d62728" stroke-width="1.5" stroke-dasharray="4 3"' : 'stroke="#9a9a9a" stroke-width="1.5"';
+      const st = l.state === 'cut' ? `stroke="#d62728" stroke-width="${dense ? 0.8 : 1.5}" stroke-dasharray="4 3"${dense ? ' stroke-opacity="0.35"' : ''}` : 'stroke="#9a9a9a" stroke-width="1.5"';
       out += `<g ${attrs}>${tip}<line x1="${f1(x1)}" y1="${f1(y1)}" x2="${f1(x2)}" y2="${f1(y2)}" ${st}/>` +
-        (l.state === 'cut' ? `<text x="${f1((x1 + x2) / 2)}" y="${f1((y1 + y2) / 2 + 4)}" text-anchor="middle" fill="#d62728" font-size="12">✕</text>` : '') + '</g>';
+        (l.state === 'cut' && !dense ? `<text x="${f1((x1 + x2) / 2)}" y="${f1((y1 + y2) / 2 + 4)}" text-anchor="middle" fill="#d62728" font-size="12">✕</text>` : '') + '</g>';
     }
   }
   out += '</g>';
@@ -614,15 +617,19 @@ function renderTopology(view) {
     out += `<circle cx="${f1(x)}" cy="${f1(y)}" r="${r}" fill="${fill}" stroke="${stroke}" stroke-width="${coord ? 3 : 1}"` +
       (v.down ? ' stroke-dasharray="3 2"' : '') + '/>';
     if (leader) out += `<text x="${f1(x)}" y="${f1(y + 4)}" text-anchor="middle" font-size="${r}" fill="#fff">★</text>`;
-    const below = y > cy ? r + 13 : -r - 6;
-    out += `<text x="${f1(x)}" y="${f1(y + below)}" text-anchor="middle" font-size="11">${esc(label(v))}` +
+    // The name outside the circle, away from the centre.
+    const dx = x - cx, dy = y - cy, d = Math.hypot(dx, dy) || 1;
+    const lx = x + dx / d * (r + 8), ly = y + dy / d * (r + 8) + 4;
+    const anchor = dx > 5 ? 'start' : dx < -5 ? 'end' : 'middle';
+    out += `<text x="${f1(lx)}" y="${f1(anchor === 'middle' && dy > 0 ? ly + 6 : anchor === 'middle' ? ly - 4 : ly)}" text-anchor="${anchor}" font-size="11">${esc(label(v))}` +
       (leader && st.term && n <= 32 ? ` <tspan fill="#666">T ${esc(short(st.term))}</tspan>` : '') + '</text></g>';
   }
   svg.setAttribute('viewBox', `0 0 ${W} ${H}`);
   svg.setAttribute('height', H);
   svg.innerHTML = out;
   const cuts = view.links.filter((l) => l.state !== 'up').length;
-  $('topo-note').textContent = (S.mode === 'lab' ? 'Links: every node\'s own evidence, and the lab\'s cuts' :
+  $('topo-note').textContent = (S.replay ? 'Links: from the recording: member lists, coordinators that dropped members, and the lab\'s cuts (a recording holds no node\'s reach evidence)' :
+    S.mode === 'lab' ? 'Links: every node\'s own evidence, and the lab\'s cuts' :
     `Links: what ${labelOf(S.self)} observes (heartbeats, acknowledgements, member lists); nodes it has no fresh evidence of are hollow`) +
     ` · ${plural(cuts, 'cut link')} · hover for what each rests on and how old it is.`;
 }
@@ -656,8 +663,8 @@ function renderGroups(view) {
 function row(v, extra) {
   const st = v.st || {};
   const leader = !v.down && !!st.leader;
-  let reach = v.down ? (S.mode === 'lab' ? 'down' : 'lost') : 'api';
-  let tip = S.mode === 'lab' ? 'the lab reads its API' : '';
+  let reach = v.down ? (S.mode === 'lab' || S.replay ? 'down' : 'lost') : S.replay ? 'recorded' : 'api';
+  let tip = S.replay ? 'its recorded view' : S.mode === 'lab' ? 'the lab reads its API' : '';
   if (v.reach) {
     reach = v.reach.state;
     tip = v.reach.state === 'self' ? 'this node' : `${v.reach.basis}` + (v.reach.age >= 0 ? `, ${secs(v.reach.age)} ago` : ', never heard') +
