@@ -996,11 +996,29 @@ S.view = () => {
 S.loadHistory = loadHistory;
 S.seek = (t) => seek(t);
 
+// labInfo asks whether the page is served by the lab: its info, or null
+// when the server says there is no such thing (a daemon). A failure to get
+// an answer is asked again, not taken for a daemon: a loaded host
+// answered late, and the page then read /v1/* of a lab and showed nothing.
+async function labInfo() {
+  for (;;) {
+    try {
+      const r = await fetch('/lab/info', {cache: 'no-store'});
+      if (r.ok) return await r.json();
+      if (r.status === 404 || r.status === 403 || r.status === 405) return null;
+      setConn('lost', `/lab/info: ${r.status}`);
+    } catch (err) {
+      setConn('lost', String(err.message || err));
+    }
+    await new Promise((res) => setTimeout(res, RETRY_MS));
+  }
+}
+
 async function main() {
   replayEvents();
   timelineEvents();
-  try {
-    const info = await getJSON('/lab/info');
+  const info = await labInfo();
+  if (info) {
     S.mode = 'lab';
     $('title').textContent = `lab ${info.prefix} (${info.nodes} nodes)`;
     document.title = `groupd lab ${info.prefix}`;
@@ -1010,8 +1028,6 @@ async function main() {
       const r = await fetch('/lab/history.ndjson', {cache: 'no-store'});
       if (r.ok) fill(parseHistory(await r.text()));
     } catch (_) { /* an older lab: live only */ }
-  } catch (_) {
-    S.mode = 'node';
   }
   await poll();
   if (S.mode === 'node') {
