@@ -99,7 +99,9 @@ func TestUILiveView(t *testing.T) {
 // checks, per page, with the time it took:
 //
 //   - after start-up: one group of 1-5 and no cut link;
-//   - within 1.5 s after the partition 1,2 | 3,4,5 is in place: no node of
+//   - within the split's bound after the partition 1,2 | 3,4,5 is in
+//     place (1.5 s on the fast profile; on lan, max(T_failover, member
+//     loss) + a poll: 2.25 s), and held for 1.5 s: no node of
 //     the other side shown reachable (node pages: its topology node is not
 //     up; the lab view reads every node's API, so it shows the lab's cuts
 //     instead), a cut link to the other side (the lab view: every link
@@ -110,19 +112,24 @@ func TestUILiveView(t *testing.T) {
 //     getting through from 3, 4 and 5 to 1 (the node pages are logged);
 //   - within T_heal + slack after its heal: one group, no cut link.
 //
-// The lab runs the fast profile; the log says what the lan profile's
-// timing would give.
+// The lab runs the lan profile (GROUPD_E2E_UI_PROFILE=fast: the fast
+// one); the log says what both profiles' timing gives.
 func TestUITopology(t *testing.T) {
 	t.Parallel()
 	requireFaults(t)
 	browser, driver := findBrowser(t)
-	// GROUPD_E2E_UI_PROFILE=lan measures the lan profile: the partition's
-	// bound is then what the profile allows (failover or member loss, and
-	// a poll), not 1.5 s.
-	profile, splitBound := "fast", 1500*time.Millisecond
-	if os.Getenv("GROUPD_E2E_UI_PROFILE") == "lan" {
-		lt := lab.ProfileTiming("lan")
-		profile, splitBound = "lan", max(lt.FailoverBound(), lt.MemberLossBound(false))+250*time.Millisecond
+	// The lan profile by default: its windows (750 ms and more) hold on a
+	// loaded 2-core machine, where the fast profile's 150 ms saw the
+	// daemons' API answer while heartbeats sat unread, and the pages
+	// showed members lost for a moment. The split's bound is then what the
+	// profile allows: the side without the coordinator re-forms within
+	// T_failover, and the coordinator's members learn of the loss from its
+	// list within member loss, then a poll. GROUPD_E2E_UI_PROFILE=fast
+	// runs the fast profile against the 1.5 s.
+	lt := lab.ProfileTiming("lan")
+	profile, splitBound := "lan", max(lt.FailoverBound(), lt.MemberLossBound(false))+250*time.Millisecond
+	if os.Getenv("GROUPD_E2E_UI_PROFILE") == "fast" {
+		profile, splitBound = "fast", 1500*time.Millisecond
 	}
 	l := newLab(t, 5, profile)
 	tm, lan := l.Timing(), lab.ProfileTiming("lan")
