@@ -320,8 +320,22 @@ func (l *tlab) leaderStops(first group.GroupNumber, until time.Time, newTerms in
 			break
 		}
 	}
-	hookStops := l.hookEvents(5, hookFrom, group.ReasonLeaderStop)
-	histStops := l.historyEvents(5, group.ReasonLeaderStop, since, until)
+	// The history's stop of the term before first may come a moment
+	// after first's start: a stop counts when the term it ends is first
+	// or later.
+	var histStops []group.Event
+	for _, e := range l.historyEvents(5, group.ReasonLeaderStop, since, until) {
+		if !e.Old.Term.Less(first) {
+			histStops = append(histStops, e)
+		}
+	}
+	var hookStops []string
+	for _, line := range l.hookEvents(5, hookFrom, group.ReasonLeaderStop) {
+		fs := strings.Fields(line)
+		if g, err := wire.ParseGroupNumber(fs[len(fs)-1]); err != nil || !g.Less(first) {
+			hookStops = append(hookStops, line)
+		}
+	}
 	hookStarts, histStarts = len(l.hookEvents(5, hookFrom, group.ReasonLeaderStart)), len(l.historyEvents(5, group.ReasonLeaderStart, since, until))
 	if len(hookStops) != newTerms || len(histStops) != newTerms || hookStarts != newTerms+1 || histStarts != newTerms+1 {
 		var at []string
