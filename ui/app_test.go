@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"bytes"
 	"encoding/json"
 	"io/fs"
 	"os"
@@ -294,7 +295,7 @@ return out;`
 // the page and compares every node's group with the model the SVG
 // timeline draws (timeline.Build), at instants inside its segments.
 func TestAppReplayMatchesTimeline(t *testing.T) {
-	evs, marks := readRecording(t, "../timeline/testdata/small.ndjson", "../timeline/testdata/small-faults.ndjson")
+	text, evs, marks := readRecording(t, "../timeline/testdata/small.ndjson", "../timeline/testdata/small-faults.ndjson")
 	m := timeline.Build(evs, marks, time.Time{}, time.Time{})
 	var instants []int64
 	for _, n := range m.Nodes {
@@ -306,16 +307,8 @@ func TestAppReplayMatchesTimeline(t *testing.T) {
 	}
 	slices.Sort(instants)
 	instants = slices.Compact(instants)
-	text, err := os.ReadFile("../timeline/testdata/small.ndjson")
-	if err != nil {
-		t.Fatal(err)
-	}
-	faults, err := os.ReadFile("../timeline/testdata/small-faults.ndjson")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var got []map[string]string
-	runApp(t, nil, `g.loadHistory(`+jsString(string(text)+string(faults))+`, 'small');
+	runApp(t, nil, `g.loadHistory(`+jsString(text)+`, 'small');
 return `+mustJSON(instants)+`.map((t) => { g.seek(t); return Object.fromEntries(g.view().nodes.map((n) => [n.id, n.group])); });`, &got)
 	for i, at := range instants {
 		tm := time.UnixMilli(at)
@@ -334,27 +327,28 @@ return `+mustJSON(instants)+`.map((t) => { g.seek(t); return Object.fromEntries(
 	t.Logf("replay: %d instants x %d nodes agree with timeline.Build", len(instants), len(m.Nodes))
 }
 
-func readRecording(t *testing.T, events, faults string) ([]schema.Event, []schema.Mark) {
+// readRecording reads an events file and a faults file: their text, one
+// after the other (what the page is given), and what package timeline
+// reads of them.
+func readRecording(t *testing.T, events, faults string) (string, []schema.Event, []schema.Mark) {
 	t.Helper()
-	f, err := os.Open(events)
+	ev, err := os.ReadFile(events)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	evs, _, err := timeline.ReadEvents(f)
+	fa, err := os.ReadFile(faults)
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := os.Open(faults)
+	evs, _, err := timeline.ReadEvents(bytes.NewReader(ev))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer g.Close()
-	ms, _, err := timeline.ReadFaults(g)
+	ms, _, err := timeline.ReadFaults(bytes.NewReader(fa))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return evs, ms
+	return string(ev) + string(fa), evs, ms
 }
 
 func jsString(s string) string { return mustJSON(s) }
