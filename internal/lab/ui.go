@@ -39,10 +39,6 @@ import (
 //	                  when node I's stream breaks (it is followed again every second), and
 //	                  {"mark":{...}} for each fault mark of history.ndjson (those of the last
 //	                  markBacklog first, then new ones as they are appended)
-//	GET /lab/links    {"time":T,"cuts":[{"from":1,"to":3,"kind":"partition"|"oneway","since":T}...],
-//	                  "degraded":[{"kind":"loss"|"delay","spec":"20%"|"50ms±10ms","from":[1,2]|null,"since":T}...]}:
-//	                  what the lab has cut and degraded now, from the fault marks of the current
-//	                  run's history (LinksNow); "from" null is every sender; both lists [] when none
 //	GET /lab/runs     [{"id":"current"|"20261121T100004Z","name":"current run"|"2026-11-21 10:00:04 UTC",
 //	                  "current":bool,"started":T|null,"ended":T|null,"nodes":N,"bytes":B}...]: the
 //	                  current run, then the archived ones of RUN/runs/ (ArchiveRun), newest first
@@ -73,15 +69,13 @@ func (l *Lab) UIHandler(hosts ...string) http.Handler {
 	})
 	mux.HandleFunc("/lab/status", l.uiStatus)
 	mux.HandleFunc("/lab/events", l.uiEvents)
-	links := &uiLinks{tail: historyTail{path: filepath.Join(l.cfg.Dir, HistoryFile)}}
-	mux.HandleFunc("/lab/links", links.serve)
 	runs := &uiRuns{l: l, cache: map[string]RunInfo{}}
 	mux.HandleFunc("/lab/runs", runs.serveList)
 	mux.HandleFunc("/lab/history.ndjson", func(w http.ResponseWriter, r *http.Request) { runs.serveHistory(w, r, CurrentRun) })
 	mux.HandleFunc("/lab/runs/{id}/history.ndjson", func(w http.ResponseWriter, r *http.Request) { runs.serveHistory(w, r, r.PathValue("id")) })
 	ok := func(path string) bool {
 		switch path {
-		case "/lab/info", "/lab/status", "/lab/events", "/lab/links", "/lab/runs", "/lab/history.ndjson", "/ui":
+		case "/lab/info", "/lab/status", "/lab/events", "/lab/runs", "/lab/history.ndjson", "/ui":
 			return true
 		}
 		if strings.HasPrefix(path, "/lab/runs/") && strings.HasSuffix(path, "/"+HistoryFile) {
@@ -345,235 +339,6 @@ func uiMark(line []byte, since time.Time) []byte {
 	return append(b, '\n')
 }
 
-// ---------------------------------------------------------------- links
-
-// uiLinks serves /lab/links from the fault marks of the current run's
-// history, read incrementally: each request reads only what was appended
-// since the last one.
-type uiLinks struct {
-	mu    sync.Mutex
-	tail  historyTail
-	marks []schema.Mark // the marks LinksNow reads, in file order
-}
-
-func (u *uiLinks) serve(w http.ResponseWriter, r *http.Request) {
-	u.mu.Lock()
-	var fresh []schema.Mark
-	replaced := u.tail.read(func(line []byte) bool {
-		if m, ok := linkMark(line); ok {
-			fresh = append(fresh, m)
-		}
-		return true
-	})
-	if replaced {
-		u.marks = nil // what was read before is another run's
-	}
-	u.marks = append(u.marks, fresh...)
-	cuts, degraded := LinksNow(u.marks)
-	u.mu.Unlock()
-	if cuts == nil {
-		cuts = []LinkCut{}
-	}
-	if degraded == nil {
-		degraded = []LinkDegradation{}
-	}
-	writeUIJSON(w, Links{Time: time.Now().UTC(), Cuts: cuts, Degraded: degraded})
-}
-
-// linkMark returns the mark of a history line when it is one LinksNow
-// reads.
-func linkMark(line []byte) (schema.Mark, bool) {
-	if !strings.Contains(string(line), `"kind"`) {
-		return schema.Mark{}, false // an event
-	}
-	var m schema.Mark
-	if json.Unmarshal(line, &m) != nil {
-		return m, false
-	}
-	switch m.Kind {
-	case schema.KindPartition, schema.KindOneway, schema.KindLoss, schema.KindDelay, schema.KindHeal, schema.KindEnd:
-		return m, true
-	}
-	return m, false
-}
-
-// LinkCut is a link the lab has cut: every packet from From to To is
-// dropped, since Since, by a partition (Kind "partition", both directions
-// of every pair across sides) or a one-way cut (Kind "oneway").
-type LinkCut struct {
-	From  int       `json:"from"`
-	To    int       `json:"to"`
-	Kind  string    `json:"kind"`
-	Since time.Time `json:"since"`
-}
-
-// LinkDegradation is loss or delay in place: Kind "loss" (Spec "20%") or
-// "delay" (Spec "50ms" or "50ms±10ms") on the packets of the senders From,
-// or of every node when From is null.
-type LinkDegradation struct {
-	Kind  string    `json:"kind"`
-	Spec  string    `json:"spec"`
-	From  []int     `json:"from"`
-	Since time.Time `json:"since"`
-}
-
-// Links is the network as the lab's fault marks leave it (GET /lab/links).
-type Links struct {
-	Time     time.Time         `json:"time"`
-	Cuts     []LinkCut         `json:"cuts"`
-	Degraded []LinkDegradation `json:"degraded"`
-}
-
-// LinksNow derives what is cut and degraded after marks (a history's, in
-// any order), as the lab's fault commands change it (faults.go): a
-// partition replaces the previous partition and leaves the one-way cuts;
-// one-way cuts add up; loss and delay are one degradation, replaced as a
-// whole by the next (whose marks share its time); heal "partitions" removes
-// partitions and one-way cuts, any other heal everything, as does the end
-// of a run (the lab is torn down). A pair cut both ways is listed once per
-// kind. Marks whose spec does not parse are skipped. Other marks (kills,
-// check points) change nothing. The timeline (package timeline) draws the
-// same marks as windows; this is their state at the last mark, pair by
-// pair.
-func LinksNow(marks []schema.Mark) (cuts []LinkCut, degraded []LinkDegradation) {
-	ms := slices.Clone(marks)
-	slices.SortStableFunc(ms, func(a, b schema.Mark) int { return a.Time.Compare(b.Time) })
-	type pair struct {
-		from, to int
-		kind     string
-	}
-	cut := map[pair]time.Time{}
-	drop := func(kind string) {
-		for p := range cut {
-			if kind == "" || p.kind == kind {
-				delete(cut, p)
-			}
-		}
-	}
-	for _, m := range ms {
-		switch m.Kind {
-		case schema.KindPartition:
-			sides, ok := partitionSides(m.Spec)
-			if !ok {
-				continue
-			}
-			drop(schema.KindPartition)
-			for k, side := range sides {
-				for o, other := range sides {
-					if o == k {
-						continue
-					}
-					for _, a := range side {
-						for _, b := range other {
-							cut[pair{a, b, schema.KindPartition}] = m.Time
-						}
-					}
-				}
-			}
-		case schema.KindOneway:
-			pairs, ok := onewayPairs(m.Spec)
-			if !ok {
-				continue
-			}
-			for _, c := range pairs {
-				p := pair{c[0], c[1], schema.KindOneway}
-				if _, had := cut[p]; !had {
-					cut[p] = m.Time
-				}
-			}
-		case schema.KindLoss, schema.KindDelay:
-			spec, from, ok := degradationSpec(m.Spec)
-			if !ok {
-				continue
-			}
-			// One Degrade marks its loss and its delay at one time; a
-			// mark at another time is a new Degrade, which replaces both.
-			degraded = slices.DeleteFunc(degraded, func(d LinkDegradation) bool { return !d.Since.Equal(m.Time) || d.Kind == m.Kind })
-			degraded = append(degraded, LinkDegradation{Kind: m.Kind, Spec: spec, From: from, Since: m.Time})
-		case schema.KindHeal:
-			drop("")
-			if strings.TrimSpace(m.Spec) != "partitions" {
-				degraded = nil
-			}
-		case schema.KindEnd:
-			drop("")
-			degraded = nil
-		}
-	}
-	for p, since := range cut {
-		cuts = append(cuts, LinkCut{From: p.from, To: p.to, Kind: p.kind, Since: since})
-	}
-	slices.SortFunc(cuts, func(a, b LinkCut) int {
-		return cmp.Or(cmp.Compare(a.From, b.From), cmp.Compare(a.To, b.To), strings.Compare(a.Kind, b.Kind))
-	})
-	return cuts, degraded
-}
-
-// partitionSides reads a partition's spec, "1,2|3,4,5", into its sides (at
-// least two, a node on one side at most).
-func partitionSides(spec string) ([][]int, bool) {
-	parts := strings.Split(spec, "|")
-	if len(parts) < 2 {
-		return nil, false
-	}
-	seen := map[int]bool{}
-	sides := make([][]int, len(parts))
-	for k, p := range parts {
-		ids, err := schema.ParseIDs(p)
-		if err != nil {
-			return nil, false
-		}
-		for _, id := range ids {
-			if seen[int(id)] {
-				return nil, false
-			}
-			seen[int(id)] = true
-			sides[k] = append(sides[k], int(id))
-		}
-	}
-	return sides, true
-}
-
-// onewayPairs reads a one-way cut's spec, "1->3" or "1->5,2->5".
-func onewayPairs(spec string) ([][2]int, bool) {
-	var out [][2]int
-	for _, p := range strings.Split(spec, ",") {
-		a, b, ok := strings.Cut(strings.TrimSpace(p), "->")
-		if !ok {
-			return nil, false
-		}
-		from, err1 := strconv.Atoi(strings.TrimSpace(a))
-		to, err2 := strconv.Atoi(strings.TrimSpace(b))
-		if err1 != nil || err2 != nil || from < 1 || to < 1 || from == to {
-			return nil, false
-		}
-		out = append(out, [2]int{from, to})
-	}
-	return out, len(out) > 0
-}
-
-// degradationSpec splits a loss or delay spec, "20%" or "50ms±10ms from
-// 1,2", into the amount and the senders (nil for every node).
-func degradationSpec(spec string) (string, []int, bool) {
-	amount, nodes, some := strings.Cut(strings.TrimSpace(spec), " from ")
-	amount = strings.TrimSpace(amount)
-	if amount == "" {
-		return "", nil, false
-	}
-	if !some {
-		return amount, nil, true
-	}
-	ids, err := schema.ParseIDs(nodes)
-	if err != nil {
-		return "", nil, false
-	}
-	from := make([]int, len(ids))
-	for i, id := range ids {
-		from[i] = int(id)
-	}
-	return amount, from, true
-}
-
 // ---------------------------------------------------------------- runs
 
 // Past runs: when `lab.sh up` starts a new run (no lab is up in the run
@@ -712,9 +477,12 @@ func scanRun(path string) (RunInfo, error) {
 			}
 		}
 		if line.Kind == schema.KindPartition || line.Kind == schema.KindOneway {
-			cuts, _ := LinksNow([]schema.Mark{{Kind: line.Kind, Spec: line.Spec}})
-			for _, c := range cuts {
-				info.Nodes = max(info.Nodes, c.From, c.To)
+			// "1,2|3-5", "1->3,1->4": the node lists between the
+			// separators.
+			for _, part := range strings.FieldsFunc(line.Spec, func(r rune) bool { return r == '|' || r == '>' || r == ',' }) {
+				if ids, err := schema.ParseIDs(strings.TrimSuffix(strings.TrimSpace(part), "-")); err == nil {
+					info.Nodes = max(info.Nodes, int(slices.Max(ids)))
+				}
 			}
 		}
 	}

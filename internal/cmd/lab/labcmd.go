@@ -26,7 +26,7 @@ const labUsage = `usage: lab.sh COMMAND [ARGS]
   wait [--timeout S] [LIST] wait until the nodes in LIST (default: all) are normal in one group
                             whose coordinator is the highest-ranked of them; exit 1 after S s (default 60)
   export DIR                write the history as DIR/events.ndjson and DIR/faults.ndjson (groupd timeline)
-  ui [--listen ADDR]        serve a live view of every node, the links the lab cut and the past runs'
+  ui [--listen ADDR]        serve a live view of every node, the lab's cuts and the past runs'
                             histories in a browser, on loopback (default 127.0.0.1 on a free port;
                             prints the URL), until Ctrl-C
 environment: GROUPD_LAB_DIR (run dir, default /tmp/groupd-lab), GROUPD_BIN (groupd binary; default:

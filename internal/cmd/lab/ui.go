@@ -13,7 +13,7 @@ import (
 )
 
 // ui serves the lab view (lab.Lab.UIHandler: the page, /lab/info,
-// /lab/status, /lab/events, /lab/links, /lab/runs and the runs' histories)
+// /lab/status, /lab/events, /lab/runs and the runs' histories)
 // on loopback until SIGINT or SIGTERM: `lab.sh ui [--listen ADDR]`.
 func (c *cli) ui(l *lab.Lab, args []string) error {
 	listen := "127.0.0.1:0"
