@@ -77,17 +77,20 @@ func runApp(t *testing.T, api map[string]any, script string, out any) {
 	}
 }
 
-// pageView is window.groupdUI.view() (assets/app.js).
+// pageNode is one node of window.groupdUI.view() (assets/app.js).
+type pageNode struct {
+	ID      int    `json:"id"`
+	Label   string `json:"label"`
+	Group   string `json:"group"`
+	Down    bool   `json:"down"`
+	Reach   string `json:"reach"`
+	Leader  bool   `json:"leader"`
+	Primary bool   `json:"primary"`
+}
+
+// pageView is window.groupdUI.view().
 type pageView struct {
-	Nodes []struct {
-		ID      int    `json:"id"`
-		Label   string `json:"label"`
-		Group   string `json:"group"`
-		Down    bool   `json:"down"`
-		Reach   string `json:"reach"`
-		Leader  bool   `json:"leader"`
-		Primary bool   `json:"primary"`
-	} `json:"nodes"`
+	Nodes  []pageNode `json:"nodes"`
 	Groups []struct {
 		Group   string `json:"group"`
 		IDs     []int  `json:"ids"`
@@ -110,15 +113,7 @@ func (v pageView) link(a, b int) string {
 	return ""
 }
 
-func (v pageView) node(id int) (n struct {
-	ID      int    `json:"id"`
-	Label   string `json:"label"`
-	Group   string `json:"group"`
-	Down    bool   `json:"down"`
-	Reach   string `json:"reach"`
-	Leader  bool   `json:"leader"`
-	Primary bool   `json:"primary"`
-}) {
+func (v pageView) node(id int) (n pageNode) {
 	for _, n := range v.Nodes {
 		if n.ID == id {
 			return n
