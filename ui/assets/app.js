@@ -104,7 +104,7 @@ function label(n) {
 function node(id) {
   let n = S.nodes.get(id);
   if (!n) {
-    n = {id, name: '', priority: 0, hist: [], api: true, reach: null, gossip: ''};
+    n = {id, name: '', priority: 0, hist: [], api: true, gossip: ''};
     S.nodes.set(id, n);
   }
   return n;
@@ -232,8 +232,6 @@ async function poll() {
         n.name = m.name || n.name;
         n.priority = m.priority || n.priority;
         n.gossip = m.gossip;
-        n.reach = m.reach || null;
-        n.inGroup = m.in_group;
         // Another node's view is its gossip meta: what it last announced.
         record(m.id, {id: m.id, name: m.name, group: m.group, state: m.state, leader: m.leader,
           role: coordOf(m.group) === m.id ? 'coordinator' : 'participant', gossip: true,
@@ -305,29 +303,22 @@ function reachNow(r) {
 const pollMs = () => S.mode === 'lab' ? 2 * POLL_MS : POLL_MS;
 
 // cutsAt returns the lab's cuts at t from its marks: key "a>b" (packets
-// from a to b are dropped) -> the mark; and the degradations in force.
+// from a to b are dropped) -> the mark.
 function cutsAt(t) {
   const cuts = new Map();
-  let degraded = [];
   for (const m of S.marks) {
     if (m.t > t) break;
-    if (m.kind === 'end') { // the lab's teardown
+    if (m.kind === 'end' || m.kind === 'heal') { // the lab's teardown, or any heal: partitions and cuts end
       cuts.clear();
-      degraded = [];
-    } else if (m.kind === 'heal') {
-      for (const [k, c] of cuts) if (m.spec.trim() !== 'partitions' || c.kind === 'partition' || c.kind === 'oneway') cuts.delete(k);
-      if (m.spec.trim() !== 'partitions') degraded = [];
     } else if (m.kind === 'partition') {
       for (const [k, c] of cuts) if (c.kind === 'partition') cuts.delete(k);
       const sides = m.spec.split('|').map(ids);
       for (const a of sides) for (const b of sides) if (a !== b) for (const x of a) for (const y of b) cuts.set(x + '>' + y, m);
     } else if (m.kind === 'oneway') {
       for (const [x, y] of onewayPairs(m.spec)) cuts.set(x + '>' + y, m);
-    } else if (WINDOW_KINDS.has(m.kind)) {
-      degraded = degraded.filter((d) => d.kind !== m.kind).concat([m]);
     }
   }
-  return {cuts, degraded};
+  return cuts;
 }
 // onewayPairs reads a one-way mark's spec: "1->3,1->4" (the lab's), a
 // bare number continuing the last pair's sender ("1->3,4").
@@ -387,7 +378,7 @@ function viewAt(t) {
     const v = {id: n.id, name: n.name, label: label(n), st, down: !st || (S.mode === 'lab' && live && !n.api), reach: null};
     if (S.mode === 'node' && live) {
       if (n.id === S.self) v.reach = {state: 'self', basis: 'self', age: 0};
-      else if (n.reach) v.reach = reachNow(Object.assign({at: S.obs.get(S.self)?.get(n.id)?.at ?? performance.now()}, n.reach));
+      else if (S.obs.get(S.self)?.has(n.id)) v.reach = reachNow(S.obs.get(S.self).get(n.id));
       else v.reach = {state: n.gossip === 'alive' ? 'up' : 'lost', basis: 'gossip ' + (n.gossip || '?'), age: -1};
       if (v.reach.state !== 'up' && v.reach.state !== 'self') v.down = true;
     }
@@ -433,7 +424,7 @@ function linksAt(t, nodes, byId) {
     if (!o || o.rank < rank) dir.set(k, {state, basis, rank});
   };
   if (S.mode === 'lab' || S.replay) { // a recording's marks are the lab's
-    const {cuts} = cutsAt(t);
+    const cuts = cutsAt(t);
     for (const [k, m] of cuts) {
       know(k, 'cut', `the lab cut it: ${m.kind} ${m.spec}, ${secs(t - m.t)} ago`, 4);
       const [a, b] = k.split('>');
@@ -528,9 +519,8 @@ function render() {
   const t = now();
   const all = new Set();
   for (const n of S.nodes.values()) for (const h of n.hist) if (h.st && hasGroup(h.st.group)) all.add(h.st.group);
-  if (all.size !== S.short.size) shortNames(all);
+  shortNames(all);
   const view = viewAt(t);
-  S.lastView = view;
   renderHeader(view);
   renderTopology(view);
   renderGroups(view);
@@ -797,9 +787,7 @@ function renderTimeline() {
   svg.setAttribute('height', height);
   svg.innerHTML = out;
   let legend = '';
-  const seen = new Set();
-  for (const n of S.nodes.values()) for (const h of n.hist) if (h.st && hasGroup(h.st.group)) seen.add(h.st.group);
-  for (const g of [...seen].sort((a, b) => Number(a.split('.')[0]) - Number(b.split('.')[0]))) legend += `<span title="${esc(groupTitle(g))}"><i style="background:${colour(g)}"></i>${esc(short(g))}</span>`;
+  for (const g of [...S.short.keys()].sort((a, b) => Number(a.split('.')[0]) - Number(b.split('.')[0]))) legend += `<span title="${esc(groupTitle(g))}"><i style="background:${colour(g)}"></i>${esc(short(g))}</span>`;
   legend += '<span><i style="background:#c8c8c8"></i>election</span><span><i style="background:#222;height:3px"></i>coordinator</span><span>- - down</span>';
   $('legend').innerHTML = legend;
 }
