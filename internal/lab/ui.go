@@ -471,18 +471,10 @@ func scanRun(path string) (RunInfo, error) {
 		}
 		info.Ended = &t
 		info.Nodes = max(info.Nodes, line.Node)
+		// A run's start mark names its nodes; a node's events name it.
 		if ids, err := (schema.Mark{Kind: line.Kind, Spec: line.Spec}).Nodes(); err == nil {
 			for _, id := range ids {
 				info.Nodes = max(info.Nodes, int(id))
-			}
-		}
-		if line.Kind == schema.KindPartition || line.Kind == schema.KindOneway {
-			// "1,2|3-5", "1->3,1->4": the node lists between the
-			// separators.
-			for _, part := range strings.FieldsFunc(line.Spec, func(r rune) bool { return r == '|' || r == '>' || r == ',' }) {
-				if ids, err := schema.ParseIDs(strings.TrimSuffix(strings.TrimSpace(part), "-")); err == nil {
-					info.Nodes = max(info.Nodes, int(slices.Max(ids)))
-				}
 			}
 		}
 	}
