@@ -12,31 +12,25 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/groupd/groupd/wire"
 )
 
 // exclTerm orders leaderships: groupd's term (the group number seq.id at
 // which the leadership began) or corosync's ring id (its sequence, then
-// its representative). The zero term means "none given" (keepalived).
-type exclTerm struct {
-	Seq uint64
-	ID  uint64
-}
+// its representative), both ordered and printed as a group number. The
+// zero term means "none given" (keepalived), and prints as "".
+type exclTerm wire.GroupNumber
 
-func (t exclTerm) IsZero() bool { return t.Seq == 0 && t.ID == 0 }
+func (t exclTerm) IsZero() bool { return wire.GroupNumber(t).IsZero() }
 
-// Less orders terms by sequence, then by ID (as wire.GroupNumber.Less).
-func (t exclTerm) Less(o exclTerm) bool {
-	if t.Seq != o.Seq {
-		return t.Seq < o.Seq
-	}
-	return t.ID < o.ID
-}
+func (t exclTerm) Less(o exclTerm) bool { return wire.GroupNumber(t).Less(wire.GroupNumber(o)) }
 
 func (t exclTerm) String() string {
 	if t.IsZero() {
 		return ""
 	}
-	return strconv.FormatUint(t.Seq, 10) + "." + strconv.FormatUint(t.ID, 10)
+	return wire.GroupNumber(t).String()
 }
 
 // exclSample is one poll of one node.

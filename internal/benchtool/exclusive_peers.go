@@ -23,6 +23,7 @@ import (
 	"time"
 
 	netlab "github.com/groupd/groupd/internal/lab"
+	"github.com/groupd/groupd/wire"
 )
 
 // exclPeer is one implementation under test.
@@ -220,7 +221,7 @@ func ringTerm(ring string) exclTerm {
 	if err1 != nil || err2 != nil {
 		return exclTerm{}
 	}
-	return exclTerm{Seq: s, ID: r}
+	return exclTerm{Seq: s, ID: wire.NodeID(r)}
 }
 
 // corosyncSample is node i's answer from a quorumtool status.

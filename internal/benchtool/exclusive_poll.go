@@ -182,7 +182,7 @@ func (g *groupdProber) probe(ctx context.Context, i int) (exclSample, error) {
 				if err != nil {
 					return exclSample{}, fmt.Errorf("GET /v1/leader: term %q: %w", a.Term, err)
 				}
-				s.Term = exclTerm{Seq: term.Seq, ID: uint64(term.ID)}
+				s.Term = exclTerm(term)
 			}
 			return s, nil
 		}
@@ -194,7 +194,7 @@ func (g *groupdProber) probe(ctx context.Context, i int) (exclSample, error) {
 	s := exclSample{PL: st.Leader && st.Primary, Leader: st.Leader, Primary: st.Primary,
 		Full: st.State == wire.StateNormal && st.Primary && len(st.Members) == g.n}
 	if st.Leader {
-		s.Term = exclTerm{Seq: st.Term.Seq, ID: uint64(st.Term.ID)}
+		s.Term = exclTerm(st.Term)
 	}
 	return s, nil
 }

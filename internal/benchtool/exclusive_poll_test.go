@@ -61,9 +61,9 @@ func TestGroupdProber(t *testing.T) {
 		want         exclSample
 		wantFallback bool
 	}{
-		{"old daemon, primary leader", leaderStatus, 0, "", exclSample{PL: true, Leader: true, Primary: true, Term: exclTerm{17, 5}, Full: true}, true},
-		{"old daemon, leader of a minority", minorityStatus, 0, "", exclSample{Leader: true, Term: exclTerm{17, 5}}, true},
-		{"new daemon, 200", minorityStatus, http.StatusOK, "21.5", exclSample{PL: true, Leader: true, Primary: true, Term: exclTerm{21, 5}, Full: true}, false},
+		{"old daemon, primary leader", leaderStatus, 0, "", exclSample{PL: true, Leader: true, Primary: true, Term: exclTerm{Seq: 17, ID: 5}, Full: true}, true},
+		{"old daemon, leader of a minority", minorityStatus, 0, "", exclSample{Leader: true, Term: exclTerm{Seq: 17, ID: 5}}, true},
+		{"new daemon, 200", minorityStatus, http.StatusOK, "21.5", exclSample{PL: true, Leader: true, Primary: true, Term: exclTerm{Seq: 21, ID: 5}, Full: true}, false},
 		{"new daemon, 503", leaderStatus, http.StatusServiceUnavailable, "", exclSample{Full: true}, false},
 	}
 	for _, tc := range cases {
