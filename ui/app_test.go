@@ -202,7 +202,8 @@ func TestAppReach(t *testing.T) {
 }
 
 // labRecording is a lab run: three nodes in one group, a one-way cut of
-// packets from 3 to 1 and 2 (written as the lab writes it), then a partition 1,2 | 3 with --expect 3.
+// packets from 3 to 1 and 2 (written as the lab writes it), then a partition 1,2 | 3 with --expect 3,
+// the kill of node 1, and the lab stopping all three (a range, as the lab writes it).
 const labRecording = `{"time":"2026-11-26T10:00:00.000Z","kind":"start","spec":"1,2,3"}
 {"time":"2026-11-26T10:00:01.000Z","node":1,"new":{"id":1,"name":"a","state":"normal","role":"participant","group":"1795430400100.3","coordinator":3,"members":[1,2,3],"expect":3,"primary":true}}
 {"time":"2026-11-26T10:00:01.000Z","node":2,"new":{"id":2,"name":"b","state":"normal","role":"participant","group":"1795430400100.3","coordinator":3,"members":[1,2,3],"expect":3,"primary":true}}
@@ -214,6 +215,7 @@ const labRecording = `{"time":"2026-11-26T10:00:00.000Z","kind":"start","spec":"
 {"time":"2026-11-26T10:00:06.500Z","node":1,"new":{"id":1,"name":"a","state":"normal","role":"participant","group":"1795430406500.2","coordinator":2,"members":[1,2],"expect":3,"primary":true}}
 {"time":"2026-11-26T10:00:06.500Z","node":2,"new":{"id":2,"name":"b","state":"normal","role":"coordinator","group":"1795430406500.2","coordinator":2,"members":[1,2],"expect":3,"primary":true,"leader":true,"term":"1795430406500.2"}}
 {"time":"2026-11-26T10:00:09.000Z","kind":"kill","spec":"1"}
+{"time":"2026-11-26T10:00:09.800Z","kind":"stop","spec":"1-3"}
 `
 
 // TestAppReplayLab replays a lab recording and checks the picture at
@@ -228,7 +230,7 @@ func TestAppReplayLab(t *testing.T) {
 	}
 	script := `g.loadHistory(` + jsString(labRecording) + `, 'rec');
 const out = {};
-for (const [k, t] of Object.entries(` + mustJSON(map[string]int64{"oneway": at("3"), "split": at("5.2"), "after": at("7"), "killed": at("9.5")}) + `)) { g.seek(t); out[k] = g.view(); }
+for (const [k, t] of Object.entries(` + mustJSON(map[string]int64{"oneway": at("3"), "split": at("5.2"), "after": at("7"), "killed": at("9.5"), "stopped": at("9.9")}) + `)) { g.seek(t); out[k] = g.view(); }
 out.short = [...g.short.values()];
 return out;`
 	var got map[string]json.RawMessage
@@ -277,6 +279,11 @@ return out;`
 	}
 	if n := view("killed").node(1); !n.Down || n.Group != "" {
 		t.Errorf("node 1 after its kill: %+v, want down", n)
+	}
+	for _, id := range []int{1, 2, 3} {
+		if n := view("stopped").node(id); !n.Down {
+			t.Errorf("node %d after the lab's stop 1-3: %+v, want down", id, n)
+		}
 	}
 	var short []string
 	json.Unmarshal(got["short"], &short)

@@ -333,7 +333,12 @@ function onewayPairs(spec) {
   }
   return out;
 }
-const ids = (s) => (s || '').split(',').map((x) => Number(x.trim())).filter((x) => x > 0);
+// ids reads a node list as schema.ParseIDs does: "1-3,5" is 1, 2, 3, 5
+// (the lab writes runs of three or more as ranges).
+const ids = (s) => (s || '').split(',').flatMap((x) => {
+  const [a, b = a] = x.split('-').map((y) => Number(y.trim()));
+  return a > 0 && b >= a && b - a <= 65536 ? Array.from({length: b - a + 1}, (_, i) => a + i) : [];
+});
 
 // dropsAt returns who dropped whom: key "c>p" -> time, for every member p
 // that coordinator c removed from its member list while it kept
