@@ -102,15 +102,6 @@ func relationOf(st Status, self, id wire.NodeID, inGroup bool) relation {
 	return relOutside
 }
 
-// ackWindow is how late a member's acknowledgement may be before its
-// coordinator worries: invitation's ackLate (Timing.ackLate, unexported
-// there), AckEvery(quorum) + AliveInterval + AnswerTimeout: the
-// acknowledgement period, the heartbeat that carries the request, and a
-// round trip.
-func ackWindow(t invitation.Timing, quorum bool) time.Duration {
-	return t.AckEvery(quorum) + t.AliveInterval + t.AnswerTimeout
-}
-
 // reachOf is the rule of Member.Reach: what this node's own wire evidence
 // says of a peer that is rel to it, as of now. direct is the peer's last
 // packet; coord is the last packet of this node's coordinator (used for
@@ -118,7 +109,7 @@ func ackWindow(t invitation.Timing, quorum bool) time.Duration {
 // quorum mode (--expect).
 //
 //   - relMember: the peer acknowledges every AckEvery; up while its last
-//     packet is within the coordinator's ack lateness (ackWindow), else
+//     packet is within the coordinator's ack lateness (Timing.AckLate), else
 //     lost.
 //   - relCoordinator: it heartbeats every AliveInterval; up within
 //     AliveTimeout, else lost.
@@ -129,7 +120,7 @@ func ackWindow(t invitation.Timing, quorum bool) time.Duration {
 //     that long ago, still lists it. Lost past AliveTimeout.
 //   - relOutside: a last packet that was a heartbeat or an
 //     acknowledgement is a stream that should go on: up within
-//     AliveTimeout or ackWindow, else lost, and unknown once PeerTimeout
+//     AliveTimeout or Timing.AckLate, else lost, and unknown once PeerTimeout
 //     has passed (the sender may have stopped being a coordinator or a
 //     member, as merges and splits do). Anything else (a beacon, an
 //     invitation, an election message) promises nothing: up within
@@ -145,7 +136,7 @@ func reachOf(rel relation, direct, coord evidence, now time.Time, t invitation.T
 	case relSelf:
 		return schema.Reach{State: schema.ReachSelf, Basis: schema.BasisNone, AgeMS: -1}
 	case relMember:
-		return judge(direct, now, ackWindow(t, quorum), schema.ReachLost)
+		return judge(direct, now, t.AckLate(quorum), schema.ReachLost)
 	case relCoordinator:
 		return judge(direct, now, t.AliveTimeout, schema.ReachLost)
 	case relFellow:
@@ -162,7 +153,7 @@ func reachOf(rel relation, direct, coord evidence, now time.Time, t invitation.T
 	case direct.kind == kindHeartbeat || direct.kind == kindAck:
 		window := t.AliveTimeout
 		if direct.kind == kindAck {
-			window = ackWindow(t, quorum)
+			window = t.AckLate(quorum)
 		}
 		r := judge(direct, now, window, schema.ReachLost)
 		if r.State == schema.ReachLost && now.Sub(direct.at) > max(t.PeerTimeout, window) {

@@ -64,7 +64,7 @@ func TestReachOf(t *testing.T) {
 	coordAgo := func(d time.Duration) evidence { return evidence{from: 3, at: now.Add(-d), kind: kindHeartbeat} }
 	never := evidence{}
 	ms := func(d time.Duration) int64 { return d.Milliseconds() }
-	ack, ackQ := ackWindow(tm, false), ackWindow(tm, true)
+	ack, ackQ := tm.AckLate(false), tm.AckLate(true)
 	if ackQ >= ack {
 		t.Fatalf("the test wants a quorum ack window (%v) shorter than the plain one (%v)", ackQ, ack)
 	}
@@ -188,7 +188,7 @@ func TestMembersReach(t *testing.T) {
 		return func(r Reach) bool { return r.State == ReachUp && r.Basis == basis }
 	}
 	// Acknowledgements come every AckInterval; the first may take one.
-	bound := ackWindow(tm, false) + time.Second
+	bound := tm.AckLate(false) + time.Second
 	waitFor(t, bound, "the coordinator to see its members up on their acks", func() bool {
 		return want(coord, 1, isUp(schema.BasisAck))() && want(coord, 2, isUp(schema.BasisAck))()
 	})
@@ -209,7 +209,7 @@ func TestMembersReach(t *testing.T) {
 	waitFor(t, tm.AliveTimeout+time.Second, "the cut-off member to see its coordinator lost", want(member, 3, lost))
 	m, _ := memberOf(member.Members(), 3)
 	t.Logf("%v after the cut the member sees the coordinator %+v, gossip %s", time.Since(cut), m.Reach, m.Gossip)
-	waitFor(t, ackWindow(tm, false)+time.Second, "the coordinator to see the cut-off member lost", want(coord, 1, lost))
+	waitFor(t, tm.AckLate(false)+time.Second, "the coordinator to see the cut-off member lost", want(coord, 1, lost))
 	m, _ = memberOf(coord.Members(), 1)
 	t.Logf("%v after the cut the coordinator sees the member %+v, gossip %s", time.Since(cut), m.Reach, m.Gossip)
 }

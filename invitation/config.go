@@ -213,20 +213,20 @@ func (t Timing) AckEvery(quorum bool) time.Duration {
 	return t.AckInterval
 }
 
-// ackLate is how long a coordinator waits for a member's acknowledgement
+// AckLate is how long a coordinator waits for a member's acknowledgement
 // before it asks the member directly (a Ready of the current list): the
 // acknowledgement period, the heartbeat that carries the request, and a
 // round trip.
-func (t Timing) ackLate(quorum bool) time.Duration {
+func (t Timing) AckLate(quorum bool) time.Duration {
 	return t.AckEvery(quorum) + t.AliveInterval + t.AnswerTimeout
 }
 
 // MemberLossBound is how long after a member fails, or is cut off, its
 // coordinator publishes a member list without it: its acknowledgements
-// stop (ackLate), it is asked directly, and dropped after ReadyTimeout;
+// stop (AckLate), it is asked directly, and dropped after ReadyTimeout;
 // AnswerTimeout more for the list's own delivery.
 func (t Timing) MemberLossBound(quorum bool) time.Duration {
-	return t.ackLate(quorum) + t.ReadyTimeout + t.AnswerTimeout
+	return t.AckLate(quorum) + t.ReadyTimeout + t.AnswerTimeout
 }
 
 // PrimaryFailoverBound is how long after a primary leader crashes another

@@ -485,7 +485,7 @@ func (n *Node) finishReady(now time.Time) {
 		}
 	}
 	if n.nextLate.IsZero() {
-		n.nextLate = now.Add(n.t.ackLate(n.quorumMode()))
+		n.nextLate = now.Add(n.t.AckLate(n.quorumMode()))
 	}
 	if r != nil && len(r.pending) > 0 {
 		n.dropMembers(now, sortedIDs(r.pending))

@@ -276,7 +276,7 @@ func (n *Node) updateLease(now time.Time) {
 	default:
 		// It leads members it heard lately (a leader that was frozen
 		// while its members moved on does not).
-		n.incumbent = len(n.members) > 1 && now.Sub(n.lastMemberHeard) < n.t.ackLate(false)
+		n.incumbent = len(n.members) > 1 && now.Sub(n.lastMemberHeard) < n.t.AckLate(false)
 	}
 }
 
@@ -434,7 +434,7 @@ func (n *Node) onDecline(now time.Time, m wire.Message, b wire.Decline) Reason {
 // current list, whether they are there; the Ready round drops them after
 // ReadyTimeout. It runs when the earliest member may be late.
 func (n *Node) scanLate(now time.Time) {
-	late := n.t.ackLate(n.quorumMode())
+	late := n.t.AckLate(n.quorumMode())
 	var next time.Time
 	var silent []wire.NodeID
 	for id, mb := range n.up {
