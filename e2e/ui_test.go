@@ -126,24 +126,23 @@ func TestUITopology(t *testing.T) {
 	// T_failover, and the coordinator's members learn of the loss from its
 	// list within member loss, then a poll. GROUPD_E2E_UI_PROFILE=fast
 	// runs the fast profile against the 1.5 s.
-	lt := lab.ProfileTiming("lan")
-	profile, splitBound := "lan", max(lt.FailoverBound(), lt.MemberLossBound(false))+250*time.Millisecond
+	// A node page shows its side as one group once the side re-formed
+	// (T_failover without the coordinator, MemberLossBound with it), one
+	// poll (250 ms) later.
+	shownWithin := func(tm invitation.Timing) time.Duration {
+		return max(tm.FailoverBound(), tm.MemberLossBound(false)) + 250*time.Millisecond
+	}
+	profile, splitBound := "lan", shownWithin(lab.ProfileTiming("lan"))
 	if os.Getenv("GROUPD_E2E_UI_PROFILE") == "fast" {
 		profile, splitBound = "fast", 1500*time.Millisecond
 	}
 	l := newLab(t, 5, profile)
-	tm, lan := l.Timing(), lab.ProfileTiming("lan")
-	for _, p := range []struct {
-		name string
-		tm   invitation.Timing
-	}{{"fast", tm}, {"lan", lan}} {
-		// A node page shows its side as one group once the side re-formed
-		// (T_failover without the coordinator, MemberLossBound with it),
-		// one poll (250 ms) later.
+	for _, name := range []string{"fast", "lan"} {
+		tm := lab.ProfileTiming(name)
 		t.Logf("ui: profile %s: a coordinator is lost to its members after %v (AliveTimeout), a member to its coordinator after %v (ack window), "+
 			"T_failover %v, member loss %v, T_heal %v; a node page polls every 250 ms: it shows a partition within about %v",
-			p.name, p.tm.AliveTimeout, p.tm.AckEvery(false)+p.tm.AliveInterval+p.tm.AnswerTimeout, p.tm.FailoverBound(),
-			p.tm.MemberLossBound(false), p.tm.HealBound(), max(p.tm.FailoverBound(), p.tm.MemberLossBound(false))+250*time.Millisecond)
+			name, tm.AliveTimeout, tm.AckLate(false), tm.FailoverBound(),
+			tm.MemberLossBound(false), tm.HealBound(), shownWithin(tm))
 	}
 	l.converge()
 	wd := startWebDriver(t, driver, browser)
@@ -172,7 +171,7 @@ func TestUITopology(t *testing.T) {
 	}
 
 	h := l.heal()
-	wd.await("every page shows one group after the heal", pages, h.End, tm.HealBound()+slack, time.Second, oneGroup(all))
+	wd.await("every page shows one group after the heal", pages, h.End, l.Timing().HealBound()+slack, time.Second, oneGroup(all))
 
 	cut := l.cut(1, 3, 4, 5)
 	wd.await("the lab view shows the one-way cut 1->3,4,5", pages[:1], cut.End, 1500*time.Millisecond, 1500*time.Millisecond, onewayShown(1, []int{3, 4, 5}))
@@ -184,7 +183,7 @@ func TestUITopology(t *testing.T) {
 	}
 
 	h = l.heal()
-	wd.await("every page shows one group after the one-way cut's heal", pages, h.End, tm.HealBound()+slack, time.Second, oneGroup(all))
+	wd.await("every page shows one group after the one-way cut's heal", pages, h.End, l.Timing().HealBound()+slack, time.Second, oneGroup(all))
 }
 
 // TestUIPrimaryBadges checks the quorum badges. Without --expect no page
