@@ -396,15 +396,3 @@ func (a *Agent) trySeed(ctx context.Context, ml *memberlist.Memberlist, s seedSp
 func (a *Agent) resolveInterval() time.Duration {
 	return cmp.Or(a.cfg.ResolveInterval, DefaultResolveInterval)
 }
-
-func dedupe(ss []string) []string {
-	seen := make(map[string]bool, len(ss))
-	out := ss[:0:0]
-	for _, s := range ss {
-		if !seen[s] {
-			seen[s] = true
-			out = append(out, s)
-		}
-	}
-	return out
-}

@@ -60,9 +60,6 @@ type mcastSocket struct {
 	conn   net.PacketConn
 }
 
-// v6 reports whether m is the IPv6 group's.
-func (m *mcastSocket) v6() bool { return m.group.IP.To4() == nil }
-
 // selectInterfaces picks the interfaces of one family (v6) to join the
 // group on and send beacons through (see the comment above).
 func selectInterfaces(name string, bind net.IP, v6 bool) ([]net.Interface, error) {

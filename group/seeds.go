@@ -102,9 +102,6 @@ func (s seedSpec) String() string {
 	return net.JoinHostPort(s.host, strconv.Itoa(s.port))
 }
 
-// named reports whether the seed needs the resolver.
-func (s seedSpec) named() bool { return s.srv || net.ParseIP(s.host) == nil }
-
 // seedResolver is what resolves seeds: net.DefaultResolver, or a fake in
 // tests.
 type seedResolver interface {
