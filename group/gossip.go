@@ -300,11 +300,16 @@ func (a *Agent) reconnect(ctx context.Context, ml *memberlist.Memberlist) {
 			}
 		}
 		now := time.Now()
+		// The due seeds at once, each with its own state: a seed that
+		// is down (a join waits up to TCPTimeout) holds back neither
+		// the others nor this loop's rejoins for longer than one wait.
+		var wg sync.WaitGroup
 		for i, s := range a.seeds {
 			if st := &states[i]; !now.Before(st.next) {
-				a.attemptSeed(ctx, ml, s, st, first)
+				wg.Go(func() { a.attemptSeed(ctx, ml, s, st, first) })
 			}
 		}
+		wg.Wait()
 		if a.tr.MulticastGroup() == "" && now.Sub(lastFailed) >= a.reconnectInterval() {
 			lastFailed = now
 			if targets := a.peers.failedGossipAddrs(now, peerForget); len(targets) > 0 {
