@@ -379,9 +379,9 @@ func (c Config) Validate() error {
 		if err != nil {
 			return err
 		}
-		if v4, v6 := families(bind); adv.To4() != nil && !v4 || adv.To4() == nil && !v6 {
+		if !covers(bind, adv) {
 			return configErrorf("group: --advertise %s is %s, but --bind %s is %s only: bind :: for both",
-				c.Advertise, familyName(adv.To4() == nil), c.Bind, familyName(v6))
+				c.Advertise, familyName(adv.To4() == nil), c.Bind, familyName(adv.To4() != nil))
 		}
 	}
 	if _, err := c.multicastGroups(bind); err != nil {

@@ -58,6 +58,16 @@ func families(bind net.IP) (v4, v6 bool) {
 	return false, true
 }
 
+// covers reports whether a socket bound to bind reaches ip: ip's family
+// is one bind covers.
+func covers(bind, ip net.IP) bool {
+	v4, v6 := families(bind)
+	if ip.To4() != nil {
+		return v4
+	}
+	return v6
+}
+
 // familyName names a family in messages.
 func familyName(v6 bool) string {
 	if v6 {
@@ -129,14 +139,14 @@ func (c Config) multicastGroups(bind net.IP) ([]*net.UDPAddr, error) {
 	if err != nil {
 		return nil, err
 	}
-	v4, v6 := families(bind)
 	var out []*net.UDPAddr
 	for _, g := range all {
-		if g.IP.To4() != nil && v4 || g.IP.To4() == nil && v6 {
+		if covers(bind, g.IP) {
 			out = append(out, g)
 		}
 	}
 	if len(out) == 0 {
+		_, v6 := families(bind)
 		want := DefaultMulticast
 		if v6 {
 			want = DefaultMulticast6

@@ -156,14 +156,9 @@ func defaultRouteIP(v6 bool) net.IP {
 func chooseAdvertise(cfg Config, bind net.IP) (net.IP, error) {
 	v4, v6 := families(bind)
 	if cfg.Advertise != "" {
-		ip, err := parseIP("--advertise", cfg.Advertise, false)
-		if err != nil {
-			return nil, err
-		}
-		if ip.To4() != nil && !v4 || ip.To4() == nil && !v6 {
-			return nil, configErrorf("group: --advertise %s is %s, but --bind %s is %s only: bind :: for both", ip, familyName(ip.To4() == nil), bind, familyName(!v6))
-		}
-		return ip, nil
+		// Config.Validate has refused an address of a family bind
+		// does not cover.
+		return parseIP("--advertise", cfg.Advertise, false)
 	}
 	fams := []bool{}
 	if v4 {

@@ -260,11 +260,7 @@ func (a *Agent) usableIP(ip net.IP) bool {
 	if bind == nil {
 		return true // a GossipTransport of the embedder's: it knows
 	}
-	v4, v6 := families(bind)
-	if ip.To4() != nil {
-		return v4
-	}
-	return v6
+	return covers(bind, ip)
 }
 
 // oneLine turns memberlist's Join error, a go-multierror ("1 error
