@@ -3,10 +3,12 @@ package main
 import (
 	"encoding/xml"
 	"io"
+	"maps"
 	"math"
 	"strings"
 	"testing"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
@@ -26,34 +28,38 @@ func TestQuantile(t *testing.T) {
 }
 
 // parse reads metrics in the text format, as client.Metrics does.
-func parse(t *testing.T, text string) map[string]float64 {
+func parse(t *testing.T, text string) map[string]*dto.MetricFamily {
 	t.Helper()
 	p := expfmt.NewTextParser(model.UTF8Validation)
 	fams, err := p.TextToMetricFamilies(strings.NewReader(text))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return series(fams)
+	return fams
 }
 
-func TestSeriesAndByType(t *testing.T) {
-	before := parse(t, `# HELP groupd_messages_sent_total Wire messages sent, by type.
-# TYPE groupd_messages_sent_total counter
+// TestSumByLabel sums a family over nodes by the label it is split by,
+// whatever its name: type for what was sent, reason for what was dropped.
+func TestSumByLabel(t *testing.T) {
+	fams := []map[string]*dto.MetricFamily{parse(t, `# TYPE groupd_messages_sent_total counter
 groupd_messages_sent_total{type="Beacon"} 10
 groupd_messages_sent_total{type="Election"} 0
-groupd_bytes_sent_total{type="Beacon"} 450
+# TYPE groupd_dropped_packets_total counter
+groupd_dropped_packets_total{reason="bad_seal"} 2
+groupd_dropped_packets_total{reason="queue_full"} 1
+# TYPE go_goroutines gauge
 go_goroutines 12
-`)
-	if before["go_goroutines"] != 12 || before[`groupd_messages_sent_total{type="Beacon"}`] != 10 {
-		t.Errorf("series: %v", before)
+`), nil, parse(t, `# TYPE groupd_dropped_packets_total counter
+groupd_dropped_packets_total{reason="queue_full"} 4
+`)}
+	if got, want := sumByLabel(fams, "groupd_dropped_packets_total", "reason"), map[string]float64{"bad_seal": 2, "queue_full": 5}; !maps.Equal(got, want) {
+		t.Errorf("dropped by reason = %v, want %v", got, want)
 	}
-	after := parse(t, `groupd_messages_sent_total{type="Beacon"} 12
-groupd_messages_sent_total{type="Election"} 3
-groupd_bytes_sent_total{type="Beacon"} 540
-`)
-	got := byType("groupd_messages_sent_total", map[int]map[string]float64{1: before}, map[int]map[string]float64{1: after})
-	if len(got) != 2 || got["Beacon"] != 2 || got["Election"] != 3 {
-		t.Errorf("byType = %v", got)
+	if got, want := sumByLabel(fams, "groupd_messages_sent_total", "type"), map[string]float64{"Beacon": 10, "Election": 0}; !maps.Equal(got, want) {
+		t.Errorf("sent by type = %v, want %v", got, want)
+	}
+	if got := sumByLabel(fams, "groupd_dropped_packets_total", "type"); len(got) != 0 {
+		t.Errorf("by a label the family lacks: %v, want nothing", got)
 	}
 }
 

@@ -18,77 +18,51 @@ import (
 
 // ---- metrics ---------------------------------------------------------------
 
-// scrapeAll reads the /metrics of nodes of l concurrently, each flattened
-// to series -> value.
-func scrapeAll(l *netlab.Lab, nodes []int) (map[int]map[string]float64, error) {
-	var mu sync.Mutex
+// metricsOf reads the /metrics of nodes of l concurrently (a lab scale's
+// hundreds of nodes are read in about the time of one), parsed by package
+// client with prometheus/common's expfmt rather than by splitting lines,
+// so that labels with spaces or escapes cannot be misread. On an error it
+// returns what it read (nil for a node it could not read) and the first
+// error.
+func metricsOf(l *netlab.Lab, nodes []int) ([]map[string]*dto.MetricFamily, error) {
+	out := make([]map[string]*dto.MetricFamily, len(nodes))
+	errs := make([]error, len(nodes))
 	var wg sync.WaitGroup
-	out := map[int]map[string]float64{}
-	var firstErr error
-	for _, i := range nodes {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+	for k, i := range nodes {
+		wg.Go(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
 			fams, err := l.Client(i).Metrics(ctx)
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil && firstErr == nil {
-				firstErr = fmt.Errorf("node %d: metrics: %w", i, err)
+			if err != nil {
+				errs[k] = fmt.Errorf("node %d: metrics: %w", i, err)
+				return
 			}
-			out[i] = series(fams)
-		}()
+			out[k] = fams
+		})
 	}
 	wg.Wait()
-	return out, firstErr
+	for _, err := range errs {
+		if err != nil {
+			return out, err
+		}
+	}
+	return out, nil
 }
 
-// series flattens metric families into one value per series, keyed as the
-// text format writes them: name{label="value",...}.
-func series(fams map[string]*dto.MetricFamily) map[string]float64 {
-	out := map[string]float64{}
-	for name, f := range fams {
-		for _, m := range f.GetMetric() {
-			key := name
-			if len(m.GetLabel()) > 0 {
-				var ls []string
-				for _, lp := range m.GetLabel() {
-					ls = append(ls, fmt.Sprintf("%s=%q", lp.GetName(), lp.GetValue()))
+// sumByLabel sums the counters of family over fams, keyed by the value
+// of their label.
+func sumByLabel(fams []map[string]*dto.MetricFamily, family, label string) map[string]float64 {
+	sum := map[string]float64{}
+	for _, f := range fams {
+		for _, m := range f[family].GetMetric() {
+			for _, lp := range m.GetLabel() {
+				if lp.GetName() == label {
+					sum[lp.GetValue()] += m.GetCounter().GetValue()
 				}
-				key += "{" + strings.Join(ls, ",") + "}"
-			}
-			switch {
-			case m.GetCounter() != nil:
-				out[key] = m.GetCounter().GetValue()
-			case m.GetGauge() != nil:
-				out[key] = m.GetGauge().GetValue()
-			case m.GetUntyped() != nil:
-				out[key] = m.GetUntyped().GetValue()
 			}
 		}
 	}
-	return out
-}
-
-// byType sums a counter family ("groupd_messages_sent_total") over nodes,
-// by its type label, as after - before.
-func byType(family string, before, after map[int]map[string]float64) map[string]float64 {
-	out := map[string]float64{}
-	prefix := family + `{type="`
-	for i, a := range after {
-		b := before[i]
-		for k, v := range a {
-			if !strings.HasPrefix(k, prefix) {
-				continue
-			}
-			typ := strings.TrimSuffix(k[len(prefix):], `"}`)
-			if d := v - b[k]; d != 0 {
-				out[typ] += d
-			}
-		}
-	}
-	return out
+	return sum
 }
 
 // ---- helpers ---------------------------------------------------------------

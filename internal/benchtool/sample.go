@@ -1,11 +1,9 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"time"
 
-	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/procfs"
 
 	netlab "github.com/groupd/groupd/internal/lab"
@@ -254,35 +252,16 @@ func (r procReader) veths(l *netlab.Lab) map[int][2]float64 {
 type sent struct{ msgs, bytes map[string]float64 }
 
 // sentByType reads groupd_messages_sent_total and groupd_bytes_sent_total
-// from each node's /metrics (its API socket in the lab's run dir), parsed
-// by package client with prometheus/common's expfmt rather than by
-// splitting lines, so that labels with spaces or escapes, exemplars and
-// timestamps cannot be misread.
+// from each node's /metrics (its API socket in the lab's run dir).
 func sentByType(l *netlab.Lab, nodes []int) (sent, error) {
-	s := sent{msgs: map[string]float64{}, bytes: map[string]float64{}}
-	for _, i := range nodes {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		fams, err := l.Client(i).Metrics(ctx)
-		cancel()
-		if err != nil {
-			return sent{}, fmt.Errorf("node %d: %w", i, err)
-		}
-		addByLabel(s.msgs, fams["groupd_messages_sent_total"], "type")
-		addByLabel(s.bytes, fams["groupd_bytes_sent_total"], "type")
+	fams, err := metricsOf(l, nodes)
+	if err != nil {
+		return sent{}, err
 	}
-	return s, nil
-}
-
-// addByLabel adds each counter of fam (nil: none) to sum, keyed by the
-// value of its label.
-func addByLabel(sum map[string]float64, fam *dto.MetricFamily, label string) {
-	for _, m := range fam.GetMetric() {
-		for _, lp := range m.GetLabel() {
-			if lp.GetName() == label {
-				sum[lp.GetValue()] += m.GetCounter().GetValue()
-			}
-		}
-	}
+	return sent{
+		msgs:  sumByLabel(fams, "groupd_messages_sent_total", "type"),
+		bytes: sumByLabel(fams, "groupd_bytes_sent_total", "type"),
+	}, nil
 }
 
 // perSecond returns (after - before) / per for every key that changed.

@@ -7,8 +7,10 @@ package main
 import (
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -224,9 +226,10 @@ func (b *bench) diagnose(l *netlab.Lab, file, what string) {
 		fmt.Fprintf(&w, "%7d %s\n", counts[k], k)
 	}
 	fmt.Fprintln(&w, "== groupd_dropped_packets_total by reason, summed over nodes")
-	m, _ := scrapeAll(l, netlab.Span(1, l.N()))
-	for k, v := range byType("groupd_dropped_packets_total", nil, m) {
-		fmt.Fprintf(&w, "%s %.0f\n", k, v)
+	fams, _ := metricsOf(l, netlab.Span(1, l.N()))
+	dropped := sumByLabel(fams, "groupd_dropped_packets_total", "reason")
+	for _, k := range slices.Sorted(maps.Keys(dropped)) {
+		fmt.Fprintf(&w, "%s %.0f\n", k, dropped[k])
 	}
 	sts, errs := l.Views(netlab.Span(1, l.N()))
 	fmt.Fprintf(&w, "== views\n%s", netlab.FormatViews(netlab.Span(1, l.N()), sts, errs))

@@ -59,13 +59,13 @@ const recorderWait = 10 * time.Second
 // messages and bytes ids sent since before (their /metrics), and the
 // figure, from t0 to the first instant the recorded history shows ok
 // (looked for from from), with the first reaction after t0.
-func (r *Result) measured(l *netlab.Lab, before map[int]map[string]float64, ids []int, from, t0 time.Time, ok netlab.Pred) (time.Time, error) {
-	after, err := scrapeAll(l, ids)
+func (r *Result) measured(l *netlab.Lab, before sent, ids []int, from, t0 time.Time, ok netlab.Pred) (time.Time, error) {
+	after, err := sentByType(l, ids)
 	if err != nil {
 		return time.Time{}, err
 	}
 	r.WindowS, r.Load = secs(time.Since(from)), load()
-	r.Msgs, r.Bytes = byType("groupd_messages_sent_total", before, after), byType("groupd_bytes_sent_total", before, after)
+	r.Msgs, r.Bytes = perSecond(before.msgs, after.msgs, 1), perSecond(before.bytes, after.bytes, 1) // the counts sent in the window
 	at, err := l.Measure(from, ids, ok, recorderWait)
 	if err != nil {
 		return at, err
@@ -90,7 +90,7 @@ func labFailover(l *netlab.Lab, victim int, impl string, trial int, phase, timeo
 		return r, err
 	}
 	r.PhaseS = secs(phaseSleep(phase))
-	before, err := scrapeAll(l, survivors)
+	before, err := sentByType(l, survivors)
 	if err != nil {
 		return r, err
 	}
@@ -145,7 +145,7 @@ func labHeal(l *netlab.Lab, impl string, trial int, hold, phase, timeout time.Du
 	// The hold counts from the moment every cut is in place: at N = 64
 	// the partition itself takes seconds.
 	time.Sleep(time.Until(pw.End.Add(hold)))
-	before, err := scrapeAll(l, all)
+	before, err := sentByType(l, all)
 	if err != nil {
 		return r, err
 	}
