@@ -54,7 +54,7 @@ running lab is stopped and its node directories and history are removed.`
 // lab (lab.RunExperiment); this keeps its options and its files.
 type experiment struct {
 	c        *cli
-	e        env
+	e        lab.Env
 	scenario string
 	n        int
 	out      string
@@ -123,7 +123,7 @@ func (x *experiment) parse(args []string) error {
 			if a == "--out" {
 				x.out = args[1]
 			} else {
-				x.e.profile = args[1]
+				x.e.Profile = args[1]
 			}
 			args = args[2:]
 		case nums[a] != nil:
@@ -152,8 +152,8 @@ func (x *experiment) parse(args []string) error {
 	case !slices.Contains(lab.Scenarios, x.scenario):
 		return fmt.Errorf("unknown scenario '%s' (%s)", x.scenario, strings.Join(lab.Scenarios, ", "))
 	}
-	if x.e.profile != "lan" && x.e.profile != "fast" {
-		return fmt.Errorf("--profile wants lan or fast, not %q", x.e.profile)
+	if x.e.Profile != "lan" && x.e.Profile != "fast" {
+		return fmt.Errorf("--profile wants lan or fast, not %q", x.e.Profile)
 	}
 	if n == 0 {
 		n = 5
@@ -170,7 +170,7 @@ func (x *experiment) parse(args []string) error {
 	if settle < 0 {
 		// T_heal (README, "The T_failover and T_heal bounds") plus 2 s
 		// of slack, in whole seconds.
-		settle = int((lab.ProfileTiming(x.e.profile).HealBound() + 3*time.Second - 1) / time.Second)
+		settle = int((lab.ProfileTiming(x.e.Profile).HealBound() + 3*time.Second - 1) / time.Second)
 	}
 	if seed < 0 {
 		seed = rand.IntN(1 << 30)
@@ -190,7 +190,7 @@ func (x *experiment) say(prog, format string, args ...any) {
 }
 
 func (x *experiment) run() error {
-	x.say("experiment", "scenario %s with %d nodes (profile %s); results in %s", x.scenario, x.n, x.e.profile, x.out)
+	x.say("experiment", "scenario %s with %d nodes (profile %s); results in %s", x.scenario, x.n, x.e.Profile, x.out)
 	if err := x.reset(); err != nil {
 		return err
 	}
@@ -206,14 +206,14 @@ func (x *experiment) run() error {
 	if err != nil {
 		return err
 	}
-	if err := x.l.Configure(bin, x.e.profile, x.runArgs); err != nil {
+	if err := x.l.Configure(bin, x.e.Profile, x.runArgs); err != nil {
 		return err
 	}
 	all := lab.Span(1, x.n)
 	if _, err := x.l.Start(all...); err != nil {
 		return err
 	}
-	x.say("lab", "started %d node(s) (profile %s)", x.n, x.e.profile)
+	x.say("lab", "started %d node(s) (profile %s)", x.n, x.e.Profile)
 	if _, _, err := x.l.WaitFor("at start", all, x.o.Timeout, lab.Converged(all)); err != nil {
 		return err
 	}
@@ -234,7 +234,7 @@ func (x *experiment) run() error {
 		x.say("lab", "stopped %d daemon(s)", x.n)
 	}
 	time.Sleep(300 * time.Millisecond) // the recorder's last lines
-	h, err := lab.ReadHistory(x.e.dir)
+	h, err := lab.ReadHistory(x.e.Dir)
 	if err != nil {
 		return err
 	}
@@ -243,7 +243,7 @@ func (x *experiment) run() error {
 	}
 	x.timeline()
 	sum := xr.Summarize(h, stop)
-	sum.Profile, sum.Messages = x.e.profile, x.messages(msgs, answered, &sum)
+	sum.Profile, sum.Messages = x.e.Profile, x.messages(msgs, answered, &sum)
 	if sum.Mechanism, _ = x.l.Mechanism(); sum.Mechanism == "tc netem" {
 		sum.Mechanism = "tc netem (loss/delay) + iptables (cuts)"
 	}
@@ -309,15 +309,15 @@ func (x *experiment) check(h *history.History, sum *lab.Summary, rounds int) err
 // history: a fresh lab, no old data dirs, events or faults.
 func (x *experiment) reset() error {
 	logf := x.c.labLog
-	if l, err := lab.Open(x.e.dir, logf); err == nil {
+	if l, err := lab.Open(x.e.Dir, logf); err == nil {
 		if err := l.Down(); err != nil {
 			return err
 		}
-	} else if err := lab.Remove(x.e.dir, x.e.prefix, x.e.bridge, logf); err != nil {
+	} else if err := lab.Remove(x.e.Dir, x.e.Prefix, x.e.Bridge, logf); err != nil {
 		return err
 	}
-	old, _ := filepath.Glob(filepath.Join(x.e.dir, "node[0-9]*"))
-	for _, p := range append(old, filepath.Join(x.e.dir, lab.HistoryFile), filepath.Join(x.e.dir, "recorder.log")) {
+	old, _ := filepath.Glob(filepath.Join(x.e.Dir, "node[0-9]*"))
+	for _, p := range append(old, filepath.Join(x.e.Dir, lab.HistoryFile), filepath.Join(x.e.Dir, "recorder.log")) {
 		if err := os.RemoveAll(p); err != nil {
 			return err
 		}
@@ -354,7 +354,7 @@ func (x *experiment) collect(h *history.History, stop time.Time) error {
 			_ = os.WriteFile(to, b, 0o644)
 		}
 	}
-	copyFile(filepath.Join(x.e.dir, lab.HistoryFile), filepath.Join(logs, lab.HistoryFile))
+	copyFile(filepath.Join(x.e.Dir, lab.HistoryFile), filepath.Join(logs, lab.HistoryFile))
 	for i := 1; i <= x.n; i++ {
 		copyFile(x.l.LogFile(i), filepath.Join(logs, fmt.Sprintf("node%d.log", i)))
 		var b strings.Builder

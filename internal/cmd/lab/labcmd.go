@@ -123,7 +123,7 @@ func (c *cli) lab(args []string) error {
 	return usageError("%s", labUsage)
 }
 
-func (c *cli) start(e env, l *lab.Lab, args []string) error {
+func (c *cli) start(e lab.Env, l *lab.Lab, args []string) error {
 	cfg := l.Config()
 	runArgs := cfg.Args
 	if len(args) > 0 {
@@ -136,13 +136,13 @@ func (c *cli) start(e env, l *lab.Lab, args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := l.Configure(bin, e.profile, runArgs); err != nil {
+	if err := l.Configure(bin, e.Profile, runArgs); err != nil {
 		return err
 	}
 	if _, err := l.Start(lab.Span(1, l.N())...); err != nil {
 		return fmt.Errorf("some nodes failed to start: %w", err)
 	}
-	c.say("started %d node(s) (profile %s); logs and data in %s/nodeI/, events in %s/%s", l.N(), e.profile, e.dir, e.dir, lab.HistoryFile)
+	c.say("started %d node(s) (profile %s); logs and data in %s/nodeI/, events in %s/%s", l.N(), e.Profile, e.Dir, e.Dir, lab.HistoryFile)
 	return nil
 }
 
@@ -161,7 +161,7 @@ func (c *cli) record(args []string) error {
 	return l.Record(ctx)
 }
 
-func (c *cli) wait(e env, args []string) error {
+func (c *cli) wait(e lab.Env, args []string) error {
 	timeout := 60 * time.Second
 	for len(args) > 0 && strings.HasPrefix(args[0], "--timeout") {
 		v, ok := strings.CutPrefix(args[0], "--timeout=")

@@ -85,21 +85,8 @@ func (c *cli) warn(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "%s: warning: %s\n", c.prog, fmt.Sprintf(format, args...))
 }
 
-// env is the lab's environment (scripts/netem/README.md; lab.FromEnv).
-type env struct {
-	prefix, dir, bin, profile, faults, repo string
-	subnet, bridge                          string
-}
-
-func readEnv() (env, error) {
-	e, err := lab.FromEnv(lab.DefaultPrefix, lab.DefaultSubnet)
-	return env{prefix: e.Prefix, dir: e.Dir, bin: e.Bin, profile: e.Profile, faults: e.Faults, repo: e.Repo, subnet: e.Subnet, bridge: e.Bridge}, err
-}
-
-// labEnv is e for package lab.
-func (e env) labEnv() lab.Env {
-	return lab.Env{Prefix: e.prefix, Subnet: e.subnet, Dir: e.dir, Bridge: e.bridge, Bin: e.bin, Profile: e.profile, Faults: e.faults, Repo: e.repo}
-}
+// readEnv reads the lab's environment (scripts/netem/README.md).
+func readEnv() (lab.Env, error) { return lab.FromEnv(lab.DefaultPrefix, lab.DefaultSubnet) }
 
 func needRoot() error {
 	if os.Geteuid() != 0 {
@@ -109,11 +96,11 @@ func needRoot() error {
 }
 
 // open returns the lab that is up in the run dir.
-func (c *cli) open(e env) (*lab.Lab, error) {
+func (c *cli) open(e lab.Env) (*lab.Lab, error) {
 	if err := needRoot(); err != nil {
 		return nil, err
 	}
-	return lab.Open(e.dir, c.labLog)
+	return lab.Open(e.Dir, c.labLog)
 }
 
 // labLog passes on the lab's warnings; what it did, the commands say
@@ -139,8 +126,8 @@ func (c *cli) openFaults() (*lab.Lab, error) {
 
 // config is the lab configuration for `up` from the environment: its
 // daemons outlive the command, recorded by a background `lab record`.
-func (c *cli) config(e env, n int) (lab.Config, error) {
-	cfg, err := e.labEnv().Config(n)
+func (c *cli) config(e lab.Env, n int) (lab.Config, error) {
+	cfg, err := e.Config(n)
 	if err != nil {
 		return cfg, err
 	}
@@ -154,11 +141,11 @@ func (c *cli) config(e env, n int) (lab.Config, error) {
 
 // groupdBin returns the binary to run: GROUPD_BIN, or ./cmd/groupd of the
 // repository built into the run dir.
-func (c *cli) groupdBin(e env) (string, error) {
-	if e.bin == "" {
-		c.say("building %s from %s", filepath.Join(e.dir, "groupd"), e.repo)
+func (c *cli) groupdBin(e lab.Env) (string, error) {
+	if e.Bin == "" {
+		c.say("building %s from %s", filepath.Join(e.Dir, "groupd"), e.Repo)
 	}
-	return e.labEnv().GroupdBin(filepath.Join(e.dir, "groupd"))
+	return e.GroupdBin(filepath.Join(e.Dir, "groupd"))
 }
 
 // nodeArg reads a node number of a lab of n nodes.

@@ -19,16 +19,16 @@ func TestEnv(t *testing.T) {
 		t.Setenv(k, "")
 	}
 	e, err := readEnv()
-	if err != nil || e.prefix != "gd" || e.subnet != "10.77.0" || e.dir != "/tmp/groupd-lab" || e.profile != "lan" {
+	if err != nil || e.Prefix != "gd" || e.Subnet != "10.77.0" || e.Dir != "/tmp/groupd-lab" || e.Profile != "lan" {
 		t.Errorf("defaults: %+v, %v", e, err)
 	}
 	t.Setenv("GROUPD_LAB_PREFIX", "gh")
-	if e, _ := readEnv(); e.dir != "/tmp/groupd-lab-gh" {
-		t.Errorf("another prefix gets its own run dir: %q", e.dir)
+	if e, _ := readEnv(); e.Dir != "/tmp/groupd-lab-gh" {
+		t.Errorf("another prefix gets its own run dir: %q", e.Dir)
 	}
 	t.Setenv("GROUPD_LAB_BRIDGE", "labbr7")
-	if e, _ := readEnv(); e.bridge != "labbr7" {
-		t.Errorf("GROUPD_LAB_BRIDGE: %q", e.bridge)
+	if e, _ := readEnv(); e.Bridge != "labbr7" {
+		t.Errorf("GROUPD_LAB_BRIDGE: %q", e.Bridge)
 	} else if cfg, err := (&cli{}).config(e, 3); err != nil || cfg.Bridge != "labbr7" {
 		t.Errorf("the lab's configuration does not take GROUPD_LAB_BRIDGE: %+v, %v", cfg, err)
 	}
@@ -81,7 +81,7 @@ func TestUsage(t *testing.T) {
 }
 
 func TestExperimentOptions(t *testing.T) {
-	x := &experiment{c: &cli{prog: "experiment"}, e: env{profile: "fast"}}
+	x := &experiment{c: &cli{prog: "experiment"}, e: lab.Env{Profile: "fast"}}
 	if err := x.parse([]string{"chaos", "--minutes", "2", "--seed", "7", "--keep", "--", "--log-level", "debug"}); err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +90,7 @@ func TestExperimentOptions(t *testing.T) {
 	if x.n != 8 || x.minutes != 2 || x.seed != 7 || !x.keep || x.o.Chaos.Settle != settle || strings.Join(x.runArgs, " ") != "--log-level debug" {
 		t.Errorf("chaos options: %+v", x)
 	}
-	x = &experiment{c: &cli{prog: "experiment"}, e: env{profile: "lan"}}
+	x = &experiment{c: &cli{prog: "experiment"}, e: lab.Env{Profile: "lan"}}
 	if err := x.parse([]string{"split-heal", "--nodes", "1"}); err == nil {
 		t.Error("a one-node experiment was accepted")
 	}

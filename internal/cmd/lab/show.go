@@ -19,17 +19,17 @@ import (
 )
 
 // status shows the lab (lab.sh status).
-func (c *cli) status(e env) error {
+func (c *cli) status(e lab.Env) error {
 	l, err := c.open(e)
 	if err != nil && strings.Contains(err.Error(), "no lab is up") {
-		fmt.Printf("lab: not up (run dir %s)\n", e.dir)
+		fmt.Printf("lab: not up (run dir %s)\n", e.Dir)
 		return nil
 	}
 	if err != nil {
 		return err
 	}
 	cfg := l.Config()
-	fmt.Printf("lab: %d node(s), run dir %s, binary %s, profile %s\n", l.N(), e.dir, cfg.Bin, cfg.Profile)
+	fmt.Printf("lab: %d node(s), run dir %s, binary %s, profile %s\n", l.N(), e.Dir, cfg.Bin, cfg.Profile)
 	br := l.Bridge()
 	if b, err := os.ReadFile("/sys/class/net/" + br + "/bridge/multicast_snooping"); err == nil {
 		state, _ := os.ReadFile("/sys/class/net/" + br + "/operstate")
@@ -63,8 +63,8 @@ func (c *cli) status(e env) error {
 }
 
 // export writes the history as the two files `groupd timeline` reads.
-func (c *cli) export(e env, dir string) error {
-	h, err := lab.ReadHistory(e.dir)
+func (c *cli) export(e lab.Env, dir string) error {
+	h, err := lab.ReadHistory(e.Dir)
 	if err != nil {
 		return err
 	}
@@ -122,7 +122,7 @@ func joinIDs(ids []wire.NodeID) string {
 
 // timeline draws timeline.svg with `groupd timeline`.
 func (x *experiment) timeline() {
-	title := fmt.Sprintf("groupd %s, %d nodes (profile %s)", x.scenario, x.n, x.e.profile)
+	title := fmt.Sprintf("groupd %s, %d nodes (profile %s)", x.scenario, x.n, x.e.Profile)
 	ev, fa, svg := filepath.Join(x.out, "events.ndjson"), filepath.Join(x.out, "faults.ndjson"), filepath.Join(x.out, "timeline.svg")
 	out, err := exec.Command(x.l.Config().Bin, "timeline", ev, "--faults", fa, "--title", title, "-o", svg).CombinedOutput()
 	if err != nil {

@@ -12,7 +12,7 @@ import (
 )
 
 // up creates the lab (lab.sh up N), or repairs it.
-func (c *cli) up(e env, args []string) error {
+func (c *cli) up(e lab.Env, args []string) error {
 	if len(args) != 1 {
 		return usageError("usage: lab.sh up N")
 	}
@@ -29,16 +29,16 @@ func (c *cli) up(e env, args []string) error {
 	}
 	// Keep what start chose (binary, arguments): lab.sh up K grows a
 	// running lab.
-	if old, err := lab.Open(e.dir, nil); err == nil {
+	if old, err := lab.Open(e.Dir, nil); err == nil {
 		oc := old.Config()
 		cfg.Bin, cfg.Args = oc.Bin, oc.Args
 	}
 	// A new run (no lab is up): the previous one's history is kept for
 	// lab.sh ui.
-	if id, err := lab.ArchiveRun(e.dir); err != nil {
+	if id, err := lab.ArchiveRun(e.Dir); err != nil {
 		return err
 	} else if id != "" {
-		c.say("kept the previous run's history as %s/%s/%s/%s (the newest %d are kept)", e.dir, lab.PastRunsDir, id, lab.HistoryFile, lab.MaxPastRuns)
+		c.say("kept the previous run's history as %s/%s/%s/%s (the newest %d are kept)", e.Dir, lab.PastRunsDir, id, lab.HistoryFile, lab.MaxPastRuns)
 	}
 	cfg.Logf = func(string, ...any) {}
 	l, err := lab.Up(context.Background(), cfg)
@@ -46,7 +46,7 @@ func (c *cli) up(e env, args []string) error {
 		return err
 	}
 	c.hostFirewallCheck(l.Bridge())
-	c.say("up: %d node(s) %s..%s on %s, addresses %v..%v/%d, run dir %s", n, l.NS(1), l.NS(n), l.Bridge(), l.Addr(1), l.Addr(n), cfg.Subnet.Bits(), e.dir)
+	c.say("up: %d node(s) %s..%s on %s, addresses %v..%v/%d, run dir %s", n, l.NS(1), l.NS(n), l.Bridge(), l.Addr(1), l.Addr(n), cfg.Subnet.Bits(), e.Dir)
 	return nil
 }
 
@@ -65,25 +65,25 @@ func (c *cli) hostFirewallCheck(br string) {
 	}
 }
 
-func (c *cli) down(e env) error {
+func (c *cli) down(e lab.Env) error {
 	if err := needRoot(); err != nil {
 		return err
 	}
 	logf := c.labLog
-	l, err := lab.Open(e.dir, logf)
-	n, br := 0, e.bridge
+	l, err := lab.Open(e.Dir, logf)
+	n, br := 0, e.Bridge
 	if br == "" {
-		br = e.prefix + "-br0"
+		br = e.Prefix + "-br0"
 	}
 	if err == nil {
 		n, br = l.N(), l.Bridge()
 		err = l.Down()
 	} else {
-		err = lab.Remove(e.dir, e.prefix, e.bridge, logf)
+		err = lab.Remove(e.Dir, e.Prefix, e.Bridge, logf)
 	}
 	if err != nil {
 		return err
 	}
-	c.say("down: removed %d namespace(s) with their veths and bridge %s (logs kept in %s)", n, br, e.dir)
+	c.say("down: removed %d namespace(s) with their veths and bridge %s (logs kept in %s)", n, br, e.Dir)
 	return nil
 }
