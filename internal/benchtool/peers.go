@@ -14,14 +14,12 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -347,6 +345,3 @@ func listFlag(s string, allowed []string, what string) ([]string, error) {
 	}
 	return out, nil
 }
-
-var _ = errors.New
-var _ = strconv.Itoa
