@@ -41,8 +41,8 @@ type ChaosResult struct {
 	// Faults counts the faults injected, by kind.
 	Faults map[string]int
 	// FirstFault is when the first fault was applied, LastHeal when the
-	// last heal was, LastConverged when the last round converged.
-	FirstFault, LastHeal, LastConverged time.Time
+	// last heal was.
+	FirstFault, LastHeal time.Time
 }
 
 // Chaos injects rounds of 1 to 3 random faults into a converged lab, for
@@ -130,7 +130,6 @@ func Chaos(ctx context.Context, l *Lab, o ChaosOptions) (ChaosResult, error) {
 			if _, _, err := l.WaitFor("chaos: every node converged at the check point", all, o.Timeout, Converged(all)); err != nil {
 				note("round %d: converged after the heal, then not at the check point", r.Rounds)
 			}
-			r.LastConverged = time.Now()
 			logf("chaos round %d: converged %.1fs after the heal and restarts; check point at +%v", r.Rounds, t1.Sub(t0).Seconds(), o.Settle)
 		}
 		if _, err := l.Mark(schema.KindQuiet, label, label+": L1 at heal + "+o.Settle.String(), time.Now()); err != nil {
