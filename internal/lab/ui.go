@@ -375,8 +375,8 @@ func ArchiveRun(dir string) (string, error) {
 		return "", fmt.Errorf("lab: %w", err)
 	}
 	started := fi.ModTime()
-	if info, err := scanRun(src); err == nil && info.Started != nil {
-		started = *info.Started
+	if first, _ := historyEnds(src); first != nil {
+		started = *first
 	}
 	runs := filepath.Join(dir, PastRunsDir)
 	if err := os.MkdirAll(runs, 0o755); err != nil {
