@@ -4,7 +4,7 @@
 #
 # The lab itself is Go: package internal/lab, driven by the command
 # internal/cmd/lab (gd_run); the benchmarks are internal/benchtool
-# (gd_bench). Each is built once into the repository's bin/ and run. The
+# (gd_bench). Each is built once into GD_BIN_DIR and run. The
 # scripts only check what a shell checks best (root, the tools, installing
 # a missing one) and keep their documented names and flags. See README.md.
 
