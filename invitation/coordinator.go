@@ -383,10 +383,11 @@ func (n *Node) closeAcceptWindow(now time.Time) Reason {
 
 // publish makes a change of the Up set known: with a new member-list
 // version at once, or, within AnswerTimeout of the last version, when that
-// much time has passed (versionDue). Joins and drops that come in a burst
-// (a cold start, a heal: every lower node's Accept arrives on its own) so
-// share a version instead of costing each a Ready to every member, which
-// made a merge of N nodes cost O(N²) datagrams. A joiner waits at most
+// much time has passed (the "member-list" timer of timers.go). Joins and
+// drops that come in a burst (a cold start, a heal: every lower node's
+// Accept arrives on its own) so share a version instead of costing each a
+// Ready to every member, which made a merge of N nodes cost O(N²)
+// datagrams. A joiner waits at most
 // AnswerTimeout longer, well inside its ReadyTimeout; it repeats its Accept
 // meanwhile, as under loss.
 func (n *Node) publish(now time.Time) {
@@ -395,11 +396,6 @@ func (n *Node) publish(now time.Time) {
 		return
 	}
 	n.newVersion(now)
-}
-
-// versionDue reports whether a change publish held back is due now.
-func (n *Node) versionDue(now time.Time) bool {
-	return n.staleVersion && !now.Before(n.nextVersionAt)
 }
 
 // newVersion publishes the current Up set as the next member-list version

@@ -26,7 +26,7 @@ func (n *Node) Step(now time.Time, in Input) {
 	// The lease may have run out since the last input: decide on the
 	// flag this input's messages carry.
 	n.updateLease(now)
-	if _, tick := in.(Tick); !tick && !n.nextSweep.IsZero() && !now.Before(n.nextSweep.Add(-n.t.sweepInterval()/2)) {
+	if _, tick := in.(Tick); !tick && !now.Before(n.nextSweep.Add(-n.t.sweepInterval()/2)) {
 		// Early, on whatever input comes (a heartbeat, mostly), rather
 		// than on a timer of its own: an idle node then wakes only for
 		// its heartbeats. An early sweep still forgets only the peers
