@@ -63,8 +63,8 @@ type Options struct {
 	NextCounter func() uint64
 	// Lazy keeps the scheduled deadline after an input that made a
 	// participant do nothing (a beacon or a Yes received, typically)
-	// instead of asking the machine: NextDeadline costs O(peers), so large
-	// simulations run several times faster. Such an input never brings a
+	// instead of asking the machine, which walks its timer table: most
+	// inputs of a large simulation are such. Such an input never brings a
 	// participant's deadline forward; with Lazy off, LazyMisses counts
 	// the exceptions, so tests can check that claim.
 	Lazy bool

@@ -94,8 +94,8 @@ type Config struct {
 	VerifyStatus *bool
 	// LazyDeadlines skips NextDeadline after an input to a participant
 	// that produced no output (a beacon or a Yes received, typically),
-	// keeping the tick already scheduled. NextDeadline costs O(peers), so
-	// this makes large runs several times faster. It assumes such an
+	// keeping the tick already scheduled: most inputs of a large run are
+	// such, and each would walk the node's timer table. It assumes such an
 	// input never brings the deadline forward (a coordinator's can: a
 	// beacon re-jitters its next Check, so coordinators are always
 	// asked); when it is off, the simulator checks that assumption and
