@@ -86,8 +86,7 @@ const short = (g) => !hasGroup(g) ? '—' : S.short.get(g) || g;
 function groupTitle(g) {
   if (!hasGroup(g)) return 'no group';
   const [seq, id] = g.split('.');
-  const n = S.nodes.get(Number(id));
-  return `group ${g}: formed ${new Date(Number(seq)).toISOString().replace('T', ' ').slice(0, 23)} UTC (as its number says) by ${n ? label(n) : 'node ' + id}`;
+  return `group ${g}: formed ${new Date(Number(seq)).toISOString().replace('T', ' ').slice(0, 23)} UTC (as its number says) by ${labelOf(Number(id))}`;
 }
 const groupSpan = (g) => `<span class="num" style="--c:${colour(g)}" title="${esc(groupTitle(g))}">${esc(short(g))}</span>`;
 
@@ -132,8 +131,8 @@ function record(id, st, t) {
   if (n.hist.length > HIST_MAX) n.hist.splice(0, n.hist.length - HIST_MAX);
 }
 
-// viewAt returns node n's view at t: its status, or null when down or
-// before its first record.
+// entryAt returns node n's history entry at t ({t, st}; st null when
+// down), or null before its first record.
 function entryAt(n, t) {
   const h = n.hist;
   let lo = 0, hi = h.length - 1, k = -1;
@@ -598,10 +597,10 @@ function renderTopology(view) {
     const leader = !v.down && st && st.leader;
     const quorum = st && st.expect > 0;
     const lastGroup = st && hasGroup(st.group) ? st.group : '';
-    const fill = v.down ? '#fff' : hasGroup(v.group) ? colour(v.group) : '#d0d0d0';
+    const fill = v.down ? '#fff' : colour(v.group);
     const stroke = v.down ? (lastGroup ? colour(lastGroup) : '#999') : '#333';
     const reach = v.reach ? v.reach.state : v.down ? 'down' : 'api';
-    let tip = `${label(v)} (id ${v.id})`;
+    let tip = `${v.label} (id ${v.id})`;
     if (v.down) tip += S.mode === 'lab' ? ': its API does not answer' : `: not reachable from here (${v.reach ? v.reach.basis + (v.reach.age >= 0 ? ', ' + secs(v.reach.age) + ' ago' : '') : '?'})`;
     if (lastGroup) tip += `\n${v.down ? 'last known ' : ''}${groupTitle(lastGroup)}`;
     if (leader) tip += `\nleader, term ${st.term || 'unknown here (gossip carries none)'}` + (quorum ? (st.primary ? ', primary (holds its lease)' : ', NOT primary: no quorum') : ' (no quorum set)');
@@ -616,7 +615,7 @@ function renderTopology(view) {
     const dx = x - cx, dy = y - cy, d = Math.hypot(dx, dy) || 1;
     const lx = x + dx / d * (r + 8), ly = y + dy / d * (r + 8) + 4;
     const anchor = dx > 5 ? 'start' : dx < -5 ? 'end' : 'middle';
-    out += `<text x="${f1(lx)}" y="${f1(anchor === 'middle' && dy > 0 ? ly + 6 : anchor === 'middle' ? ly - 4 : ly)}" text-anchor="${anchor}" font-size="11">${esc(label(v))}` +
+    out += `<text x="${f1(lx)}" y="${f1(anchor === 'middle' && dy > 0 ? ly + 6 : anchor === 'middle' ? ly - 4 : ly)}" text-anchor="${anchor}" font-size="11">${esc(v.label)}` +
       (leader && st.term && n <= 32 ? ` <tspan fill="#666">T ${esc(short(st.term))}</tspan>` : '') + '</text></g>';
   }
   svg.setAttribute('viewBox', `0 0 ${W} ${H}`);
@@ -670,7 +669,7 @@ function row(v, extra) {
   const role = st.role === 'coordinator' && st.state === 'normal' ? 'coordinator' : st.role || '';
   const lead = leader ? (st.expect > 0 ? (st.primary ? ' ★ primary leader' : ' ☆ leader, no quorum') : ' ★ leader') : '';
   return `<tr class="node" data-id="${v.id}" data-group="${esc(v.group)}" data-reachable="${!v.down}" data-leader="${leader}">` +
-    `<td class="name">${esc(label(v))}${v.id === S.self && S.mode === 'node' ? ' (this node)' : ''}</td><td class="id">${v.id}</td>` +
+    `<td class="name">${esc(v.label)}${v.id === S.self && S.mode === 'node' ? ' (this node)' : ''}</td><td class="id">${v.id}</td>` +
     `<td class="prio">${st.priority || S.nodes.get(v.id)?.priority || ''}</td><td>${esc(role)}${lead}` +
     (leader && st.term ? ` <small title="${esc('term ' + st.term)}">T ${esc(short(st.term))}</small>` : '') + `</td>` +
     `<td class="state-${esc(st.state)}">${esc(st.state || '?')}</td><td class="reach-${esc(reach)}" title="${esc(tip)}">${esc(text)}</td>` +
@@ -760,8 +759,8 @@ function renderTimeline() {
   }
   for (const o of open) shade(o, end);
   list.forEach((n, r) => {
-    const y = top + r * (ROW + GAP);
-    out += `<text x="4" y="${y + 13}" font-size="11" fill="#222">${esc(label(n).slice(0, 14))}</text>` +
+    const y = top + r * (ROW + GAP), name = label(n);
+    out += `<text x="4" y="${y + 13}" font-size="11" fill="#222">${esc(name.slice(0, 14))}</text>` +
       `<rect x="${LEFT}" y="${y}" width="${f1(plotW)}" height="${ROW}" fill="#f6f6f6"/>`;
     n.hist.forEach((h, k) => {
       const until = k + 1 < n.hist.length ? n.hist[k + 1].t : end;
@@ -769,7 +768,7 @@ function renderTimeline() {
       const x0 = cx(h.t), w = cx(until) - x0;
       if (w <= 0) return;
       const st = h.st;
-      const tip = `<title>${esc(label(n))} ${st ? esc(st.state) + ' ' + esc(groupTitle(st.group)) : 'down'} from ${clock(h.t)}</title>`;
+      const tip = `<title>${esc(name)} ${st ? esc(st.state) + ' ' + esc(groupTitle(st.group)) : 'down'} from ${clock(h.t)}</title>`;
       if (!st) {
         out += `<g class="seg" data-down="true">${tip}<line x1="${f1(x0)}" y1="${y + ROW / 2}" x2="${f1(x0 + w)}" y2="${y + ROW / 2}" stroke="#999" stroke-dasharray="3 3"/></g>`;
         return;
@@ -834,10 +833,9 @@ function timelineEvents() {
 
 // ---- replay: a recorded history, the same drawing ----
 
-// loadHistory reads NDJSON: events ({"time","node","new",...}: the lab's
-// history.ndjson, `groupd watch --json`) and marks ({"time","kind","spec"}).
-// Nodes taken down by a kill, stop or restart mark stay down until their
-// next event, as package timeline draws them.
+// parseHistory reads NDJSON: events ({"time","node","new",...}: the lab's
+// history.ndjson, `groupd watch --json`) and marks ({"time","kind","spec"}),
+// each sorted by time; fill puts them into the model.
 function parseHistory(text) {
   const evs = [], marks = [];
   let bad = 0;
@@ -857,7 +855,8 @@ function parseHistory(text) {
 }
 
 // fill puts recorded views and marks into the model, as timeline draws
-// them.
+// them: nodes taken down by a kill, stop or restart mark stay down until
+// their next event.
 function fill({evs, marks}) {
   for (const m of marks) if (m.kind !== 'check' && m.kind !== 'quiet') addMark(m);
   const downs = [];
