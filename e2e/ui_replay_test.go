@@ -205,13 +205,8 @@ func replayInstants(t *testing.T, m timeline.Model, events []schema.Event, marks
 // modelGroup is node id's group in the model at t: "" when down, without
 // a group or before its first event.
 func modelGroup(m timeline.Model, id wire.NodeID, t time.Time) string {
-	for _, s := range m.Rows[id] {
-		if !t.Before(s.From) && t.Before(s.To) {
-			if s.Down || s.Group.IsZero() {
-				return ""
-			}
-			return s.Group.String()
-		}
+	if s, ok := m.At(id, t); ok && !s.Down && !s.Group.IsZero() {
+		return s.Group.String()
 	}
 	return ""
 }

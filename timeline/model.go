@@ -57,6 +57,17 @@ func (s Segment) Coordinating() bool {
 	return !s.Down && s.State != wire.StateElection && s.Role == wire.RoleCoordinator
 }
 
+// At returns node id's segment at t, and false before its first event or
+// from End on.
+func (m Model) At(id wire.NodeID, t time.Time) (Segment, bool) {
+	for _, s := range m.Rows[id] {
+		if !t.Before(s.From) && t.Before(s.To) {
+			return s, true
+		}
+	}
+	return Segment{}, false
+}
+
 // Window is a mark on the time axis.
 type Window struct {
 	Mark     schema.Mark

@@ -164,6 +164,35 @@ func TestModelSegments(t *testing.T) {
 	}
 }
 
+// TestModelAt looks a node's segment up by time: the one whose [From, To)
+// holds it, nothing before its first event, from End on, or for a node
+// without a row.
+func TestModelAt(t *testing.T) {
+	m := Build([]schema.Event{ev(1, 2, N, "1.2", 2), ev(6, 2, N, "2.2", 2)},
+		[]schema.Mark{mark(2, schema.KindRestart, "2")}, time.Time{}, at(10))
+	for _, tc := range []struct {
+		node wire.NodeID
+		s    float64
+		want string // describe's, or "" for none
+	}{
+		{2, 0.5, ""},
+		{2, 1, "1-2 normal coordinator 1.2 [2]"},
+		{2, 1.999, "1-2 normal coordinator 1.2 [2]"},
+		{2, 2, "2-6 down"},
+		{2, 7, "6-end normal coordinator 2.2 [2]"},
+		{2, 10, ""},
+		{3, 7, ""},
+	} {
+		got := ""
+		if seg, ok := m.At(tc.node, at(tc.s)); ok {
+			got = describe(m, seg)
+		}
+		if got != tc.want {
+			t.Errorf("At(%d, %v s) = %q, want %q", tc.node, tc.s, got, tc.want)
+		}
+	}
+}
+
 func TestModelWindows(t *testing.T) {
 	for _, tc := range []struct {
 		name  string

@@ -316,10 +316,8 @@ return `+mustJSON(instants)+`.map((t) => { g.seek(t); return Object.fromEntries(
 		tm := time.UnixMilli(at)
 		for _, n := range m.Nodes {
 			want := ""
-			for _, s := range m.Rows[n] {
-				if !tm.Before(s.From) && tm.Before(s.To) && !s.Down && !s.Group.IsZero() {
-					want = s.Group.String()
-				}
+			if s, ok := m.At(n, tm); ok && !s.Down && !s.Group.IsZero() {
+				want = s.Group.String()
 			}
 			if g := got[i][strconv.Itoa(int(n))]; g != want {
 				t.Errorf("at %s node %d: the page shows group %q, the timeline %q", tm.UTC().Format("15:04:05.000"), n, g, want)
