@@ -13,9 +13,9 @@
 //
 // It works in two steps. Build turns the records into a Model: for every
 // node, segments of one state, role and group (or down), and the marks as
-// windows or instants. Draw lays a model out as SVG; it decides nothing
-// about the history, only where and how to draw it. Render reads the
-// records, builds the model and draws it.
+// windows or instants. The drawing (draw.go) lays a model out as SVG; it
+// decides nothing about the history, only where and how to draw it.
+// Render reads the records, builds the model and draws it.
 //
 // The model: a node has a row if it has an event or a mark takes it down.
 // Neighbouring views with the same state, role and group make one segment,

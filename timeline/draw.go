@@ -102,13 +102,15 @@ func newPicture(m Model, opts Options) *picture {
 	return p
 }
 
-// to is where a segment ends in the picture: a segment that runs to the
-// end of the model's axis runs to the end of the drawn one.
-func (p *picture) to(s Segment) time.Time {
-	if s.To.Equal(p.m.End) {
+// end is where something that ends at t ends in the picture: a segment or
+// window that lasts to the end of the model's axis lasts to the end of the
+// drawn one (an instant there is drawn only when Options.End fixed the
+// axis, and then the two ends are the same).
+func (p *picture) end(t time.Time) time.Time {
+	if t.Equal(p.m.End) {
 		return p.t1
 	}
-	return s.To
+	return t
 }
 
 // makeRoomAtEnd moves the end of the drawn time axis (p.t1) later, if
@@ -198,15 +200,6 @@ func (p *picture) x(t time.Time) float64 {
 	return marginL + f*p.plotW()
 }
 
-// until is where a window ends in the picture: one that lasts to the end
-// of the model's axis lasts to the end of the drawn one.
-func (p *picture) until(w Window) time.Time {
-	if !w.Instant && w.To.Equal(p.m.End) {
-		return p.t1
-	}
-	return w.To
-}
-
 // labelX is where a window's label starts: just after its line, or as far
 // right as it fits when that would run past the picture's right edge.
 func (p *picture) labelX(w Window) float64 {
@@ -220,7 +213,7 @@ func (p *picture) assignLanes() {
 	p.lanes = make([]int, len(p.m.Windows))
 	for i, w := range p.m.Windows {
 		x0 := math.Min(p.x(w.From), p.labelX(w)-3)
-		x1 := math.Max(p.x(p.until(w)), p.labelX(w)+textW(w.Label())+3)
+		x1 := math.Max(p.x(p.end(w.To)), p.labelX(w)+textW(w.Label())+3)
 		lane := -1
 		for l, r := range right {
 			if r+2 <= x0 {
@@ -479,12 +472,12 @@ func (p *picture) drawWindow(b *strings.Builder, w Window, lane int, g geometry)
 	pr := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
 	kind := w.Mark.Kind
 	c := colourOfFault(kind)
-	x0, x1 := p.x(w.From), p.x(p.until(w))
+	x0, x1 := p.x(w.From), p.x(p.end(w.To))
 	ly := g.bandTop + float64(lane)*laneH
 	lbl := w.Label()
 	tip := fmt.Sprintf("%s at %s", lbl, p.secs(w.From))
 	if !w.Instant {
-		tip += " until " + p.secs(p.until(w))
+		tip += " until " + p.secs(p.end(w.To))
 		pr(`<g class="fault" data-kind="%s"%s><title>%s</title>`+"\n", esc(kind), p.use("fault:"+kind), esc(tip))
 		pr(`<rect x="%s" y="%s" width="%s" height="%s" fill="#000" fill-opacity="0.08"/>`+"\n",
 			f1(x0), f1(g.rowsTop-2), f1(math.Max(x1-x0, 1)), f1(g.rowsH+4))
@@ -551,7 +544,7 @@ func segmentLabel(s Segment) (string, float64) {
 
 func (p *picture) drawSegment(b *strings.Builder, n wire.NodeID, s Segment, y float64) {
 	pr := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
-	to := p.to(s)
+	to := p.end(s.To)
 	x0, x1 := p.x(s.From), p.x(to)
 	w := x1 - x0
 	if w <= 0 {

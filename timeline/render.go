@@ -65,12 +65,6 @@ func Render(w io.Writer, events io.Reader, faults io.Reader, opts Options) error
 	return p.write(w)
 }
 
-// Draw writes the SVG picture of a model (Build's, with opts.Start and
-// opts.End) to w. Render reads, builds and draws in one call.
-func Draw(w io.Writer, m Model, opts Options) error {
-	return newPicture(m, opts).write(w)
-}
-
 func plural(n int) string {
 	if n == 1 {
 		return ""
