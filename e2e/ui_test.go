@@ -697,16 +697,6 @@ func (wd *webDriver) viewJSON(p *uiPage) string {
 	return s
 }
 
-// snapAt returns the snapshot the page showed at t: the last one logged at
-// or before t.
-func (p *uiPage) snapAt(t time.Time) (domSnap, bool) {
-	k := sort.Search(len(p.log), func(k int) bool { return p.log[k].T > t.UnixMilli() }) - 1
-	if k < 0 {
-		return domSnap{}, false
-	}
-	return p.log[k], true
-}
-
 func (p *uiPage) last() domSnap {
 	if len(p.log) == 0 {
 		return domSnap{}
