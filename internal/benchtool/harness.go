@@ -207,14 +207,8 @@ func (b *bench) finish() {
 // and peers' files removed first), running groupd with profile and args.
 func (b *bench) labUp(n int, profile string, args ...string) (*netlab.Lab, error) {
 	b.closeLab()
-	old, _ := filepath.Glob(filepath.Join(b.env.Dir, "node[0-9]*"))
-	for _, f := range []string{"lab.json", netlab.HistoryFile, "recorder.log", "peers"} {
-		old = append(old, filepath.Join(b.env.Dir, f))
-	}
-	for _, p := range old {
-		if err := os.RemoveAll(p); err != nil {
-			return nil, err
-		}
+	if err := netlab.ClearRunDir(b.env.Dir, "peers"); err != nil {
+		return nil, err
 	}
 	cfg, err := b.env.Config(n)
 	if err != nil {

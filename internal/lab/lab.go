@@ -34,6 +34,23 @@ const (
 	permFile    = os.FileMode(0o644) // the run dir's files: readable for an operator who is not root
 )
 
+// ClearRunDir removes what a lab left in its run dir dir (the node
+// directories, its state, history and recorder log) and the names extra
+// there, so that the next lab starts without old data, events or faults.
+// The lab must be down.
+func ClearRunDir(dir string, extra ...string) error {
+	old, _ := filepath.Glob(filepath.Join(dir, "node[0-9]*"))
+	for _, f := range append([]string{stateFile, HistoryFile, recorderLog}, extra...) {
+		old = append(old, filepath.Join(dir, f))
+	}
+	for _, p := range old {
+		if err := os.RemoveAll(p); err != nil {
+			return fmt.Errorf("lab: %w", err)
+		}
+	}
+	return nil
+}
+
 // Lab is a running lab: namespaces on a bridge, and the daemons in them.
 // Its methods may be called from several goroutines.
 type Lab struct {

@@ -175,6 +175,31 @@ func TestIDs(t *testing.T) {
 // cut, loss, heal, kill, restart, stop, wipe; the recorded history must
 // hold the events and the marks, replay clean, and Close must leave
 // nothing behind.
+// TestClearRunDir removes a lab's leftovers and the names asked for, and
+// keeps the rest of the run dir (the archived runs, an operator's files).
+func TestClearRunDir(t *testing.T) {
+	dir := t.TempDir()
+	for _, p := range []string{"node1/data/state", "node12/groupd.log", stateFile, HistoryFile, recorderLog, "peers/corosync/n1.conf", PastRunsDir + "/x/history.ndjson", "notes.txt"} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, p), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := ClearRunDir(dir, "peers"); err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		left = append(left, e.Name())
+	}
+	if want := []string{"notes.txt", PastRunsDir}; !slices.Equal(left, want) {
+		t.Errorf("left %v, want %v", left, want)
+	}
+}
+
 func TestLab(t *testing.T) {
 	if os.Geteuid() != 0 || runtime.GOOS != "linux" {
 		notRoot.Add(1)

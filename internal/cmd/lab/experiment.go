@@ -316,13 +316,7 @@ func (x *experiment) reset() error {
 	} else if err := lab.Remove(x.e.Dir, x.e.Prefix, x.e.Bridge, logf); err != nil {
 		return err
 	}
-	old, _ := filepath.Glob(filepath.Join(x.e.Dir, "node[0-9]*"))
-	for _, p := range append(old, filepath.Join(x.e.Dir, lab.HistoryFile), filepath.Join(x.e.Dir, "recorder.log")) {
-		if err := os.RemoveAll(p); err != nil {
-			return err
-		}
-	}
-	return nil
+	return lab.ClearRunDir(x.e.Dir)
 }
 
 func (x *experiment) cleanup() {
