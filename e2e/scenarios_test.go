@@ -357,7 +357,15 @@ func splitAndHeal(t *testing.T, l *tlab, a, b []int, healWait time.Duration) {
 	l.checkpoint("L1 "+list(a), part.End.Add(bound), "L1 on side "+na+" at partition + T_heal + slack")
 	l.checkpoint("L1 "+list(b), part.End.Add(bound), "L1 on side "+nb+" at partition + T_heal + slack")
 
+	// lab.sh status's count, in every family of the lab: node a[0] drops
+	// every node of b (in each family), and nothing once healed.
+	if n, err := l.FaultRules(a[0]); err != nil || n < len(b) {
+		t.Errorf("node %d has %d fault rules (%v) during the partition, want at least %d", a[0], n, err, len(b))
+	}
 	heal := l.heal()
+	if n, err := l.FaultRules(a[0]); err != nil || n != 0 {
+		t.Errorf("node %d keeps %d fault rules (%v) after the heal", a[0], n, err)
+	}
 	all := append(slices.Clone(a), b...) // the lab's nodes that run groupd
 	slices.Sort(all)
 	top := all[len(all)-1]

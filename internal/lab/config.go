@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -222,9 +223,23 @@ func checkBridgeName(name, prefix string) error {
 	return nil
 }
 
-// chain names the fault chain of a kind ("PART", "CUT", "LOSS") on INPUT
-// inside each namespace: GD-PART for prefix gd.
+// chain names the chain of a kind (faultKinds, "MCAST") on INPUT inside
+// each namespace: GD-PART for prefix gd.
 func chain(prefix, kind string) string { return strings.ToUpper(prefix) + "-" + kind }
+
+// faultKinds are the chains of faults: partitions, one-way cuts, loss.
+// MCAST, the chain of Config.NoMulticast, is the lab's network rather
+// than a fault: a heal keeps it.
+var faultKinds = []string{"PART", "CUT", "LOSS"}
+
+// chains are the names of every chain of the lab of prefix.
+func chains(prefix string) []string {
+	var out []string
+	for _, k := range append(slices.Clone(faultKinds), "MCAST") {
+		out = append(out, chain(prefix, k))
+	}
+	return out
+}
 
 // mac is node i's eth0 address, fixed so that every namespace can hold
 // permanent neighbour entries for the others.

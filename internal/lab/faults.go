@@ -148,7 +148,10 @@ func probeNetem(prefix string) bool {
 // the sender EPERM).
 func (l *Lab) rules(f faultState, i int, netem bool, plan addrPlan) map[string][]string {
 	p := l.cfg.Prefix
-	out := map[string][]string{chain(p, "PART"): nil, chain(p, "CUT"): nil, chain(p, "LOSS"): nil, chain(p, "MCAST"): nil}
+	out := map[string][]string{}
+	for _, c := range chains(p) {
+		out[c] = nil
+	}
 	addr := func(j int) string { return hostAddr(plan.subnet, j).String() + plan.host }
 	drop := func(j int) string { return "-s " + addr(j) + " -j DROP" }
 	if l.cfg.NoMulticast {
@@ -202,8 +205,7 @@ func (l *Lab) applyChains(ctx context.Context, ids []int, full bool) error {
 			return err
 		}
 	}
-	p := l.cfg.Prefix
-	names := []string{chain(p, "PART"), chain(p, "CUT"), chain(p, "LOSS"), chain(p, "MCAST")}
+	names := chains(l.cfg.Prefix)
 	return eachNode(ids, func(i int) error {
 		for _, plan := range l.cfg.plans() {
 			if err := l.restoreChains(ctx, i, f, netem, plan, names, full); err != nil {
@@ -495,17 +497,20 @@ func (l *Lab) Heal(partitionsOnly bool) (Window, error) {
 	return l.applied(schema.KindHeal, spec, w)
 }
 
-// FaultRules counts the rules in node i's fault chains (lab.sh status).
+// FaultRules counts the rules in node i's fault chains (lab.sh status),
+// in every address family of the lab.
 func (l *Lab) FaultRules(i int) (int, error) {
-	out, err := l.runIn(context.Background(), i, "", "iptables", "-w", "-S")
-	if err != nil {
-		return 0, err
-	}
 	n := 0
-	for _, line := range strings.Split(out, "\n") {
-		for _, k := range []string{"PART", "CUT", "LOSS"} {
-			if strings.HasPrefix(line, "-A "+chain(l.cfg.Prefix, k)+" ") {
-				n++
+	for _, plan := range l.cfg.plans() {
+		out, err := l.runIn(context.Background(), i, "", strings.TrimSuffix(plan.restore, "-restore"), "-w", "-S")
+		if err != nil {
+			return 0, err
+		}
+		for _, line := range strings.Split(out, "\n") {
+			for _, k := range faultKinds {
+				if strings.HasPrefix(line, "-A "+chain(l.cfg.Prefix, k)+" ") {
+					n++
+				}
 			}
 		}
 	}
