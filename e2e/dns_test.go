@@ -215,7 +215,7 @@ func TestDNSSeeds(t *testing.T) {
 			kill := d.kill(5)
 			surv := lab.Span(1, 4)
 			_, polled = d.waitFor("failover", surv, 30*time.Second, lab.FailedOver(surv))
-			f := d.measure("DNS failover", kill.Start, surv, lab.IsFailedOver, polled)
+			f := d.measure("DNS failover", kill.Start, surv, invariant.IsFailedOver, polled)
 			t.Logf("no multicast: failover %.3fs after kill -9 of coordinator 5 (T_failover + slack %v)", f.Seconds(), d.Timing().FailoverBound()+slack)
 			if f > d.Timing().FailoverBound()+slack {
 				t.Errorf("failover took %v", f)

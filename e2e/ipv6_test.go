@@ -87,7 +87,7 @@ func TestDualStackLab(t *testing.T) {
 	kill := l.kill(5)
 	surv := lab.Span(1, 4)
 	_, polled = l.waitFor("dual-stack failover", surv, 30*time.Second, lab.FailedOver(surv))
-	f := l.measure("dual-stack failover", kill.Start, surv, lab.IsFailedOver, polled)
+	f := l.measure("dual-stack failover", kill.Start, surv, invariant.IsFailedOver, polled)
 	t.Logf("dual stack: failover %.3fs after kill -9 of coordinator 5", f.Seconds())
 	if bound := l.Timing().FailoverBound() + slack; f > bound {
 		t.Errorf("failover took %v, more than T_failover + slack = %v", f, bound)
@@ -156,7 +156,7 @@ func figures(t *testing.T, what string, l *tlab, ids []int, trials int) {
 		kill := l.kill(top)
 		surv := ids[:len(ids)-1]
 		_, polled = l.waitFor("failover", surv, 30*time.Second, lab.FailedOver(surv))
-		fail = append(fail, l.measure("failover", kill.Start, surv, lab.IsFailedOver, polled))
+		fail = append(fail, l.measure("failover", kill.Start, surv, invariant.IsFailedOver, polled))
 		l.startKeeping(top)
 		l.waitFor("back", ids, 30*time.Second, lab.Converged(ids))
 

@@ -395,7 +395,7 @@ func TestLeaderKeepsLeading(t *testing.T) {
 
 	sts, polled := l.convergedUnder("survivors 1-4 converge under node 4", surv, 4)
 	bound := l.Timing().FailoverBound() + slack
-	dFail := l.measure("failover", kill.Start, surv, lab.IsFailedOver, polled)
+	dFail := l.measure("failover", kill.Start, surv, invariant.IsFailedOver, polled)
 	dConv := l.measure("survivors' convergence", kill.Start, surv, invariant.IsConverged, polled)
 	if dFail > bound {
 		t.Errorf("failover took %v, more than T_failover + slack = %v", dFail, bound)

@@ -717,7 +717,7 @@ func TestRingAmongBully(t *testing.T) {
 	surv := lab.Span(1, 4)
 	kill := l.kill(5)
 	sts, polled := l.waitFor("survivors fail over", surv, 30*time.Second, lab.FailedOver(surv))
-	d := l.measure("failover of the ring coordinator", kill.Start, surv, lab.IsFailedOver, polled)
+	d := l.measure("failover of the ring coordinator", kill.Start, surv, invariant.IsFailedOver, polled)
 	bound := max(l.Timing().FailoverBoundRing(4), l.Timing().FailoverBound()) + slack
 	t.Logf("kill -9 of ring coordinator 5: survivors 1-4 Normal in %s (coordinator %d) %.3fs later (ring T_failover + slack = %v)",
 		sts[1].Group, sts[1].Coordinator, d.Seconds(), bound)

@@ -86,7 +86,7 @@ func (l *tlab) failover(what string, bound time.Duration) ([]int, lab.Window) {
 	surv := lab.Span(1, l.N()-1)
 	kill := l.kill(l.N())
 	sts, polled := l.waitFor(what+": survivors "+list(surv)+" fail over", surv, 30*time.Second, lab.FailedOver(surv))
-	d := l.measure(what, kill.Start, surv, lab.IsFailedOver, polled)
+	d := l.measure(what, kill.Start, surv, invariant.IsFailedOver, polled)
 	g := sts[1].Group
 	t.Logf("%s: survivors %s Normal in group %s (coordinator %d) %.3fs after kill -9 of coordinator %d (T_failover %v + slack %v = %v)",
 		what, list(surv), g, sts[1].Coordinator, d.Seconds(), l.N(), bound, slack, bound+slack)
@@ -125,7 +125,7 @@ func TestAsymmetricCut(t *testing.T) {
 	others := lab.Span(1, 4)
 	cut := l.cut(5, others...)
 	sts, polled := l.waitFor("nodes 1-4 form a group without 5", others, 30*time.Second, lab.FailedOver(others))
-	d := l.measure("failover under the one-way cut", cut.Start, others, lab.IsFailedOver, polled)
+	d := l.measure("failover under the one-way cut", cut.Start, others, invariant.IsFailedOver, polled)
 	bound := l.Timing().FailoverBound() + slack
 	g := sts[1].Group
 	t.Logf("one-way cut 5->1-4: nodes 1-4 Normal in group %s (coordinator %d) %.3fs after the cut (T_failover %v + slack %v%s = %v)",

@@ -553,6 +553,12 @@ func Converged(now time.Time, live []invitation.Status) []Violation {
 	return out
 }
 
+// IsFailedOver is FailedOver(…) == nil: the survivors live are Normal in
+// one group coordinated by one of them, each listing them all (L2).
+func IsFailedOver(live []invitation.Status) bool {
+	return len(FailedOver(time.Time{}, live)) == 0
+}
+
 // IsConverged is Converged(…) == nil without building the report: it
 // allocates nothing and stops at the first node that is not converged.
 func IsConverged(live []invitation.Status) bool {

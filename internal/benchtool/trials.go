@@ -102,7 +102,7 @@ func labFailover(l *netlab.Lab, victim int, impl string, trial int, phase, timeo
 	if err != nil {
 		return r, err
 	}
-	if _, err := r.measured(l, before, survivors, w.Start, w.Start, netlab.IsFailedOver); err != nil {
+	if _, err := r.measured(l, before, survivors, w.Start, w.Start, invariant.IsFailedOver); err != nil {
 		return r, err
 	}
 	st := sts[survivors[0]]

@@ -4,20 +4,13 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/groupd/groupd/invariant"
 	"github.com/groupd/groupd/invitation"
 )
 
 // Pred judges the views of a set of nodes, in the order of the set, as
 // the recorded history shows them: invariant.IsConverged (L1) or
-// IsFailedOver (L2).
+// invariant.IsFailedOver (L2).
 type Pred = func([]invitation.Status) bool
-
-// IsFailedOver is the L2 predicate (invariant.FailedOver): every survivor
-// Normal in one group coordinated by one of them, each listing them all.
-func IsFailedOver(sts []invitation.Status) bool {
-	return len(invariant.FailedOver(time.Time{}, sts)) == 0
-}
 
 // Measure returns the first instant at or after from at which the
 // recorded history shows ok on the views of ids (history.FirstTime). It

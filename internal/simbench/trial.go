@@ -93,7 +93,7 @@ func Failover(o Options) (Trial, error) {
 		for _, id := range survivors {
 			view = append(view, s.View(id))
 		}
-		return len(invariant.FailedOver(time.Time{}, view)) == 0
+		return invariant.IsFailedOver(view)
 	}
 	took, ok, err := s.RunUntil(failedOver, sim.Until{Max: 3 * s.FailoverBound(), Guard: o.Guard})
 	tr.Took, tr.Counts = took, s.Counts().Sub(before)
