@@ -46,8 +46,9 @@ type Transport interface {
 // beacons (so that their source is the sender's wire address), and the
 // multicast sockets that receive them (multicast.go).
 type udpTransport struct {
-	socks []*wireSocket // IPv4 first
-	addr  *net.UDPAddr  // advertised address
+	socks  []*wireSocket // IPv4 first
+	addr   *net.UDPAddr  // advertised address
+	groups string        // MulticastGroup's answer, fixed once the sockets are open
 
 	closed  chan struct{}
 	wg      sync.WaitGroup
@@ -86,6 +87,13 @@ func openUDPTransport(bind net.IP, port int, adv net.IP, groups []*net.UDPAddr, 
 			return nil, err
 		}
 	}
+	var gs []string
+	for _, w := range t.socks {
+		if w.mcast != nil {
+			gs = append(gs, w.mcast.group.String())
+		}
+	}
+	t.groups = strings.Join(gs, ",")
 	return t, nil
 }
 
@@ -217,15 +225,7 @@ func (t *udpTransport) Multicast(pkt []byte) (int, error) {
 }
 
 // MulticastGroup returns the groups joined, comma-separated (IPv4 first).
-func (t *udpTransport) MulticastGroup() string {
-	var gs []string
-	for _, w := range t.socks {
-		if w.mcast != nil {
-			gs = append(gs, w.mcast.group.String())
-		}
-	}
-	return strings.Join(gs, ",")
-}
+func (t *udpTransport) MulticastGroup() string { return t.groups }
 
 func (t *udpTransport) Close() error {
 	var err error
