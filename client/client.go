@@ -231,8 +231,8 @@ func (c *Client) Status(ctx context.Context) (schema.Status, error) {
 }
 
 // TermHeader is the header in which GET /v1/leader gives the node's term
-// (seq.id), on either answer.
-const TermHeader = "X-Groupd-Term"
+// (schema.TermHeader).
+const TermHeader = schema.TermHeader
 
 // MembersRaw returns GET /v1/members as the daemon sent it, and decoded.
 func (c *Client) MembersRaw(ctx context.Context) ([]byte, []schema.Member, error) {

@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/memberlist"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/groupd/groupd/schema"
 	"github.com/groupd/groupd/ui"
 	"github.com/groupd/groupd/wire"
 )
@@ -170,7 +171,7 @@ func (a *Agent) serveLeader(w http.ResponseWriter, r *http.Request) {
 	if ans.Leader {
 		code = http.StatusOK
 		ans.Term = st.Term.String()
-		w.Header().Set("X-Groupd-Term", ans.Term)
+		w.Header().Set(schema.TermHeader, ans.Term)
 		if st.Expect > 0 {
 			ans.LeaseRemainingMS = &ms
 		}

@@ -6,11 +6,15 @@ import (
 	"github.com/groupd/groupd/wire"
 )
 
+// TermHeader is the header in which GET /v1/leader gives the node's term
+// (seq.id), on either answer.
+const TermHeader = "X-Groupd-Term"
+
 // LeaderAnswer is the body of GET /v1/leader. The status code says the
 // answer alone: 200 while this node is the leader an application may act
 // on (Status.IsLeader: in quorum mode, while it holds its lease, checked
 // as the request is answered), 503 otherwise; the term is also in the
-// X-Groupd-Term header. Load-balancer health checks and readiness probes
+// TermHeader. Load-balancer health checks and readiness probes
 // read the code; `groupd exec` reads the lease.
 type LeaderAnswer struct {
 	Leader bool        `json:"leader"`
