@@ -23,7 +23,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -289,7 +288,7 @@ func (r *exclRunner) env(labArgs []string) ExclEnv {
 func (r *exclRunner) peerBlock(name string, current *exclPeer) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	p, err := newExclPeer(&peerEnv{l: r.l, n: r.o.n, dir: filepath.Join(r.l.Dir(), "peers"), src: filepath.Join(r.b.env.Repo, "scripts", "bench", "peers"), ctx: ctx}, name)
+	p, err := newExclPeer(r.b.peerEnv(ctx, r.l), name)
 	if err != nil {
 		return err
 	}

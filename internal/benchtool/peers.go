@@ -131,7 +131,6 @@ type peersRun struct {
 	peers       []string
 	trials      int
 	idle        time.Duration
-	src         string
 	unavailable map[string]string
 }
 
@@ -163,7 +162,6 @@ func cmdPeersRun(args []string) error {
 		return err
 	}
 	defer r.b.finish()
-	r.src = filepath.Join(r.b.env.Repo, "scripts", "bench", "peers")
 	r.install(!*noInstall)
 	if err := r.b.writeEnv(r.versions()...); err != nil {
 		return err
@@ -266,7 +264,7 @@ func (r *peersRun) block(l *netlab.Lab, peer string) error {
 	r.b.section("%s N=%d: %d cold starts, %v idle, %d failovers, %d heals", peer, n, r.trials, r.idle, r.trials, r.trials)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	e := &peerEnv{l: l, n: n, dir: filepath.Join(l.Dir(), "peers"), src: r.src, ctx: ctx}
+	e := r.b.peerEnv(ctx, l)
 	procs, err := newPeerProcs(e, peer)
 	if err != nil {
 		return err

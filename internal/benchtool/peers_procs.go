@@ -55,6 +55,13 @@ type peerEnv struct {
 	ctx context.Context
 }
 
+// peerEnv is the environment of peers' processes on lab l: their files in
+// the lab's run dir, their templates in the repository's
+// scripts/bench/peers.
+func (b *bench) peerEnv(ctx context.Context, l *netlab.Lab) *peerEnv {
+	return &peerEnv{l: l, n: l.N(), dir: filepath.Join(l.Dir(), "peers"), src: filepath.Join(b.env.Repo, "scripts", "bench", "peers"), ctx: ctx}
+}
+
 // file is node i's file name of peer, its directory made.
 func (e *peerEnv) file(peer string, i int, name string) string {
 	d := filepath.Join(e.dir, peer, "n"+strconv.Itoa(i))

@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -147,7 +146,7 @@ func (s *suite) lanLab(n int, ka bool) (*netlab.Lab, *peerTrials, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	e := &peerEnv{l: l, n: n, dir: filepath.Join(l.Dir(), "peers"), src: filepath.Join(s.b.env.Repo, "scripts", "bench", "peers"), ctx: context.Background()}
+	e := s.b.peerEnv(context.Background(), l)
 	procs, err := newPeerProcs(e, "keepalived")
 	if err != nil {
 		return nil, nil, err
