@@ -217,7 +217,7 @@ func cmdExclusiveRun(args []string) error {
 	}
 	for _, p := range o.peers {
 		if s := peerSpecs[p]; o.install && len(s.progs) > 0 {
-			if err := r.b.install(append(s.progs, "stdbuf"), s.pkgs); err != nil {
+			if err := r.b.install(exclProgs(p), s.pkgs); err != nil {
 				r.b.say("%v", err)
 			}
 		}

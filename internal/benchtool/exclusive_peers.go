@@ -40,13 +40,20 @@ type exclPeer interface {
 	check() string
 }
 
+// exclProgs are the programs a peer needs here: its own, and stdbuf for
+// corosync's monitors (exclCorosync).
+func exclProgs(name string) []string {
+	progs := peerSpecs[name].progs
+	if name == "corosync" {
+		progs = append(slices.Clone(progs), "stdbuf")
+	}
+	return progs
+}
+
 // newExclPeer sets up one implementation on the lab.
 func newExclPeer(e *peerEnv, name string) (exclPeer, error) {
-	need := map[string][]string{"corosync": {"corosync", "corosync-quorumtool", "stdbuf"}, "keepalived": {"keepalived"}}
-	for _, c := range need[name] {
-		if _, err := exec.LookPath(c); err != nil {
-			return nil, fmt.Errorf("%s is not installed (%s missing): apt-get install -y %s", name, c, name)
-		}
+	if m := missing(exclProgs(name)); len(m) > 0 {
+		return nil, fmt.Errorf("%s is not installed (%s missing): apt-get install -y %s", name, strings.Join(m, ", "), strings.Join(peerSpecs[name].pkgs, " "))
 	}
 	p, err := newPeerProcs(e, name)
 	if err != nil {

@@ -231,19 +231,10 @@ func (b *bench) labUp(n int, profile string, args ...string) (*netlab.Lab, error
 // starting: a policy-rc.d for the time of the install, if there is
 // none). What apt-get says goes to apt.log.
 func (b *bench) install(progs, pkgs []string) error {
-	missing := func() []string {
-		var m []string
-		for _, p := range progs {
-			if _, err := exec.LookPath(p); err != nil && !(strings.HasPrefix(p, "/") && fileExists(p)) {
-				m = append(m, p)
-			}
-		}
-		return m
-	}
-	if len(missing()) == 0 {
+	if len(missing(progs)) == 0 {
 		return nil
 	}
-	b.say("installing %s with apt-get install -y (for %s)", strings.Join(pkgs, " "), strings.Join(missing(), ", "))
+	b.say("installing %s with apt-get install -y (for %s)", strings.Join(pkgs, " "), strings.Join(missing(progs), ", "))
 	const policy = "/usr/sbin/policy-rc.d"
 	if !fileExists(policy) {
 		if err := os.WriteFile(policy, []byte("#!/bin/sh\n# benchtool: no service starts during its apt-get install\nexit 101\n"), 0o755); err == nil {
@@ -266,10 +257,22 @@ func (b *bench) install(progs, pkgs []string) error {
 			return fmt.Errorf("apt-get install -y %s failed; see %s", strings.Join(pkgs, " "), b.path("apt.log"))
 		}
 	}
-	if m := missing(); len(m) > 0 {
+	if m := missing(progs); len(m) > 0 {
 		return fmt.Errorf("installed %s, but %s still missing", strings.Join(pkgs, " "), strings.Join(m, ", "))
 	}
 	return nil
+}
+
+// missing returns the programs of progs that are not there: not on PATH,
+// or, given as an absolute path (a jar), not a file.
+func missing(progs []string) []string {
+	var m []string
+	for _, p := range progs {
+		if _, err := exec.LookPath(p); err != nil && !(strings.HasPrefix(p, "/") && fileExists(p)) {
+			m = append(m, p)
+		}
+	}
+	return m
 }
 
 // runSelf runs this program with args, its output appended to file: the

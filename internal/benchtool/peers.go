@@ -183,10 +183,8 @@ func (r *peersRun) install(may bool) {
 		switch {
 		case len(s.progs) == 0:
 		case !may:
-			for _, prog := range s.progs {
-				if _, err := exec.LookPath(prog); err != nil && !fileExists(prog) {
-					r.unavailable[p] = fmt.Sprintf("not installed (%s), and --no-install", strings.Join(s.pkgs, " "))
-				}
+			if len(missing(s.progs)) > 0 {
+				r.unavailable[p] = fmt.Sprintf("not installed (%s), and --no-install", strings.Join(s.pkgs, " "))
 			}
 		default:
 			if err := r.b.install(s.progs, s.pkgs); err != nil {
