@@ -137,15 +137,16 @@ func exclCompute(samples []exclSample, fault time.Time, leader int, poll time.Du
 	rel := func(t time.Time) float64 { return secs(t.Sub(fault)) }
 	f.overlap(byNode, poll, to, rel)
 	f.stepDown(byNode[leader], fault, rel)
+	in = sortedSamples(in)
 	// Takeover: the first primary-leader answer of another node.
-	for _, s := range sortedSamples(in) {
+	for _, s := range in {
 		if s.OK && s.PL && s.Node != leader && !s.At.Before(fault) {
 			d := rel(s.At)
 			f.TakeoverS, f.NewLeader = &d, s.Node
 			break
 		}
 	}
-	f.terms(sortedSamples(in), rel)
+	f.terms(in, rel)
 	return f
 }
 
