@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/groupd/groupd/client"
 	"github.com/groupd/groupd/group"
 	"github.com/groupd/groupd/internal/lab"
 	"github.com/groupd/groupd/invariant"
@@ -138,6 +139,7 @@ func (l *tlab) historyEvents(id int, ev string, from, to time.Time) []group.Even
 type leaderPoller struct {
 	node int
 	term group.GroupNumber // the first
+	c    *client.Client
 	stop chan struct{}
 	done chan struct{}
 
@@ -149,8 +151,7 @@ type leaderPoller struct {
 }
 
 func (l *tlab) pollLeader(i int, term group.GroupNumber) *leaderPoller {
-	p := &leaderPoller{node: i, term: term, stop: make(chan struct{}), done: make(chan struct{}), terms: []group.GroupNumber{term}}
-	c := l.Client(i)
+	p := &leaderPoller{node: i, term: term, c: l.Client(i), stop: make(chan struct{}), done: make(chan struct{}), terms: []group.GroupNumber{term}}
 	go func() {
 		defer close(p.done)
 		tick := time.NewTicker(20 * time.Millisecond)
@@ -161,26 +162,31 @@ func (l *tlab) pollLeader(i int, term group.GroupNumber) *leaderPoller {
 				return
 			case <-tick.C:
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			s, err := c.Status(ctx)
-			cancel()
-			p.mu.Lock()
-			switch {
-			case err != nil:
-				p.errs++
-			case !s.Leader:
-				p.polls++
-				p.flaps = append(p.flaps, fmt.Sprintf("%s: leader %v term %s (%s)", s.Time.Format("15:04:05.000"), s.Leader, s.Term, s))
-			default:
-				p.polls++
-				if last := p.terms[len(p.terms)-1]; s.Term != last {
-					p.terms = append(p.terms, s.Term)
-				}
-			}
-			p.mu.Unlock()
+			p.poll()
 		}
 	}()
 	return p
+}
+
+// poll asks the node once and records its answer.
+func (p *leaderPoller) poll() {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	s, err := p.c.Status(ctx)
+	cancel()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch {
+	case err != nil:
+		p.errs++
+	case !s.Leader:
+		p.polls++
+		p.flaps = append(p.flaps, fmt.Sprintf("%s: leader %v term %s (%s)", s.Time.Format("15:04:05.000"), s.Leader, s.Term, s))
+	default:
+		p.polls++
+		if last := p.terms[len(p.terms)-1]; s.Term != last {
+			p.terms = append(p.terms, s.Term)
+		}
+	}
 }
 
 // figures returns the polls answered, those that failed, and the flaps.
@@ -197,11 +203,14 @@ func (p *leaderPoller) seen() []group.GroupNumber {
 	return slices.Clone(p.terms)
 }
 
-// end stops the poller and fails t for every flap it saw.
+// end stops the poller, asks the node once more (what a test checks after
+// end includes the node's state as end was called, not as of up to one
+// poll interval before), and fails t for every flap it saw.
 func (p *leaderPoller) end(t *testing.T) {
 	t.Helper()
 	close(p.stop)
 	<-p.done
+	p.poll()
 	polls, errs, flaps := p.figures()
 	const most = 20
 	for k, f := range flaps {
