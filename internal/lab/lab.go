@@ -256,8 +256,10 @@ func (l *Lab) teardown(graceful bool) error {
 	if graceful {
 		errs = append(errs, l.Stop(l.all()...))
 	}
-	// What the daemons say from here on is their shutdown, not the run.
-	if _, err := l.Mark(schema.KindEnd, "teardown", "", time.Now()); err != nil {
+	// What the daemons say from here on is their shutdown, not the run. A
+	// lab taken down by name (Remove) may have no run dir at all: then
+	// there is no history to end.
+	if _, err := l.Mark(schema.KindEnd, "teardown", "", time.Now()); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		errs = append(errs, err)
 	}
 	if !graceful {

@@ -32,6 +32,16 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// requireRoot skips t, counted, where labs cannot be built: not root, or
+// not Linux.
+func requireRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 || runtime.GOOS != "linux" {
+		notRoot.Add(1)
+		t.Skip("needs root: network namespaces (the lab is tested as root by e2e as well)")
+	}
+}
+
 func TestConfig(t *testing.T) {
 	good := Config{Nodes: 5, Prefix: "hl", Subnet: netip.MustParsePrefix("10.81.0.0/24"), Dir: "/tmp/hl"}
 	for _, c := range []struct {
@@ -200,11 +210,22 @@ func TestClearRunDir(t *testing.T) {
 	}
 }
 
-func TestLab(t *testing.T) {
-	if os.Geteuid() != 0 || runtime.GOOS != "linux" {
-		notRoot.Add(1)
-		t.Skip("needs root: network namespaces (the lab is tested as root by e2e as well)")
+// TestRemoveWithoutRunDir: taking a lab down by name when its run dir
+// does not exist (a fresh machine, where experiment.sh resets the lab
+// before its first run) removes what is there and fails on nothing.
+func TestRemoveWithoutRunDir(t *testing.T) {
+	requireRoot(t)
+	dir := filepath.Join(t.TempDir(), "never-made")
+	if err := Remove(dir, "rmx"+strconv.Itoa(os.Getpid()%1000), "", t.Logf); err != nil {
+		t.Errorf("Remove without a run dir: %v", err)
 	}
+	if _, err := os.Stat(dir); err == nil {
+		t.Errorf("Remove made the run dir %s", dir)
+	}
+}
+
+func TestLab(t *testing.T) {
+	requireRoot(t)
 	if testing.Short() {
 		t.Skip("-short")
 	}
@@ -320,10 +341,7 @@ func TestLab(t *testing.T) {
 // creates and removes that bridge; a host's bridge of that name (one with
 // an address) is refused and left alone.
 func TestBridge(t *testing.T) {
-	if os.Geteuid() != 0 || runtime.GOOS != "linux" {
-		notRoot.Add(1)
-		t.Skip("needs root: network namespaces")
-	}
+	requireRoot(t)
 	if testing.Short() {
 		t.Skip("-short")
 	}
