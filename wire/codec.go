@@ -43,21 +43,22 @@ const (
 )
 
 const (
-	groupSize      = 8 + 8                                          // Seq, ID
-	memberSize     = 8 + 1                                          // ID, Priority
-	timingSize     = 8*4 + 1                                        // eight durations in ms, Election
-	beaconFixed    = 1 + 8 + 8 + 4 + timingSize + 8 + 1 + groupSize // len(Addr), HighWater, Version, Size, Timing, Beat, AckReq, Term
-	acceptSize     = 2 * groupSize                                  // Group, Term
-	beatAckSize    = groupSize + 8 + 1 + groupSize                  // Group, Beat, Grant, Term
-	declineSize    = 2 * groupSize                                  // Group, Held
-	invitationSize = groupSize + timingSize                         // Group, Timing
-	readyFixedSize = groupSize + 8 + timingSize + 4 + 4 + 2         // Group, Version, Timing, Total, Offset, count
-	readyAckSize   = groupSize + 8                                  // Group, Version
-	yesSize        = 1 + 8                                          // Query, Version
-	noSize         = 1                                              // Query
-	nonceSize64    = 8                                              // Challenge, Response
-	ringSize       = groupSize + 4 + memberSize                     // Group, Round, Candidate or Leader
-	ringAckSize    = 1 + ringSize                                   // Of, then as ringSize
+	groupSize      = 8 + 8                                                       // Seq, ID
+	memberSize     = 8 + 1                                                       // ID, Priority
+	timingSize     = 8*4 + 1                                                     // eight durations in ms, Election
+	quorumSize     = 4 + 8 + 4 + 8                                               // Expect, TieBreaker, Voters, Tie
+	beaconFixed    = 1 + 8 + 8 + 4 + timingSize + 8 + 1 + groupSize + quorumSize // len(Addr), HighWater, Version, Size, Timing, Beat, AckReq, Term, Quorum
+	acceptSize     = 2*groupSize + quorumSize                                    // Group, Term, Quorum
+	beatAckSize    = groupSize + 8 + 1 + groupSize + quorumSize                  // Group, Beat, Grant, Term, Quorum
+	declineSize    = 2 * groupSize                                               // Group, Held
+	invitationSize = groupSize + timingSize                                      // Group, Timing
+	readyFixedSize = groupSize + 8 + timingSize + 4 + 4 + 2                      // Group, Version, Timing, Total, Offset, count
+	readyAckSize   = groupSize + 8                                               // Group, Version
+	yesSize        = 1 + 8                                                       // Query, Version
+	noSize         = 1                                                           // Query
+	nonceSize64    = 8                                                           // Challenge, Response
+	ringSize       = groupSize + 4 + memberSize                                  // Group, Round, Candidate or Leader
+	ringAckSize    = 1 + ringSize                                                // Of, then as ringSize
 )
 
 // maxTimingMS is the longest duration Timing carries: uint32 milliseconds.
@@ -265,6 +266,7 @@ func AppendEncode(dst []byte, m Message) ([]byte, error) {
 		out = binary.BigEndian.AppendUint64(out, b.Beat)
 		out = appendBool(out, b.AckReq)
 		out = appendGroup(out, b.Term)
+		out = appendQuorum(out, b.Quorum)
 	case AreYouCoordinator, Hello:
 	case Yes:
 		out = append(out, byte(b.Query))
@@ -283,11 +285,13 @@ func AppendEncode(dst []byte, m Message) ([]byte, error) {
 	case Accept:
 		out = appendGroup(out, b.Group)
 		out = appendGroup(out, b.Term)
+		out = appendQuorum(out, b.Quorum)
 	case BeatAck:
 		out = appendGroup(out, b.Group)
 		out = binary.BigEndian.AppendUint64(out, b.Beat)
 		out = appendBool(out, b.Grant)
 		out = appendGroup(out, b.Term)
+		out = appendQuorum(out, b.Quorum)
 	case Decline:
 		out = appendGroup(out, b.Group)
 		out = appendGroup(out, b.Held)
@@ -402,6 +406,22 @@ func readTiming(b []byte) Timing {
 		AliveInterval: ms(0), AliveTimeout: ms(1), AnswerTimeout: ms(2),
 		AcceptWindow: ms(3), ReadyTimeout: ms(4), ElectionTimeout: ms(5),
 		MemberTimeout: ms(6), Lease: ms(7), Election: b[32],
+	}
+}
+
+func appendQuorum(b []byte, q Quorum) []byte {
+	b = binary.BigEndian.AppendUint32(b, q.Expect)
+	b = binary.BigEndian.AppendUint64(b, uint64(q.TieBreaker))
+	b = binary.BigEndian.AppendUint32(b, q.Voters)
+	return binary.BigEndian.AppendUint64(b, uint64(q.Tie))
+}
+
+func readQuorum(b []byte) Quorum {
+	return Quorum{
+		Expect:     binary.BigEndian.Uint32(b),
+		TieBreaker: NodeID(binary.BigEndian.Uint64(b[4:])),
+		Voters:     binary.BigEndian.Uint32(b[12:]),
+		Tie:        NodeID(binary.BigEndian.Uint64(b[16:])),
 	}
 }
 
@@ -541,6 +561,7 @@ func decodeBody(t Type, b []byte) (Body, int, error) {
 		}
 		bc.AckReq = ack
 		bc.Term = readGroup(b[off+29+timingSize:])
+		bc.Quorum = readQuorum(b[off+29+timingSize+groupSize:])
 		return bc, off + beaconFixed - 1, nil
 	case TypeAreYouCoordinator:
 		return AreYouCoordinator{}, off, nil
@@ -576,15 +597,17 @@ func decodeBody(t Type, b []byte) (Body, int, error) {
 			return Challenge{Nonce: nonce}, off + nonceSize64, nil
 		}
 		return Response{Nonce: nonce}, off + nonceSize64, nil
-	case TypeAccept, TypeDecline:
-		if err := need(2 * groupSize); err != nil {
+	case TypeAccept:
+		if err := need(acceptSize); err != nil {
 			return nil, 0, err
 		}
-		g, o := readGroup(b[off:]), readGroup(b[off+groupSize:])
-		if t == TypeAccept {
-			return Accept{Group: g, Term: o}, off + 2*groupSize, nil
+		return Accept{Group: readGroup(b[off:]), Term: readGroup(b[off+groupSize:]),
+			Quorum: readQuorum(b[off+2*groupSize:])}, off + acceptSize, nil
+	case TypeDecline:
+		if err := need(declineSize); err != nil {
+			return nil, 0, err
 		}
-		return Decline{Group: g, Held: o}, off + 2*groupSize, nil
+		return Decline{Group: readGroup(b[off:]), Held: readGroup(b[off+groupSize:])}, off + declineSize, nil
 	case TypeBeatAck:
 		if err := need(beatAckSize); err != nil {
 			return nil, 0, err
@@ -594,10 +617,11 @@ func decodeBody(t Type, b []byte) (Body, int, error) {
 			return nil, 0, err
 		}
 		return BeatAck{
-			Group: readGroup(b[off:]),
-			Beat:  binary.BigEndian.Uint64(b[off+groupSize:]),
-			Grant: grant,
-			Term:  readGroup(b[off+groupSize+9:]),
+			Group:  readGroup(b[off:]),
+			Beat:   binary.BigEndian.Uint64(b[off+groupSize:]),
+			Grant:  grant,
+			Term:   readGroup(b[off+groupSize+9:]),
+			Quorum: readQuorum(b[off+2*groupSize+9:]),
 		}, off + beatAckSize, nil
 	case TypeAreYouThere, TypeElection, TypeAnswer, TypeCoordinator:
 		if err := need(groupSize); err != nil {

@@ -44,7 +44,8 @@ func sampleBodies() map[Type]Body {
 		Lease: 1200 * time.Millisecond, Election: AlgRing}
 	return map[Type]Body{
 		TypeBeacon: Beacon{Addr: "192.168.1.10:7947", HighWater: 0x0a0b0c0d0e0f1011, Version: 12, Size: 0x01020304, Timing: tm,
-			Beat: 0x2122232425262728, AckReq: true, Term: GroupNumber{Seq: 0x3132333435363738, ID: 0x4142434445464748}},
+			Beat: 0x2122232425262728, AckReq: true, Term: GroupNumber{Seq: 0x3132333435363738, ID: 0x4142434445464748},
+			Quorum: Quorum{Expect: 0x51525354, TieBreaker: 0x6162636465666768, Voters: 0x71727374, Tie: 0x8182838485868788}},
 		TypeAreYouCoordinator: AreYouCoordinator{},
 		TypeYes:               Yes{Query: TypeAreYouThere, Version: 42},
 		TypeNo:                No{Query: TypeAreYouThere},
@@ -53,9 +54,10 @@ func sampleBodies() map[Type]Body {
 		TypeChallenge:         Challenge{Nonce: 0xc0ffee0000c0ffee},
 		TypeResponse:          Response{Nonce: 0xfeedfacefeedface},
 		TypeHello:             Hello{},
-		TypeAccept:            Accept{Group: g, Term: GroupNumber{Seq: 16, ID: 7}},
-		TypeBeatAck:           BeatAck{Group: g, Beat: 0x2122232425262728, Grant: true, Term: GroupNumber{Seq: 16, ID: 7}},
-		TypeDecline:           Decline{Group: g, Held: GroupNumber{Seq: 19, ID: 2}},
+		TypeAccept:            Accept{Group: g, Term: GroupNumber{Seq: 16, ID: 7}, Quorum: Quorum{Expect: 5, TieBreaker: 3, Voters: 6}},
+		TypeBeatAck: BeatAck{Group: g, Beat: 0x2122232425262728, Grant: true, Term: GroupNumber{Seq: 16, ID: 7},
+			Quorum: Quorum{Expect: 4, TieBreaker: 1, Voters: 4, Tie: 1}},
+		TypeDecline: Decline{Group: g, Held: GroupNumber{Seq: 19, ID: 2}},
 		TypeReady: Ready{Group: g, Version: 5, Timing: tm, Total: 5, Offset: 2, Members: []Member{
 			{ID: 9, Priority: 100}, {ID: 2, Priority: 200}, {ID: 0xffffffffffffffff, Priority: 0},
 		}},
@@ -388,7 +390,7 @@ func TestDecodeErrors(t *testing.T) {
 		{"type 99 truncated", []byte{Version, 99}, ErrType, "wire: unknown message type 99"},
 		{"sealed", packet(t, TypeBeacon, func(b []byte) []byte { b[0] = sealedMarker; return b }), ErrAuth, ""},
 		{"too large", make([]byte, MaxPacketSize+1), ErrTooLarge, "wire: packet is 1401 bytes, over the 1400-byte limit"},
-		{"trailing byte", packet(t, TypeAccept, func(b []byte) []byte { return append(b, 0) }), ErrMalformed, "wire: malformed Accept: 1 trailing bytes after the 77-byte message"},
+		{"trailing byte", packet(t, TypeAccept, func(b []byte) []byte { return append(b, 0) }), ErrMalformed, "wire: malformed Accept: 1 trailing bytes after the 101-byte message"},
 		{"trailing after empty body", packet(t, TypeAreYouCoordinator, func(b []byte) []byte { return append(b, 1, 2) }), ErrMalformed, ""},
 		{"state 0", packet(t, TypeYes, func(b []byte) []byte { b[44] = 0; return b }), ErrMalformed, "wire: malformed Yes: invalid state 0"},
 		{"state 4", packet(t, TypeYes, func(b []byte) []byte { b[44] = 4; return b }), ErrMalformed, "wire: malformed Yes: invalid state 4"},

@@ -239,9 +239,12 @@ func Types() []Type {
 // announced timing, and Challenge and Response. Version 3 added the leader
 // lease: heartbeats carry a beat number and the leader's term, members
 // acknowledge them (BeatAck), Accept carries the accepter's highest term,
-// an invitee may Decline, and Timing announces the lease. Versions do not
-// interoperate (a packet of another version is dropped as "version").
-const Version uint8 = 3
+// an invitee may Decline, and Timing announces the lease. Version 4 added
+// the quorum settings (Quorum) to Beacon, Accept and BeatAck, so that nodes
+// whose --expect or --tie-breaker disagree find out and apply the stricter
+// rule (design §8). Versions do not interoperate (a packet of another
+// version is dropped as "version").
+const Version uint8 = 4
 
 // Flags are per-sender bits in the header. Unknown bits are carried
 // unchanged, so a later version may define them.
@@ -416,6 +419,46 @@ type Beacon struct {
 	Beat   uint64
 	AckReq bool
 	Term   GroupNumber
+	// Quorum is the sender's quorum settings and, for a leader's
+	// heartbeat, the rule it counts its lease by.
+	Quorum Quorum
+}
+
+// Quorum is what a node announces of primary-partition mode (--expect):
+// its configured settings, and the rule it applies. Nodes whose settings
+// disagree (a typo in one unit file, a rolling change of --expect, a node
+// added before the others were reconfigured) each learn it, report it, and
+// count by the strictest rule any of them announces (design §8).
+type Quorum struct {
+	// Expect and TieBreaker are the sender's --expect and --tie-breaker
+	// (zero: not set).
+	Expect     uint32
+	TieBreaker NodeID
+	// Voters is the number of voters the sender's majority is of: its
+	// Expect, or more when it knows of more nodes, or of a node that
+	// announces a larger Expect. Tie is the tie-breaker it honours in an
+	// exact half: its TieBreaker, or 0 when it knows of a node that
+	// disagrees, or of more voters than Expect.
+	Voters uint32
+	Tie    NodeID
+}
+
+// IsZero reports whether nothing is announced (the sender runs without a
+// quorum).
+func (q Quorum) IsZero() bool { return q == Quorum{} }
+
+func (q Quorum) String() string {
+	s := fmt.Sprintf("expect=%d", q.Expect)
+	if q.TieBreaker != 0 {
+		s += fmt.Sprintf(" tb=%d", q.TieBreaker)
+	}
+	if q.Voters != q.Expect || q.Tie != q.TieBreaker {
+		s += fmt.Sprintf(" rule=%d", q.Voters)
+		if q.Tie != 0 {
+			s += fmt.Sprintf("/tb%d", q.Tie)
+		}
+	}
+	return s
 }
 
 // AreYouCoordinator asks the receiver whether it is Normal and coordinator.
@@ -454,20 +497,24 @@ type Invitation struct {
 // the highest leadership term the sender has seen: a leader whose own term
 // is lower takes a new one (design §8), so that terms only grow.
 type Accept struct {
-	Group GroupNumber
-	Term  GroupNumber
+	Group  GroupNumber
+	Term   GroupNumber
+	Quorum Quorum
 }
 
 // BeatAck acknowledges heartbeat Beat of Group's coordinator. It is the
 // member's sign of life. Grant says that the member binds itself to the
 // coordinator's lease (it holds no grant to another leader, and the
 // heartbeat's term is not below Term); Term is the highest term the member
-// has seen.
+// has seen. Quorum is the member's quorum settings and the rule it
+// holds a leader to: it grants only a leader whose rule is at least as
+// strict (design §8).
 type BeatAck struct {
-	Group GroupNumber
-	Beat  uint64
-	Grant bool
-	Term  GroupNumber
+	Group  GroupNumber
+	Beat   uint64
+	Grant  bool
+	Term   GroupNumber
+	Quorum Quorum
 }
 
 // Decline refuses an invitation to Group: the sender held Held, a higher
