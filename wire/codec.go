@@ -40,19 +40,24 @@ const (
 	// Ready datagrams that share Group and Version and differ in Offset.
 	// The limit already leaves room for sealing (see MaxPacketSize).
 	MaxReadyMembers = (MaxPacketSize - HeaderSize - readyFixedSize) / memberSize
+
+	// MaxReadyMembersHomes is MaxReadyMembers for a Ready that carries
+	// each member's home (Ready.Homes) as well (98).
+	MaxReadyMembersHomes = (MaxPacketSize - HeaderSize - readyFixedSize) / (memberSize + homeSize)
 )
 
 const (
 	groupSize      = 8 + 8                                                       // Seq, ID
 	memberSize     = 8 + 1                                                       // ID, Priority
 	timingSize     = 8*4 + 1                                                     // eight durations in ms, Election
-	quorumSize     = 4 + 8 + 4 + 8                                               // Expect, TieBreaker, Voters, Tie
+	quorumSize     = 4 + 8 + 4 + 8 + 4 + 4                                       // Expect, TieBreaker, Voters, Tie, Age, Home
+	homeSize       = 4                                                           // a Ready member's home
 	beaconFixed    = 1 + 8 + 8 + 4 + timingSize + 8 + 1 + groupSize + quorumSize // len(Addr), HighWater, Version, Size, Timing, Beat, AckReq, Term, Quorum
 	acceptSize     = 2*groupSize + quorumSize                                    // Group, Term, Quorum
 	beatAckSize    = groupSize + 8 + 1 + groupSize + quorumSize                  // Group, Beat, Grant, Term, Quorum
 	declineSize    = 2 * groupSize                                               // Group, Held
 	invitationSize = groupSize + timingSize                                      // Group, Timing
-	readyFixedSize = groupSize + 8 + timingSize + 4 + 4 + 2                      // Group, Version, Timing, Total, Offset, count
+	readyFixedSize = groupSize + 8 + timingSize + 4 + 4 + 2 + 1                  // Group, Version, Timing, Total, Offset, count, homes
 	readyAckSize   = groupSize + 8                                               // Group, Version
 	yesSize        = 1 + 8                                                       // Query, Version
 	noSize         = 1                                                           // Query
@@ -225,8 +230,11 @@ func AppendEncode(dst []byte, m Message) ([]byte, error) {
 	case Challenge, Response:
 		size = nonceSize64
 	case Ready:
-		if len(b.Members) > MaxReadyMembers {
-			return dst, errorf(ErrTooLarge, "wire: Ready has %d members, over the %d that fit one packet (use SplitReady)", len(b.Members), MaxReadyMembers)
+		if len(b.Homes) != 0 && len(b.Homes) != len(b.Members) {
+			return dst, errorf(ErrMalformed, "wire: malformed Ready: %d homes for %d members", len(b.Homes), len(b.Members))
+		}
+		if max := maxReadyMembers(len(b.Homes) > 0); len(b.Members) > max {
+			return dst, errorf(ErrTooLarge, "wire: Ready has %d members, over the %d that fit one packet (use SplitReady)", len(b.Members), max)
 		}
 		if err := checkReadyRange(b.Offset, len(b.Members), b.Total); err != nil {
 			return dst, err
@@ -234,7 +242,7 @@ func AppendEncode(dst []byte, m Message) ([]byte, error) {
 		if err := checkTiming(h.Type, b.Timing); err != nil {
 			return dst, err
 		}
-		size = readyFixedSize + memberSize*len(b.Members)
+		size = readyFixedSize + (memberSize+homeSize*boolInt(len(b.Homes) > 0))*len(b.Members)
 	case ReadyAck:
 		size = readyAckSize
 	case RingElection, RingElected:
@@ -308,9 +316,13 @@ func AppendEncode(dst []byte, m Message) ([]byte, error) {
 		out = binary.BigEndian.AppendUint32(out, b.Total)
 		out = binary.BigEndian.AppendUint32(out, b.Offset)
 		out = binary.BigEndian.AppendUint16(out, uint16(len(b.Members)))
+		out = appendBool(out, len(b.Homes) > 0)
 		for _, mb := range b.Members {
 			out = binary.BigEndian.AppendUint64(out, uint64(mb.ID))
 			out = append(out, mb.Priority)
+		}
+		for _, h := range b.Homes {
+			out = binary.BigEndian.AppendUint32(out, h)
 		}
 	case ReadyAck:
 		out = appendGroup(out, b.Group)
@@ -413,7 +425,9 @@ func appendQuorum(b []byte, q Quorum) []byte {
 	b = binary.BigEndian.AppendUint32(b, q.Expect)
 	b = binary.BigEndian.AppendUint64(b, uint64(q.TieBreaker))
 	b = binary.BigEndian.AppendUint32(b, q.Voters)
-	return binary.BigEndian.AppendUint64(b, uint64(q.Tie))
+	b = binary.BigEndian.AppendUint64(b, uint64(q.Tie))
+	b = binary.BigEndian.AppendUint32(b, q.Age)
+	return binary.BigEndian.AppendUint32(b, q.Home)
 }
 
 func readQuorum(b []byte) Quorum {
@@ -422,6 +436,8 @@ func readQuorum(b []byte) Quorum {
 		TieBreaker: NodeID(binary.BigEndian.Uint64(b[4:])),
 		Voters:     binary.BigEndian.Uint32(b[12:]),
 		Tie:        NodeID(binary.BigEndian.Uint64(b[16:])),
+		Age:        binary.BigEndian.Uint32(b[24:]),
+		Home:       binary.BigEndian.Uint32(b[28:]),
 	}
 }
 
@@ -651,11 +667,18 @@ func decodeBody(t Type, b []byte) (Body, int, error) {
 			Offset:  binary.BigEndian.Uint32(b[off+28+timingSize:]),
 		}
 		count := int(binary.BigEndian.Uint16(b[off+32+timingSize:]))
+		homes, err := readBool(t, b[off+34+timingSize])
+		if err != nil {
+			return nil, 0, err
+		}
 		off += readyFixedSize
 		// Check the count against the bytes present before allocating:
 		// a forged count must not make us allocate 65535 members.
-		if err := need(count * memberSize); err != nil {
+		if err := need(count * (memberSize + homeSize*boolInt(homes))); err != nil {
 			return nil, 0, err
+		}
+		if homes && count == 0 {
+			return nil, 0, errorf(ErrMalformed, "wire: malformed Ready: homes for no members")
 		}
 		if err := checkReadyRange(r.Offset, count, r.Total); err != nil {
 			return nil, 0, err
@@ -668,6 +691,13 @@ func decodeBody(t Type, b []byte) (Body, int, error) {
 					Priority: b[off+8],
 				}
 				off += memberSize
+			}
+		}
+		if homes {
+			r.Homes = make([]uint32, count)
+			for i := range r.Homes {
+				r.Homes[i] = binary.BigEndian.Uint32(b[off:])
+				off += homeSize
 			}
 		}
 		return r, off, nil
@@ -718,16 +748,36 @@ func SplitReady(r Ready) []Ready {
 	if r.Total == 0 {
 		r.Total = r.Offset + uint32(len(r.Members))
 	}
-	if len(r.Members) <= MaxReadyMembers {
+	max := maxReadyMembers(len(r.Homes) > 0)
+	if len(r.Members) <= max {
 		return []Ready{r}
 	}
-	parts := make([]Ready, 0, (len(r.Members)+MaxReadyMembers-1)/MaxReadyMembers)
-	for start := 0; start < len(r.Members); start += MaxReadyMembers {
-		end := min(start+MaxReadyMembers, len(r.Members))
+	parts := make([]Ready, 0, (len(r.Members)+max-1)/max)
+	for start := 0; start < len(r.Members); start += max {
+		end := min(start+max, len(r.Members))
 		p := r
 		p.Offset = r.Offset + uint32(start)
 		p.Members = r.Members[start:end:end]
+		if len(r.Homes) > 0 {
+			p.Homes = r.Homes[start:end:end]
+		}
 		parts = append(parts, p)
 	}
 	return parts
+}
+
+// maxReadyMembers is how many members one Ready datagram carries, with
+// their homes or without.
+func maxReadyMembers(homes bool) int {
+	if homes {
+		return MaxReadyMembersHomes
+	}
+	return MaxReadyMembers
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

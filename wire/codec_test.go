@@ -45,7 +45,7 @@ func sampleBodies() map[Type]Body {
 	return map[Type]Body{
 		TypeBeacon: Beacon{Addr: "192.168.1.10:7947", HighWater: 0x0a0b0c0d0e0f1011, Version: 12, Size: 0x01020304, Timing: tm,
 			Beat: 0x2122232425262728, AckReq: true, Term: GroupNumber{Seq: 0x3132333435363738, ID: 0x4142434445464748},
-			Quorum: Quorum{Expect: 0x51525354, TieBreaker: 0x6162636465666768, Voters: 0x71727374, Tie: 0x8182838485868788}},
+			Quorum: Quorum{Expect: 0x51525354, TieBreaker: 0x6162636465666768, Voters: 0x71727374, Tie: 0x8182838485868788, Age: 0x91929394, Home: 0xa1a2a3a4}},
 		TypeAreYouCoordinator: AreYouCoordinator{},
 		TypeYes:               Yes{Query: TypeAreYouThere, Version: 42},
 		TypeNo:                No{Query: TypeAreYouThere},
@@ -60,7 +60,7 @@ func sampleBodies() map[Type]Body {
 		TypeDecline: Decline{Group: g, Held: GroupNumber{Seq: 19, ID: 2}},
 		TypeReady: Ready{Group: g, Version: 5, Timing: tm, Total: 5, Offset: 2, Members: []Member{
 			{ID: 9, Priority: 100}, {ID: 2, Priority: 200}, {ID: 0xffffffffffffffff, Priority: 0},
-		}},
+		}, Homes: []uint32{0xa1a2a3a4, 0xb1b2b3b4, 0}},
 		TypeReadyAck:     ReadyAck{Group: g, Version: 5},
 		TypeElection:     Election{Group: g},
 		TypeAnswer:       Answer{Group: g},
@@ -133,7 +133,7 @@ func goldenPath(typ Type) string {
 
 // formatGolden writes a packet as hex after a comment line describing the
 // message: the header on one line, then the body's fixed part, then each
-// variable part (Beacon's address, each Ready member) on a line of its own,
+// variable part (Beacon's address, each Ready member and home) on a line of its own,
 // so that a diff points at the field that changed.
 func formatGolden(m Message, b []byte) []byte {
 	var sb strings.Builder
@@ -153,8 +153,13 @@ func formatGolden(m Message, b []byte) []byte {
 		line(body[1+n:])
 	case TypeReady:
 		line(body[:readyFixedSize])
-		for p := body[readyFixedSize:]; len(p) > 0; p = p[memberSize:] {
+		p := body[readyFixedSize:]
+		for range m.Body.(Ready).Members {
 			line(p[:memberSize])
+			p = p[memberSize:]
+		}
+		for ; len(p) > 0; p = p[homeSize:] {
+			line(p[:homeSize])
 		}
 	default:
 		line(body)
@@ -245,6 +250,12 @@ func randomMessage(r *rand.Rand) Message {
 		return Timing{AliveInterval: ms(), AliveTimeout: ms(), AnswerTimeout: ms(), AcceptWindow: ms(),
 			ReadyTimeout: ms(), ElectionTimeout: ms(), MemberTimeout: ms(), Lease: ms(), Election: uint8(r.Uint32())}
 	}
+	quorum := func() Quorum {
+		if r.IntN(4) == 0 {
+			return Quorum{}
+		}
+		return Quorum{Expect: r.Uint32(), TieBreaker: NodeID(u64()), Voters: r.Uint32(), Tie: NodeID(u64()), Age: r.Uint32(), Home: r.Uint32()}
+	}
 	h := Header{
 		From:     NodeID(max(u64(), 1)),
 		Priority: uint8(r.Uint32()),
@@ -265,7 +276,7 @@ func randomMessage(r *rand.Rand) Message {
 			addr[i] = byte(r.Uint32()) // any bytes, not only UTF-8
 		}
 		body = Beacon{Addr: string(addr), HighWater: u64(), Version: u64(), Size: uint32(u64()), Timing: tm(),
-			Beat: u64(), AckReq: r.IntN(2) == 0, Term: grp()}
+			Beat: u64(), AckReq: r.IntN(2) == 0, Term: grp(), Quorum: quorum()}
 	case TypeAreYouCoordinator:
 		body = AreYouCoordinator{}
 	case TypeYes:
@@ -283,9 +294,9 @@ func randomMessage(r *rand.Rand) Message {
 	case TypeHello:
 		body = Hello{}
 	case TypeAccept:
-		body = Accept{Group: grp(), Term: grp()}
+		body = Accept{Group: grp(), Term: grp(), Quorum: quorum()}
 	case TypeBeatAck:
-		body = BeatAck{Group: grp(), Beat: u64(), Grant: r.IntN(2) == 0, Term: grp()}
+		body = BeatAck{Group: grp(), Beat: u64(), Grant: r.IntN(2) == 0, Term: grp(), Quorum: quorum()}
 	case TypeDecline:
 		body = Decline{Group: grp(), Held: grp()}
 	case TypeReady:
@@ -294,8 +305,14 @@ func randomMessage(r *rand.Rand) Message {
 		for range n {
 			ms = append(ms, Member{ID: NodeID(u64()), Priority: uint8(r.Uint32())})
 		}
+		var homes []uint32
+		if n > 0 && n <= MaxReadyMembersHomes && r.IntN(2) == 0 {
+			for range n {
+				homes = append(homes, r.Uint32())
+			}
+		}
 		off := r.Uint32N(1000)
-		body = Ready{Group: grp(), Version: u64(), Timing: tm(), Offset: off, Total: off + uint32(n) + r.Uint32N(3), Members: ms}
+		body = Ready{Group: grp(), Version: u64(), Timing: tm(), Offset: off, Total: off + uint32(n) + r.Uint32N(3), Members: ms, Homes: homes}
 	case TypeReadyAck:
 		body = ReadyAck{Group: grp(), Version: u64()}
 	case TypeElection:
@@ -361,7 +378,7 @@ func TestTruncated(t *testing.T) {
 func TestTruncatedMessage(t *testing.T) {
 	b := readGolden(t, TypeReady)
 	_, err := Decode(b[:len(b)-4])
-	const msg = "wire: truncated Ready: want 139 bytes, have 135"
+	const msg = "wire: truncated Ready: want 152 bytes, have 148"
 	if err == nil || err.Error() != msg {
 		t.Fatalf("got %v, want %q", err, msg)
 	}
@@ -390,7 +407,7 @@ func TestDecodeErrors(t *testing.T) {
 		{"type 99 truncated", []byte{Version, 99}, ErrType, "wire: unknown message type 99"},
 		{"sealed", packet(t, TypeBeacon, func(b []byte) []byte { b[0] = sealedMarker; return b }), ErrAuth, ""},
 		{"too large", make([]byte, MaxPacketSize+1), ErrTooLarge, "wire: packet is 1401 bytes, over the 1400-byte limit"},
-		{"trailing byte", packet(t, TypeAccept, func(b []byte) []byte { return append(b, 0) }), ErrMalformed, "wire: malformed Accept: 1 trailing bytes after the 101-byte message"},
+		{"trailing byte", packet(t, TypeAccept, func(b []byte) []byte { return append(b, 0) }), ErrMalformed, "wire: malformed Accept: 1 trailing bytes after the 109-byte message"},
 		{"trailing after empty body", packet(t, TypeAreYouCoordinator, func(b []byte) []byte { return append(b, 1, 2) }), ErrMalformed, ""},
 		{"state 0", packet(t, TypeYes, func(b []byte) []byte { b[44] = 0; return b }), ErrMalformed, "wire: malformed Yes: invalid state 0"},
 		{"state 4", packet(t, TypeYes, func(b []byte) []byte { b[44] = 4; return b }), ErrMalformed, "wire: malformed Yes: invalid state 4"},
@@ -402,7 +419,7 @@ func TestDecodeErrors(t *testing.T) {
 		// Ready body: Group 45..60, Version 61..68, Timing 69..101, Total 102..105, Offset 106..109, count 110..111.
 		{"Ready offset past total", packet(t, TypeReady, func(b []byte) []byte { b[109] = 3; return b }), ErrMalformed, "wire: malformed Ready: offset 3 + 3 members exceeds total 5"},
 		{"Ready offset overflow", packet(t, TypeReady, func(b []byte) []byte { copy(b[106:110], []byte{0xff, 0xff, 0xff, 0xff}); return b }), ErrMalformed, ""},
-		{"Ready huge count", packet(t, TypeReady, func(b []byte) []byte { b[110], b[111] = 0xff, 0xff; return b }), ErrTruncated, "wire: truncated Ready: want 589927 bytes, have 139"},
+		{"Ready huge count", packet(t, TypeReady, func(b []byte) []byte { b[110], b[111] = 0xff, 0xff; return b }), ErrTruncated, "wire: truncated Ready: want 852068 bytes, have 152"},
 		{"Ready count too small", packet(t, TypeReady, func(b []byte) []byte { b[111] = 2; return b }), ErrMalformed, ""},
 		{"Invitation truncated timing", packet(t, TypeInvitation, func(b []byte) []byte { return b[:len(b)-1] }), ErrTruncated, "wire: truncated Invitation: want 94 bytes, have 93"},
 		{"Challenge trailing byte", packet(t, TypeChallenge, func(b []byte) []byte { return append(b, 0) }), ErrMalformed, "wire: malformed Challenge: 1 trailing bytes after the 53-byte message"},
@@ -516,6 +533,9 @@ func TestSizeLimits(t *testing.T) {
 	if HeaderSize+readyFixedSize+MaxReadyMembers*memberSize > MaxPacketSize {
 		t.Errorf("MaxReadyMembers does not fit")
 	}
+	if MaxReadyMembersHomes != 99 || HeaderSize+readyFixedSize+MaxReadyMembersHomes*(memberSize+homeSize) > MaxPacketSize {
+		t.Errorf("MaxReadyMembersHomes = %d does not fit, or is not the 99 the docs say", MaxReadyMembersHomes)
+	}
 	if MaxDatagramSize > 1500-40-8 {
 		t.Errorf("a sealed packet (%d bytes) does not fit an IPv6 datagram on a 1500-byte MTU", MaxDatagramSize)
 	}
@@ -544,19 +564,29 @@ func TestSizeLimits(t *testing.T) {
 }
 
 func TestSplitReady(t *testing.T) {
-	for _, n := range []int{0, 1, MaxReadyMembers - 1, MaxReadyMembers, MaxReadyMembers + 1, 2 * MaxReadyMembers, 1000} {
-		t.Run(fmt.Sprint(n), func(t *testing.T) {
+	for _, tc := range []struct {
+		n     int
+		homes bool
+	}{{0, false}, {1, false}, {MaxReadyMembers - 1, false}, {MaxReadyMembers, false}, {MaxReadyMembers + 1, false},
+		{2 * MaxReadyMembers, false}, {1000, false}, {1, true}, {MaxReadyMembersHomes, true}, {MaxReadyMembersHomes + 1, true}, {1000, true}} {
+		n := tc.n
+		t.Run(fmt.Sprintf("%d homes=%v", n, tc.homes), func(t *testing.T) {
 			r := rand.New(rand.NewPCG(uint64(n), 1))
 			var members []Member
+			var homes []uint32
 			for range n {
 				members = append(members, Member{ID: NodeID(r.Uint64()), Priority: uint8(r.Uint32())}) // not sorted
+				if tc.homes {
+					homes = append(homes, r.Uint32())
+				}
 			}
-			in := Ready{Group: GroupNumber{Seq: 4, ID: 2}, Version: 9, Members: members}
+			in := Ready{Group: GroupNumber{Seq: 4, ID: 2}, Version: 9, Members: members, Homes: homes}
 			parts := SplitReady(in)
-			if want := max(1, (n+MaxReadyMembers-1)/MaxReadyMembers); len(parts) != want {
+			per := maxReadyMembers(tc.homes)
+			if want := max(1, (n+per-1)/per); len(parts) != want {
 				t.Fatalf("%d parts, want %d", len(parts), want)
 			}
-			got := []Member(nil)
+			got, gotHomes := []Member(nil), []uint32(nil)
 			for i, p := range parts {
 				if p.Group != in.Group || p.Version != in.Version || p.Total != uint32(n) || p.Offset != uint32(len(got)) {
 					t.Fatalf("part %d: %v", i, p)
@@ -570,14 +600,15 @@ func TestSplitReady(t *testing.T) {
 					t.Fatal(err)
 				}
 				got = append(got, m.Body.(Ready).Members...)
+				gotHomes = append(gotHomes, m.Body.(Ready).Homes...)
 			}
-			if !reflect.DeepEqual(got, members) {
+			if !reflect.DeepEqual(got, members) || !reflect.DeepEqual(gotHomes, homes) {
 				t.Fatalf("reassembled list differs")
 			}
 			// Parts cannot grow into each other.
 			if len(parts) > 1 {
 				_ = append(parts[0].Members, Member{ID: 1})
-				if parts[1].Members[0] != members[MaxReadyMembers] {
+				if parts[1].Members[0] != members[per] {
 					t.Fatalf("appending to part 0 overwrote part 1")
 				}
 			}

@@ -242,8 +242,8 @@ func Types() []Type {
 // an invitee may Decline, and Timing announces the lease. Version 4 added
 // the quorum settings (Quorum) to Beacon, Accept and BeatAck, so that nodes
 // whose --expect or --tie-breaker disagree find out and apply the stricter
-// rule (design §8). Versions do not interoperate (a packet of another
-// version is dropped as "version").
+// rule (design §8), and FlagFresh. Versions do not interoperate (a packet
+// of another version is dropped as "version").
 const Version uint8 = 4
 
 // Flags are per-sender bits in the header. Unknown bits are carried
@@ -271,6 +271,13 @@ const (
 	// to a returning higher-priority node (--no-preempt, design §8): it
 	// ranks above every node without the flag, whatever their priority.
 	FlagIncumbent Flags = 1 << 3
+	// FlagFresh: the sender's process started without a saved state (a
+	// first start, or its data dir was lost). A second process started
+	// with an ID already in use usually is one; a restart of the node
+	// that holds the ID is not. A node that knew the ID before counts a
+	// fresh process of it as one more voter, and a leader counts none of
+	// its grants (design §8).
+	FlagFresh Flags = 1 << 4
 )
 
 // Header is carried by every message. The algorithm fills From, Priority,
@@ -441,6 +448,15 @@ type Quorum struct {
 	// disagrees, or of more voters than Expect.
 	Voters uint32
 	Tie    NodeID
+	// Age is how long the sender's process has run, in milliseconds
+	// (saturating): a node that knew a member by its ID tells the process
+	// it knew from one that started later.
+	Age uint32
+	// Home identifies where the sender keeps its state: a hash of the
+	// machine's identity and the data dir (0: unknown). A later process
+	// of an ID at the same home is the node restarted; one elsewhere,
+	// started without a saved state, is a second process given the ID.
+	Home uint32
 }
 
 // IsZero reports whether nothing is announced (the sender runs without a
@@ -452,7 +468,7 @@ func (q Quorum) String() string {
 	if q.TieBreaker != 0 {
 		s += fmt.Sprintf(" tb=%d", q.TieBreaker)
 	}
-	if q.Voters != q.Expect || q.Tie != q.TieBreaker {
+	if q.Voters != 0 && (q.Voters != q.Expect || q.Tie != q.TieBreaker) {
 		s += fmt.Sprintf(" rule=%d", q.Voters)
 		if q.Tie != 0 {
 			s += fmt.Sprintf("/tb%d", q.Tie)
@@ -537,6 +553,10 @@ type Ready struct {
 	Total   uint32
 	Offset  uint32
 	Members []Member
+	// Homes, when set, has the Quorum.Home of each of Members, in order
+	// (quorum mode): a member then knows where each other member keeps
+	// its state, and so tells a restart from a second process.
+	Homes []uint32
 }
 
 // ReadyAck acknowledges the whole member list Version of Group.
