@@ -1,6 +1,7 @@
 // Package store keeps a groupd node's durable state: its node ID, the
-// group-number counter, the boot incarnation, the last group it was in and
-// the highest leadership term it has seen.
+// group-number counter, the boot incarnation, the last group it was in,
+// the highest leadership term it has seen and the quorum rule it last
+// applied.
 //
 // The counter is what makes group numbers unique across crashes (design §1):
 // before a node announces a new group number seq.id it saves a counter ≥ seq
@@ -16,13 +17,13 @@
 //	state.b      slot B (0600)
 //	state.?.tmp  the slot being written; left over only if a Save was interrupted
 //
-// # Slot format (version 2)
+// # Slot format (version 3)
 //
-// Each slot is exactly 76 bytes, big-endian:
+// Each slot is exactly 88 bytes, big-endian:
 //
 //	offset  size  field
 //	     0     4  magic "GRPD"
-//	     4     4  format version, 2
+//	     4     4  format version, 3
 //	     8     8  generation: 1 for the first Save, +1 for every Save
 //	    16     8  node ID (never 0)
 //	    24     8  counter: highest group-number Seq this node may have used
@@ -31,11 +32,14 @@
 //	    48     8  last group: coordinator ID
 //	    56     8  term: Seq (the highest leadership term seen)
 //	    64     8  term: leader ID
-//	    72     4  CRC-32C (Castagnoli) of bytes 0..71
+//	    72     4  quorum rule: voters (0: as configured)
+//	    76     8  quorum rule: tie-breaker
+//	    84     4  CRC-32C (Castagnoli) of bytes 0..83
 //
-// Version 1, written before the leader lease, is the same up to the last
-// group, with its CRC at 56 (60 bytes); it loads with a zero term, and the
-// next save writes version 2.
+// Version 2, written before the quorum rule was saved, is the same up to
+// the term, with its CRC at 72 (76 bytes); version 1, written before the
+// leader lease, up to the last group, with its CRC at 56 (60 bytes). They
+// load with zero for what they lack, and the next save writes version 3.
 //
 // A slot is valid when all of these hold: the length is that of its
 // version, the magic and version match, the checksum matches, the

@@ -27,6 +27,14 @@ type State struct {
 	// restarts too (docs/design.md §8). Format version 2 added it; a
 	// version-1 file loads with a zero Term.
 	Term wire.GroupNumber
+	// RuleVoters and RuleTie are the quorum rule the node last applied
+	// when it was stricter than its settings (zero: as configured): of
+	// how many voters a majority, and the tie-breaker it honoured. A
+	// restarted node holds to it for a while, so that a restart during a
+	// partition does not forget the voters it knew of (docs/design.md
+	// §8). Format version 3 added them; older files load with zero.
+	RuleVoters uint32
+	RuleTie    wire.NodeID
 }
 
 // String describes the state in one line for logs.
@@ -35,6 +43,9 @@ func (st State) String() string {
 		st.NodeID, st.Counter, st.Incarnation, st.LastGroup)
 	if !st.Term.IsZero() {
 		s += " term=" + st.Term.String()
+	}
+	if st.RuleVoters != 0 {
+		s += fmt.Sprintf(" rule=%d/%d", st.RuleVoters, st.RuleTie)
 	}
 	return s
 }
@@ -53,9 +64,11 @@ func (st State) validate() error {
 
 const (
 	magic         = "GRPD"
-	formatVersion = 2
-	recordSize    = 76 // version 2
+	formatVersion = 3
+	recordSize    = 88 // version 3
 	crcOffset     = recordSize - 4
+	// Version 2 (before the quorum rule): the same fields up to Term.
+	recordSizeV2 = 76
 	// Version 1 (before the term): the same fields up to LastGroup.
 	recordSizeV1 = 60
 )
@@ -67,6 +80,8 @@ func sizeOf(v uint32) int {
 	case 1:
 		return recordSizeV1
 	case 2:
+		return recordSizeV2
+	case 3:
 		return recordSize
 	}
 	return 0
@@ -79,7 +94,8 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 func encode(gen uint64, st State) []byte { return encodeVersion(formatVersion, gen, st) }
 
 // encodeVersion returns the slot record of st at generation gen in format
-// version v (1 drops the term): decode's inverse, for either version.
+// version v (1 drops the term, 2 the rule): decode's inverse, for every
+// version.
 func encodeVersion(v uint32, gen uint64, st State) []byte {
 	b := make([]byte, 0, sizeOf(v))
 	b = append(b, magic...)
@@ -93,6 +109,10 @@ func encodeVersion(v uint32, gen uint64, st State) []byte {
 	if v >= 2 {
 		b = binary.BigEndian.AppendUint64(b, st.Term.Seq)
 		b = binary.BigEndian.AppendUint64(b, uint64(st.Term.ID))
+	}
+	if v >= 3 {
+		b = binary.BigEndian.AppendUint32(b, st.RuleVoters)
+		b = binary.BigEndian.AppendUint64(b, uint64(st.RuleTie))
 	}
 	return binary.BigEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
 }
@@ -117,7 +137,7 @@ func decodeVersion(b []byte) (gen uint64, st State, version uint32, err error) {
 	version = binary.BigEndian.Uint32(b[4:])
 	size := sizeOf(version)
 	if size == 0 {
-		return 0, State{}, 0, fmt.Errorf("%w %d: this groupd reads versions 1 and %d (written by a newer groupd?)",
+		return 0, State{}, 0, fmt.Errorf("%w %d: this groupd reads versions 1 to %d (written by a newer groupd?)",
 			errVersion, version, formatVersion)
 	}
 	switch {
@@ -142,6 +162,10 @@ func decodeVersion(b []byte) (gen uint64, st State, version uint32, err error) {
 	}
 	if version >= 2 {
 		st.Term = wire.GroupNumber{Seq: binary.BigEndian.Uint64(b[56:]), ID: wire.NodeID(binary.BigEndian.Uint64(b[64:]))}
+	}
+	if version >= 3 {
+		st.RuleVoters = binary.BigEndian.Uint32(b[72:])
+		st.RuleTie = wire.NodeID(binary.BigEndian.Uint64(b[76:]))
 	}
 	if gen == 0 {
 		return 0, State{}, 0, fmt.Errorf("%w: generation 0", errContent)

@@ -21,6 +21,8 @@ var goldenState = State{
 	Incarnation: 5,
 	LastGroup:   wire.GroupNumber{Seq: 41, ID: 7},
 	Term:        wire.GroupNumber{Seq: 40, ID: 9},
+	RuleVoters:  6,
+	RuleTie:     3,
 }
 
 // TestGoldenV1 reads a file of format version 1, written before the term
@@ -33,6 +35,7 @@ func TestGoldenV1(t *testing.T) {
 	}
 	want := goldenState
 	want.Term = wire.GroupNumber{}
+	want.RuleVoters, want.RuleTie = 0, 0
 	gen, st, v, err := decodeVersion(b)
 	if err != nil || gen != 3 || st != want || v != 1 {
 		t.Fatalf("decode(v1 golden) = %d, %v, version %d, %v; want 3, %v, version 1", gen, st, v, err, want)
@@ -42,10 +45,29 @@ func TestGoldenV1(t *testing.T) {
 	}
 }
 
-// TestGolden pins format version 2: a change of the encoding fails here
+// TestGoldenV2 reads a file of format version 2, written before the quorum
+// rule was saved: it loads with a zero rule, and re-encodes in version 2 to
+// the very same bytes.
+func TestGoldenV2(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("testdata", "state-v2.golden"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := goldenState
+	want.RuleVoters, want.RuleTie = 0, 0
+	gen, st, v, err := decodeVersion(b)
+	if err != nil || gen != 3 || st != want || v != 2 {
+		t.Fatalf("decode(v2 golden) = %d, %v, version %d, %v; want 3, %v, version 2", gen, st, err, v, want)
+	}
+	if got := encodeVersion(2, gen, st); !bytes.Equal(got, b) {
+		t.Errorf("encodeVersion(2) = %x\nwant               %x", got, b)
+	}
+}
+
+// TestGolden pins format version 3: a change of the encoding fails here
 // instead of making existing state files unreadable.
 func TestGolden(t *testing.T) {
-	path := filepath.Join("testdata", "state-v2.golden")
+	path := filepath.Join("testdata", "state-v3.golden")
 	got := encode(3, goldenState)
 	if *update {
 		if err := os.WriteFile(path, got, 0o644); err != nil {
@@ -70,15 +92,16 @@ func TestLayout(t *testing.T) {
 	b := encode(0x0102030405060708, State{
 		NodeID: 0x11, Counter: 0x22, Incarnation: 0x33,
 		LastGroup: wire.GroupNumber{Seq: 0x44, ID: 0x55}, Term: wire.GroupNumber{Seq: 0x66, ID: 0x77},
+		RuleVoters: 0x88, RuleTie: 0x99,
 	})
 	be := binary.BigEndian
 	fields := []struct {
 		name      string
 		got, want uint64
 	}{
-		{"size", uint64(len(b)), 76},
+		{"size", uint64(len(b)), 88},
 		{"magic", uint64(be.Uint32(b[0:])), uint64(be.Uint32([]byte("GRPD")))},
-		{"version", uint64(be.Uint32(b[4:])), 2},
+		{"version", uint64(be.Uint32(b[4:])), 3},
 		{"generation", be.Uint64(b[8:]), 0x0102030405060708},
 		{"node ID", be.Uint64(b[16:]), 0x11},
 		{"counter", be.Uint64(b[24:]), 0x22},
@@ -87,7 +110,9 @@ func TestLayout(t *testing.T) {
 		{"last group ID", be.Uint64(b[48:]), 0x55},
 		{"term seq", be.Uint64(b[56:]), 0x66},
 		{"term ID", be.Uint64(b[64:]), 0x77},
-		{"crc32c", uint64(be.Uint32(b[72:])), uint64(crc32.Checksum(b[:72], crc32.MakeTable(crc32.Castagnoli)))},
+		{"rule voters", uint64(be.Uint32(b[72:])), 0x88},
+		{"rule tie-breaker", be.Uint64(b[76:]), 0x99},
+		{"crc32c", uint64(be.Uint32(b[84:])), uint64(crc32.Checksum(b[:84], crc32.MakeTable(crc32.Castagnoli)))},
 	}
 	for _, f := range fields {
 		if f.got != f.want {

@@ -318,21 +318,22 @@ func mustLoadSame(t testing.TB, s *Store) State {
 }
 
 func TestLoadOrInitExisting(t *testing.T) {
-	stored := State{NodeID: 5, Counter: 17, Incarnation: 9, LastGroup: wire.GroupNumber{Seq: 17, ID: 5}, Term: wire.GroupNumber{Seq: 16, ID: 3}}
+	stored := State{NodeID: 5, Counter: 17, Incarnation: 9, LastGroup: wire.GroupNumber{Seq: 17, ID: 5}, Term: wire.GroupNumber{Seq: 16, ID: 3},
+		RuleVoters: 6, RuleTie: 0}
 	tests := []struct {
 		name       string
 		opts       InitOptions
 		want       State
 		wantPrevID wire.NodeID
 	}{
-		{"keep", InitOptions{}, State{5, 17, 10, stored.LastGroup, stored.Term}, 0},
-		{"same ID", InitOptions{ID: 5}, State{5, 17, 10, stored.LastGroup, stored.Term}, 0},
-		{"new ID keeps counter", InitOptions{ID: 8}, State{8, 17, 10, stored.LastGroup, stored.Term}, 5},
-		{"min counter raises", InitOptions{MinCounter: 500}, State{5, 500, 10, stored.LastGroup, stored.Term}, 0},
-		{"min counter never lowers", InitOptions{MinCounter: 3}, State{5, 17, 10, stored.LastGroup, stored.Term}, 0},
-		{"min incarnation raises", InitOptions{MinIncarnation: 1_700_000_000}, State{5, 17, 1_700_000_000, stored.LastGroup, stored.Term}, 0},
-		{"min incarnation never lowers", InitOptions{MinIncarnation: 4}, State{5, 17, 10, stored.LastGroup, stored.Term}, 0},
-		{"min incarnation equal to stored", InitOptions{MinIncarnation: 9}, State{5, 17, 10, stored.LastGroup, stored.Term}, 0},
+		{"keep", InitOptions{}, State{NodeID: 5, Counter: 17, Incarnation: 10, LastGroup: stored.LastGroup, Term: stored.Term, RuleVoters: stored.RuleVoters, RuleTie: stored.RuleTie}, 0},
+		{"same ID", InitOptions{ID: 5}, State{NodeID: 5, Counter: 17, Incarnation: 10, LastGroup: stored.LastGroup, Term: stored.Term, RuleVoters: stored.RuleVoters, RuleTie: stored.RuleTie}, 0},
+		{"new ID keeps counter", InitOptions{ID: 8}, State{NodeID: 8, Counter: 17, Incarnation: 10, LastGroup: stored.LastGroup, Term: stored.Term, RuleVoters: stored.RuleVoters, RuleTie: stored.RuleTie}, 5},
+		{"min counter raises", InitOptions{MinCounter: 500}, State{NodeID: 5, Counter: 500, Incarnation: 10, LastGroup: stored.LastGroup, Term: stored.Term, RuleVoters: stored.RuleVoters, RuleTie: stored.RuleTie}, 0},
+		{"min counter never lowers", InitOptions{MinCounter: 3}, State{NodeID: 5, Counter: 17, Incarnation: 10, LastGroup: stored.LastGroup, Term: stored.Term, RuleVoters: stored.RuleVoters, RuleTie: stored.RuleTie}, 0},
+		{"min incarnation raises", InitOptions{MinIncarnation: 1_700_000_000}, State{NodeID: 5, Counter: 17, Incarnation: 1_700_000_000, LastGroup: stored.LastGroup, Term: stored.Term, RuleVoters: stored.RuleVoters, RuleTie: stored.RuleTie}, 0},
+		{"min incarnation never lowers", InitOptions{MinIncarnation: 4}, State{NodeID: 5, Counter: 17, Incarnation: 10, LastGroup: stored.LastGroup, Term: stored.Term, RuleVoters: stored.RuleVoters, RuleTie: stored.RuleTie}, 0},
+		{"min incarnation equal to stored", InitOptions{MinIncarnation: 9}, State{NodeID: 5, Counter: 17, Incarnation: 10, LastGroup: stored.LastGroup, Term: stored.Term, RuleVoters: stored.RuleVoters, RuleTie: stored.RuleTie}, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
