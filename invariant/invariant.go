@@ -111,9 +111,14 @@ type Checker struct {
 	// leads are the primary leaderships (quorum mode) told by Lead, by
 	// node: until when each may act; maxTerm the highest term a primary
 	// leader held, and whose (LP1).
-	leads     map[wire.NodeID]*leadership
+	leads     map[process]*leadership
 	maxTerm   wire.GroupNumber
 	maxTermOf wire.NodeID
+	// MinGap is the least time between the end of one primary leader's
+	// lease and the start of another's (design §8's LeaseMargin, less
+	// what drifting clocks take of it); zero checks only that they do
+	// not overlap.
+	MinGap time.Duration
 }
 
 // leadership is one node's primary leadership as the checker knows it.
@@ -135,7 +140,7 @@ func New() *Checker {
 		coords:   make(map[wire.GroupNumber][]wire.NodeID),
 		lists:    make(map[groupVersion]*list),
 		held:     make(map[wire.NodeID]wire.GroupNumber),
-		leads:    make(map[wire.NodeID]*leadership),
+		leads:    make(map[process]*leadership),
 	}
 }
 
@@ -145,6 +150,21 @@ func New() *Checker {
 // was seen holding, across restarts.
 func (c *Checker) HeldFloor(node wire.NodeID, g wire.GroupNumber) { c.held[node] = g }
 
+// process is one process of a node: the node's own (0), or a second
+// process started with its ID (the simulator's slot of it), whose primary
+// leaderships LP1 holds apart from the first's.
+type process struct {
+	node wire.NodeID
+	proc int32
+}
+
+func (p process) String() string {
+	if p.proc == 0 {
+		return fmt.Sprintf("node %d", p.node)
+	}
+	return fmt.Sprintf("node %d (a second process with its ID, slot %d)", p.node, p.proc)
+}
+
 // Lead records that node is a primary leader in term at t (quorum mode),
 // its lease running until end; a zero end means a leadership without a
 // lease, which lasts until Unlead. It checks LP1: no other node's primary
@@ -152,21 +172,37 @@ func (c *Checker) HeldFloor(node wire.NodeID, g wire.GroupNumber) { c.held[node]
 // or stop) runs at t, and a new primary leadership's term is not below the
 // term of any earlier one (above, if another node held it).
 func (c *Checker) Lead(t time.Time, node wire.NodeID, term wire.GroupNumber, end time.Time) []Violation {
+	return c.LeadProcess(t, node, 0, term, end)
+}
+
+// LeadProcess is Lead for process proc of node: 0 for the node's own, any
+// other value for a second process started with its ID (an operator's
+// mistake: one on each side of a partition, say), whose primary
+// leaderships must not overlap the first's either. Terms are not checked
+// for a second process: its numbers are its own to make.
+func (c *Checker) LeadProcess(t time.Time, node wire.NodeID, proc int32, term wire.GroupNumber, end time.Time) []Violation {
 	var out []Violation
+	me := process{node, proc}
+	l := c.leads[me]
+	fresh := l == nil || l.term != term || (!l.open && !l.end.After(t))
 	for o, l := range c.leads {
-		if o == node || !(l.open || l.end.After(t)) {
+		if o == me || !(l.open || l.end.After(t) || fresh && l.end.Add(c.MinGap).After(t)) {
+			continue
+		}
+		if !l.open && !l.end.After(t) {
+			out = append(out, Violation{Invariant: "LP1", Time: t, Group: term, Nodes: []wire.NodeID{o.node, node},
+				Detail: fmt.Sprintf("%s became a primary leader (term %s) %v after %s's lease ended (term %s, until %s): less than the margin %v",
+					me, term, t.Sub(l.end), o, l.term, FormatTime(l.end), c.MinGap)})
 			continue
 		}
 		until := "until it stops"
 		if !l.open {
 			until = "until " + FormatTime(l.end)
 		}
-		out = append(out, Violation{Invariant: "LP1", Time: t, Group: term, Nodes: []wire.NodeID{o, node},
-			Detail: fmt.Sprintf("two primary leaders at once: node %d (term %s, %s) and node %d (term %s)", o, l.term, until, node, term)})
+		out = append(out, Violation{Invariant: "LP1", Time: t, Group: term, Nodes: []wire.NodeID{o.node, node},
+			Detail: fmt.Sprintf("two primary leaders at once: %s (term %s, %s) and %s (term %s)", o, l.term, until, me, term)})
 	}
-	l := c.leads[node]
-	fresh := l == nil || l.term != term || (!l.open && !l.end.After(t))
-	if fresh {
+	if fresh && proc == 0 {
 		if term.Less(c.maxTerm) || term == c.maxTerm && c.maxTermOf != node && !c.maxTerm.IsZero() {
 			out = append(out, Violation{Invariant: "LP1", Time: t, Group: term, Nodes: []wire.NodeID{c.maxTermOf, node},
 				Detail: fmt.Sprintf("node %d became a primary leader with term %s after node %d was one with term %s: terms of primary leaders went backwards", node, term, c.maxTermOf, c.maxTerm)})
@@ -177,7 +213,7 @@ func (c *Checker) Lead(t time.Time, node wire.NodeID, term wire.GroupNumber, end
 	}
 	if l == nil {
 		l = &leadership{}
-		c.leads[node] = l
+		c.leads[me] = l
 	}
 	if fresh || end.After(l.end) || end.IsZero() {
 		l.term, l.open = term, end.IsZero()
@@ -200,8 +236,11 @@ func (c *Checker) StateLost(node wire.NodeID) {
 
 // Unlead records that node stopped being a primary leader at t. A lease
 // still counts until its end; a leadership without one ends here.
-func (c *Checker) Unlead(t time.Time, node wire.NodeID) {
-	if l := c.leads[node]; l != nil && l.open {
+func (c *Checker) Unlead(t time.Time, node wire.NodeID) { c.UnleadProcess(t, node, 0) }
+
+// UnleadProcess is Unlead for process proc of node (see LeadProcess).
+func (c *Checker) UnleadProcess(t time.Time, node wire.NodeID, proc int32) {
+	if l := c.leads[process{node, proc}]; l != nil && l.open {
 		l.open, l.end = false, t
 	}
 }
