@@ -253,6 +253,9 @@ func (n *Node) sendBeacon(to wire.NodeID, hb beatFields) {
 		b.Version, b.Size = n.version, uint32(len(n.members))
 		b.Timing = n.gt.announce(n.galg)
 		b.Beat, b.AckReq, b.Term = hb.no, hb.ack, n.term
+		b.Quorum = n.announceQuorum(n.leaderRule())
+	} else {
+		b.Quorum = n.announceQuorum(n.ownRule())
 	}
 	n.send(to, b)
 }

@@ -65,6 +65,20 @@ type Timing struct {
 	// the heartbeat. In quorum mode a leader is primary only while a
 	// majority granted it a lease.
 	Lease time.Duration
+	// LeaseMargin is the safety margin between the end of a leader's
+	// lease, as it counts it, and the earliest moment any member's grant
+	// can have run out (and so another leader become primary): the leader
+	// counts each grant this much shorter than the drift allowance alone
+	// requires. It covers what the drift bound does not: a timer that
+	// fires late, a garbage-collection pause between reading the clock
+	// and acting, exec's kill taking effect, a leader-stop hook.
+	LeaseMargin time.Duration
+	// VoterTimeout is how long a node remembers a voter it no longer hears
+	// (design §8): a node that announced other quorum settings, or one
+	// more process than --expect. The memory is what keeps a partition of
+	// a misconfigured cluster from having two primary leaders; it ends
+	// this long into a partition, or when the node leaves gracefully.
+	VoterTimeout time.Duration
 }
 
 // TimingField describes one field of Timing: its flag name (without
@@ -104,6 +118,10 @@ func TimingFields() []TimingField {
 			func(t *Timing) *time.Duration { return &t.AckInterval }},
 		{"lease", "a member that acknowledged a leader's heartbeat supports no other leader for `DURATION` (the leader lease; --expect)",
 			func(t *Timing) *time.Duration { return &t.Lease }},
+		{"lease-margin", "the leader's lease ends at least `DURATION` before any member's grant can have run out: the least gap between two primary leaders (--expect)",
+			func(t *Timing) *time.Duration { return &t.LeaseMargin }},
+		{"voter-timeout", "a voter that is no longer heard (another node's settings, a process beyond --expect) is remembered for `DURATION` (--expect)",
+			func(t *Timing) *time.Duration { return &t.VoterTimeout }},
 	}
 }
 
@@ -116,8 +134,13 @@ func TimingFields() []TimingField {
 // the members, and heartbeats the coordinator. AckInterval (1 s) keeps an idle member near one packet a
 // second while its coordinator learns of its loss within about 1.4 s;
 // Lease (1.2 s) lets a cut-off leader step down within about a second of
-// the cut, acknowledgements coming every 750 ms in quorum mode, so that
-// one lost acknowledgement does not end a lease (design §8).
+// the cut, acknowledgements coming every 750 ms in quorum mode and a
+// missing one asked for again every AnswerTimeout, so that lost
+// acknowledgements do not end a lease (design §8); LeaseMargin (100 ms) is
+// the least gap between two primary leaders, ten times a scheduler's time
+// slice and the longest pause Go's collector is designed to take; a
+// voter no longer heard is remembered for an hour (VoterTimeout), longer
+// than most partitions of a LAN.
 func DefaultTiming() Timing {
 	return Timing{
 		BeaconInterval:  1000 * time.Millisecond,
@@ -133,6 +156,8 @@ func DefaultTiming() Timing {
 		MemberTimeout:   30 * time.Second,
 		AckInterval:     1000 * time.Millisecond,
 		Lease:           1200 * time.Millisecond,
+		LeaseMargin:     100 * time.Millisecond,
+		VoterTimeout:    time.Hour,
 	}
 }
 
@@ -183,6 +208,12 @@ func (t Timing) Validate() error {
 		// acknowledgement does not end the lease.
 		return fmt.Errorf("invitation: lease (%v) must be >= 3 × alive-interval (%v)", t.Lease, 3*t.AliveInterval)
 	}
+	if ll, round := t.LeaderLease(), t.AckEvery(true)+t.AnswerTimeout; ll <= round {
+		// A lease must outlast one acknowledgement round and a retry of
+		// a missing acknowledgement, or one lost packet ends it.
+		return fmt.Errorf("invitation: lease-margin (%v) leaves the leader's lease (%v) no longer than an acknowledgement round and a retry (%v): lower it or raise lease",
+			t.LeaseMargin, ll, round)
+	}
 	return nil
 }
 
@@ -194,12 +225,13 @@ const DriftAllowance = 0.01
 
 // LeaderLease is how long a leader counts a member's grant, from when it
 // sent the heartbeat the member acknowledged: Lease shortened by the drift
-// allowance on both clocks, Lease·(1−ε)/(1+ε). The member's grant runs for
-// Lease from when it received that heartbeat, later, on its own clock; so
-// with clocks whose rates differ by less than ε, every grant the leader
-// counts has not yet expired at the member, in real time.
+// allowance on both clocks, Lease·(1−ε)/(1+ε), and by LeaseMargin. The
+// member's grant runs for Lease from when it received that heartbeat,
+// later, on its own clock; so with clocks whose rates differ by less than
+// ε, every grant the leader counts is still held by its member, in real
+// time, LeaseMargin after the leader's lease ends.
 func (t Timing) LeaderLease() time.Duration {
-	return time.Duration(float64(t.Lease) * (1 - DriftAllowance) / (1 + DriftAllowance))
+	return time.Duration(float64(t.Lease)*(1-DriftAllowance)/(1+DriftAllowance)) - t.LeaseMargin
 }
 
 // AckEvery is how often a coordinator asks its members for a BeatAck:
@@ -383,6 +415,12 @@ type Durable struct {
 	// whose term is below it, so that terms of primary leaders only grow,
 	// across restarts too (design §8).
 	Term wire.GroupNumber
+	// Rule is the quorum rule the node last applied when it was stricter
+	// than its settings (Voters and Tie; zero: as configured): a node
+	// that restarts holds to it for VoterTimeout, so that a restart
+	// during a partition does not forget the voters it knew of (design
+	// §8).
+	Rule wire.Quorum
 }
 
 // floor is the lowest sequence a new number may take given what was saved.
@@ -417,6 +455,10 @@ type Config struct {
 	// quorum mode: while it is primary) it ranks above every node that
 	// does not (wire.FlagIncumbent). The returning node joins its group.
 	NoPreempt bool
+	// Home identifies where the node keeps its state (a hash of the
+	// machine's identity and the data dir; 0: unknown), so that others
+	// tell its restart from a second process given its ID (design §8).
+	Home uint32
 	// ViewPrimary computes a leader's primary flag from its member list
 	// alone, as groupd did before the lease: the simulator's negative
 	// control, which must find two primary leaders at once. Never set it
@@ -446,7 +488,7 @@ func (q Quorum) Holds(n int, tb bool) bool {
 	if q.Expect <= 0 {
 		return true
 	}
-	return 2*n > q.Expect || (2*n == q.Expect && q.TieBreaker != 0 && tb)
+	return rule{voters: q.Expect, tie: q.TieBreaker}.holds(n, tb)
 }
 
 // Validate reports a configuration the quorum cannot work with.

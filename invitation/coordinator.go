@@ -14,10 +14,18 @@ import (
 // member is a coordinator's record of one member of its group.
 type member struct {
 	m wire.Member
+	// boot is the process the coordinator admitted (its Accept's):
+	// only its acknowledgements grant the lease.
+	boot uint64
 	// heard is when the member last gave a sign of life (an Accept, a
 	// ReadyAck, a BeatAck, an AreYouThere); granted is when the coordinator
 	// sent the latest heartbeat whose acknowledgement granted its lease.
 	heard, granted time.Time
+	// acked is the latest heartbeat it acknowledged (retryAcks); claim the
+	// quorum settings and rule it announced last (claimed: any).
+	acked   uint64
+	claim   wire.Quorum
+	claimed bool
 }
 
 // checkRound is one AreYouCoordinator round.
@@ -309,10 +317,17 @@ func (n *Node) onAccept(now time.Time, m wire.Message, b wire.Accept) {
 	if mb := n.up[m.From]; mb != nil {
 		mb.heard = now
 		n.lastMemberHeard = now
+		if mb.boot != m.Boot {
+			// Another process of its ID accepts (it restarted): what
+			// the old one granted is not this one's to renew.
+			mb.boot, mb.granted, mb.acked = m.Boot, time.Time{}, 0
+		}
+		mb.claim, mb.claimed = b.Quorum, true
 	}
 	if mg := n.merge; mg != nil {
 		if _, ok := n.up[m.From]; !ok && len(n.up) < MaxGroupSize {
-			n.up[m.From] = &member{m: wire.Member{ID: m.From, Priority: m.Priority}, heard: now}
+			n.up[m.From] = &member{m: wire.Member{ID: m.From, Priority: m.Priority}, boot: m.Boot, heard: now,
+				claim: b.Quorum, claimed: true}
 		}
 		if _, ok := mg.invited[m.From]; ok {
 			mg.invited[m.From] = true
@@ -337,7 +352,8 @@ func (n *Node) onAccept(now time.Time, m wire.Message, b wire.Accept) {
 	if len(n.up) >= MaxGroupSize {
 		return
 	}
-	n.up[m.From] = &member{m: wire.Member{ID: m.From, Priority: m.Priority}, heard: now}
+	n.up[m.From] = &member{m: wire.Member{ID: m.From, Priority: m.Priority}, boot: m.Boot, heard: now,
+		claim: b.Quorum, claimed: true}
 	n.publish(now)
 }
 
@@ -441,7 +457,7 @@ func (n *Node) newReadyRound(now time.Time) *readyRound {
 // to all), split across datagrams as needed.
 func (n *Node) sendReady(to wire.NodeID) {
 	full := wire.Ready{Group: n.group, Version: n.version, Timing: n.gt.announce(n.galg),
-		Total: uint32(len(n.members)), Members: n.members}
+		Total: uint32(len(n.members)), Members: n.members, Homes: n.memberHomes()}
 	for _, part := range wire.SplitReady(full) {
 		n.send(to, part)
 	}
@@ -551,6 +567,25 @@ func (n *Node) reinvite(now time.Time, id wire.NodeID) {
 		}
 	}
 	n.send(id, wire.Invitation{Group: n.group, Timing: n.t.announce(n.alg)})
+}
+
+// memberHomes returns, in quorum mode, the home each member announced
+// (in the member list's order), so that the members know where each other
+// keeps its state (quorum.go); nil otherwise.
+func (n *Node) memberHomes() []uint32 {
+	if !n.q.Enabled() || len(n.members) == 0 {
+		return nil
+	}
+	homes := make([]uint32, len(n.members))
+	for i, m := range n.members {
+		switch mb := n.up[m.ID]; {
+		case m.ID == n.id:
+			homes[i] = n.home
+		case mb != nil:
+			homes[i] = mb.claim.Home
+		}
+	}
+	return homes
 }
 
 func sortMembers(ms []wire.Member) {

@@ -34,16 +34,23 @@ import (
 // when it has a group, lan timing):
 //
 //	new id=7 [prio=100] [counter=N] [last=S.I] [timing=lan|fast] [election=bully|ring]
-//	    [boot=HEX] [at=MS] [seed=N] [autosave]
+//	    [boot=HEX] [at=MS] [seed=N] [autosave] [expect=N] [tb=ID] [term=S.I] [rule=N]
+//	    [nopreempt] [view-primary]
 //	        a new machine (the previous one is dropped). autosave confirms
 //	        every save at once, as the daemon's synchronous store does.
+//	        expect and tb are its quorum settings; term and rule what its
+//	        state file kept of its term floor and of its quorum rule.
 //	recv from=3 [type=Beacon|...|none] [prio=100] [group=S.I] [state=normal|election|reorganization]
-//	    [flags=(settled,degraded)|none] [boot=HEX] [timing=lan|fast|lan-ring|fast-ring|none]
+//	    [flags=(settled,degraded,incumbent,fresh)|none] [boot=HEX] [timing=lan|fast|lan-ring|fast-ring|none]
+//	    [expect=N] [tb=ID] [voters=N] [tie=ID] [age=MS]
 //	    [g=S.I] [v=N] [n=N] [hw=N] [query=AreYouCoordinator|AreYouThere]
 //	    [members=(1,2,3/150)] [total=N] [offset=N] [round=N] [cand=ID]
 //	        one message. group is the sender's header (zero: it has no group,
 //	        and it is then not settled unless flags says so); g is the group
-//	        the body names (default: group).
+//	        the body names (default: group). expect and tb are the quorum
+//	        settings the peer announces (default: the node's own), voters and
+//	        tie the rule it applies (default: its settings); age how long its
+//	        process has run (default 0: it started just now).
 //	tick [ms=N] [quiet] [every=MS from=... (as recv; type defaults to Beacon)]
 //	        let N ms pass, ticking at every deadline on the way as a runtime
 //	        does; quiet counts the ticks that only beaconed instead of
@@ -52,6 +59,7 @@ import (
 //	saved [counter=N last=S.I]     the outstanding save (or the one named) succeeded
 //	save-failed [err=TEXT]         the outstanding save failed
 //	peer-down id=3                 the failure detector's verdict
+//	peer-left id=3                 node 3 left gracefully (memberlist)
 //	autosave on|off                confirm saves at once, or not
 //	status                         the status line alone
 //
@@ -110,6 +118,7 @@ func timingName(a wire.Timing) string {
 
 type harness struct {
 	t        *testing.T
+	q        invitation.Quorum // the node's, which its peers announce by default
 	n        *invitation.Node
 	now      time.Time
 	save     *invitation.Durable // the save asked for and not yet answered
@@ -140,10 +149,10 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 		d.MaybeScanArgs(t, "err", &in.Err)
 		h.answered(in.Durable)
 		h.step(&b, "", in)
-	case "peer-down":
+	case "peer-down", "peer-left":
 		var id uint64
 		d.ScanArgs(t, "id", &id)
-		h.step(&b, "", invitation.PeerDown{ID: wire.NodeID(id)})
+		h.step(&b, "", invitation.PeerDown{ID: wire.NodeID(id), Left: d.Cmd == "peer-left"})
 	case "autosave":
 		h.autosave = d.HasArg("on")
 	case "status":
@@ -187,10 +196,15 @@ func (h *harness) newNode(t *testing.T, d *datadriven.TestData) {
 	d.MaybeScanArgs(t, "expect", &expect)
 	d.MaybeScanArgs(t, "tb", &tb)
 	cfg.Quorum = invitation.Quorum{Expect: int(expect), TieBreaker: wire.NodeID(tb)}
+	h.q = cfg.Quorum
 	cfg.NoPreempt = d.HasArg("nopreempt")
 	cfg.ViewPrimary = d.HasArg("view-primary")
 	if d.HasArg("term") {
 		cfg.Durable.Term = group(t, d, "term")
+	}
+	var voters uint64
+	if d.MaybeScanArgs(t, "rule", &voters) {
+		cfg.Durable.Rule = wire.Quorum{Voters: uint32(voters)}
 	}
 	h.now = epoch.Add(time.Duration(at) * time.Millisecond)
 	n, err := invitation.New(cfg, h.now)
@@ -398,7 +412,36 @@ func (h *harness) envelope(e wire.Envelope) string {
 	if a, ok := bodyTiming(e.Msg.Body); ok && a != lan {
 		s += " timing=" + timingName(a)
 	}
+	if q, ok := bodyQuorum(e.Msg.Body); ok {
+		q.Age = 0 // the process's age, not a setting
+		if q != h.agreeing() {
+			s += " quorum=(" + q.String() + ")"
+		}
+	}
 	return s
+}
+
+// agreeing is what a node with the harness node's settings announces when
+// it applies them as they are.
+func (h *harness) agreeing() wire.Quorum {
+	if !h.q.Enabled() {
+		return wire.Quorum{}
+	}
+	return wire.Quorum{Expect: uint32(h.q.Expect), TieBreaker: h.q.TieBreaker, Voters: uint32(h.q.Expect), Tie: h.q.TieBreaker}
+}
+
+// bodyQuorum returns the quorum settings a body announces, if it is of a
+// type that carries them.
+func bodyQuorum(b wire.Body) (wire.Quorum, bool) {
+	switch b := b.(type) {
+	case wire.Beacon:
+		return b.Quorum, true
+	case wire.Accept:
+		return b.Quorum, true
+	case wire.BeatAck:
+		return b.Quorum, true
+	}
+	return wire.Quorum{}, false
 }
 
 // bodyTiming returns the timing a body announces, if it is of a type that
@@ -482,6 +525,8 @@ func (h *harness) message(t *testing.T, d *datadriven.TestData) wire.Message {
 				m.Flags |= wire.FlagDegraded
 			case "incumbent":
 				m.Flags |= wire.FlagIncumbent
+			case "fresh":
+				m.Flags |= wire.FlagFresh
 			case "none", "":
 			default:
 				d.Fatalf(t, "unknown flag %q", f)
@@ -552,15 +597,36 @@ func (h *harness) message(t *testing.T, d *datadriven.TestData) wire.Message {
 	total = uint64(len(members))
 	d.MaybeScanArgs(t, "total", &total)
 	candidate := wire.Member{ID: wire.NodeID(cand), Priority: wire.DefaultPriority}
+	// A peer announces the node's own quorum settings unless told
+	// otherwise: expect=N tb=ID (its settings; its rule follows them)
+	// and voters=N tie=ID (its rule).
+	quorum := h.agreeing()
+	var qe, qtb, qv, qtie uint64
+	if d.MaybeScanArgs(t, "expect", &qe) {
+		quorum.Expect, quorum.Voters = uint32(qe), uint32(qe)
+	}
+	if d.MaybeScanArgs(t, "tb", &qtb) {
+		quorum.TieBreaker, quorum.Tie = wire.NodeID(qtb), wire.NodeID(qtb)
+	}
+	if d.MaybeScanArgs(t, "voters", &qv) {
+		quorum.Voters = uint32(qv)
+	}
+	if d.MaybeScanArgs(t, "tie", &qtie) {
+		quorum.Tie = wire.NodeID(qtie)
+	}
+	var age uint64
+	if d.MaybeScanArgs(t, "age", &age) {
+		quorum.Age = uint32(age)
+	}
 	if typ == "none" {
 		return m // no body: a message the machine must ignore
 	}
 	// Every body the scripts send, built from the arguments.
 	bodies := []wire.Body{
-		wire.Beacon{HighWater: hw, Version: v, Size: uint32(size), Timing: timing, Beat: beat, AckReq: d.HasArg("ackreq"), Term: term},
+		wire.Beacon{HighWater: hw, Version: v, Size: uint32(size), Timing: timing, Beat: beat, AckReq: d.HasArg("ackreq"), Term: term, Quorum: quorum},
 		wire.AreYouCoordinator{}, wire.Yes{Query: query, Version: v}, wire.No{Query: query},
-		wire.AreYouThere{Group: g}, wire.Invitation{Group: g, Timing: timing}, wire.Accept{Group: g, Term: term},
-		wire.BeatAck{Group: g, Beat: beat, Grant: d.HasArg("grant"), Term: term},
+		wire.AreYouThere{Group: g}, wire.Invitation{Group: g, Timing: timing}, wire.Accept{Group: g, Term: term, Quorum: quorum},
+		wire.BeatAck{Group: g, Beat: beat, Grant: d.HasArg("grant"), Term: term, Quorum: quorum},
 		wire.Decline{Group: g, Held: held},
 		wire.Ready{Group: g, Version: v, Timing: timing, Total: uint32(total), Offset: uint32(offset), Members: members},
 		wire.ReadyAck{Group: g, Version: v}, wire.Election{Group: g}, wire.Answer{Group: g},

@@ -93,9 +93,7 @@ func (n *Node) heartbeat(now time.Time) beatFields {
 	if !n.isCoordinator() || len(n.members) <= 1 {
 		return beatFields{}
 	}
-	n.beat++
-	n.beats[n.beat%beatRing] = sentBeat{no: n.beat, at: now}
-	hb := beatFields{no: n.beat}
+	hb := n.nextBeat(now)
 	if n.state != wire.StateNormal {
 		return hb // members in Reorganization do not acknowledge
 	}
@@ -103,8 +101,52 @@ func (n *Node) heartbeat(now time.Time) beatFields {
 	if n.lastAckReq.IsZero() || now.Sub(n.lastAckReq) >= n.t.AckEvery(q)-n.t.AliveInterval/2 || (q && !n.primary) {
 		hb.ack = true
 		n.lastAckReq = now
+		n.lastReqBeat = hb.no
+		if q && n.primary {
+			n.ackRetryAt = now.Add(n.t.AnswerTimeout)
+		}
 	}
 	return hb
+}
+
+// nextBeat numbers a heartbeat sent now.
+func (n *Node) nextBeat(now time.Time) beatFields {
+	n.beat++
+	n.beats[n.beat%beatRing] = sentBeat{no: n.beat, at: now}
+	return beatFields{no: n.beat}
+}
+
+// retryAcks asks again, by unicast, the members that have not acknowledged
+// the last request for acknowledgements, every AnswerTimeout until they
+// do or the next request goes out (quorum mode, while primary: a leader
+// that is not asks on every heartbeat anyway). A lease counts a grant
+// for LeaderLease from the heartbeat it answers, and the requests come
+// every AckEvery: without a retry, one lost request or acknowledgement
+// left too little of the lease for the next, and at 10 % loss with a bare
+// quorum a leader lost primary 11 times a minute. With a retry every
+// AnswerTimeout (three within the lease on lan), a lapse needs every
+// attempt of a round to fail.
+func (n *Node) retryAcks(now time.Time) {
+	n.ackRetryAt = time.Time{}
+	if !n.quorumMode() || !n.primary || n.state != wire.StateNormal || n.lastReqBeat == 0 {
+		return
+	}
+	var missing []wire.NodeID
+	for id, mb := range n.up {
+		if id != n.id && mb.acked < n.lastReqBeat {
+			missing = append(missing, id)
+		}
+	}
+	if len(missing) == 0 {
+		return
+	}
+	slices.Sort(missing)
+	hb := n.nextBeat(now)
+	hb.ack = true
+	for _, id := range missing {
+		n.sendBeacon(id, hb)
+	}
+	n.ackRetryAt = now.Add(n.t.AnswerTimeout)
 }
 
 // beatSent returns when heartbeat no was sent, if it is remembered.
@@ -116,16 +158,21 @@ func (n *Node) beatSent(no uint64) (time.Time, bool) {
 	return b.at, true
 }
 
-// onBeatAck handles a member's acknowledgement of a heartbeat.
+// onBeatAck handles a member's acknowledgement of a heartbeat. Only the
+// process the coordinator admitted counts: an acknowledgement from another
+// boot of the member's ID (a second process with the ID, or the member
+// restarted and not yet admitted again) grants nothing.
 func (n *Node) onBeatAck(now time.Time, m wire.Message, b wire.BeatAck) {
 	if b.Group != n.group || !n.isCoordinator() {
 		return
 	}
 	mb := n.up[m.From]
-	if mb == nil {
+	if mb == nil || (mb.boot != 0 && mb.boot != m.Boot) {
 		return
 	}
 	mb.heard = now
+	mb.acked = max(mb.acked, b.Beat)
+	mb.claim, mb.claimed = b.Quorum, true
 	n.lastMemberHeard = now
 	n.memberTerm(now, b.Term, !b.Grant)
 	if !b.Grant {
@@ -162,14 +209,17 @@ func (n *Node) noteTerm(now time.Time, t wire.GroupNumber) {
 }
 
 // onMemberHeartbeat is a participant's part of the lease: it remembers
-// the heartbeat's number and term, and acknowledges it when asked, or
-// when it owes a grant it can now give.
-func (n *Node) onMemberHeartbeat(now time.Time, b wire.Beacon) {
+// the heartbeat's number, term, rule and lease, and acknowledges it when
+// asked, or when it owes a grant it can now give.
+func (n *Node) onMemberHeartbeat(now time.Time, boot uint64, b wire.Beacon) {
 	if b.Beat == 0 {
 		return
 	}
 	n.lastBeatNo = b.Beat
 	n.coordTerm = b.Term
+	n.coordBoot = boot
+	n.coordQ = b.Quorum
+	n.coordLease = b.Timing.Lease
 	if !n.quorumMode() {
 		n.noteTerm(now, b.Term) // every leader's term counts (its grants do not)
 	}
@@ -193,10 +243,13 @@ func (n *Node) ackBeat(now time.Time, asked bool) {
 		return
 	}
 	n.owe = !ok
+	own := n.ownRule()
 	if ok {
-		n.grant = grant{to: c, until: now.Add(max(n.gt.Lease, n.t.Lease))}
+		// Bound for the longest lease anyone may count: mine, my
+		// group's, and the one the heartbeat announced.
+		n.grant = grant{to: c, until: now.Add(max(n.gt.Lease, n.t.Lease, n.coordLease))}
 	}
-	n.send(c, wire.BeatAck{Group: n.group, Beat: n.lastBeatNo, Grant: ok, Term: n.want.Term})
+	n.send(c, wire.BeatAck{Group: n.group, Beat: n.lastBeatNo, Grant: ok, Term: n.want.Term, Quorum: n.announceQuorum(own)})
 }
 
 // mayGrant reports whether this node may grant leader c its lease now: it
@@ -208,7 +261,23 @@ func (n *Node) mayGrant(now time.Time, c wire.NodeID) bool {
 	if !n.mayGrantTerm(now, c) {
 		return false
 	}
-	return c == n.id || !n.coordTerm.Less(n.want.Term) && !n.durable.Term.Less(n.coordTerm)
+	if c == n.id {
+		return true
+	}
+	if n.q.Enabled() && !ruleOf(n.coordQ).covers(n.ownRule()) {
+		// The leader counts by a weaker rule than mine: this
+		// acknowledgement tells it mine (BeatAck.Quorum), and its next
+		// heartbeat will be stricter.
+		return false
+	}
+	if n.q.Enabled() && !n.countsGrant(c, n.coordBoot) {
+		// The leader is a process of an ID in dispute whose grants I
+		// would not count (quorum.go): a second process with the ID,
+		// perhaps on this side of a partition from the first. I grant
+		// it nothing either.
+		return false
+	}
+	return !n.coordTerm.Less(n.want.Term) && !n.durable.Term.Less(n.coordTerm)
 }
 
 // mayGrantTerm is mayGrant but for the term: the start-up wait, and grants
@@ -236,9 +305,11 @@ func (n *Node) grantFreeAt(c wire.NodeID) time.Time {
 	return t
 }
 
-// payOwed sends the grant a participant owes its coordinator once it may.
+// payOwed sends the grant a participant owes its coordinator once it may:
+// once its other grants ran out it raises its term floor if the leader's
+// term is above it (ackBeat), and grants once that is saved.
 func (n *Node) payOwed(now time.Time) {
-	if n.owe && n.idleParticipant() && n.lastBeatNo != 0 && n.mayGrant(now, n.group.ID) {
+	if n.owe && n.idleParticipant() && n.lastBeatNo != 0 && n.mayGrantTerm(now, n.group.ID) {
 		n.ackBeat(now, false)
 	}
 }
@@ -249,11 +320,15 @@ type leaseVote struct {
 	tb    bool // the member is the tie-breaker
 }
 
-// updateLease recomputes whether the node is primary, and until when. A
-// leader that stops being a primary leader keeps a grant to itself until
-// its lease would have ended (see mayGrant).
+// updateLease recomputes whether the node is primary, and until when. The
+// end of a lease it published never moves earlier while it leads: the
+// grants that made it were held by their members until then whatever
+// happened since (a member dropped, its failure detector's verdict, its
+// own merge), and a reader told "until then" may act until then. A leader
+// that stops leading keeps a grant to itself until that end and
+// LeaseMargin past it (see mayGrant), as its members hold theirs, so no
+// other leader can be primary within LeaseMargin of it.
 func (n *Node) updateLease(now time.Time) {
-	wasUntil := n.leaseUntil
 	n.primary, n.leaseUntil = n.computeLease(now)
 	if n.primary && n.leader && n.quorumMode() && n.isCoordinator() && n.durable.Term.Less(n.term) {
 		// A primary term counts from now on (it raises the floor), and
@@ -262,8 +337,19 @@ func (n *Node) updateLease(now time.Time) {
 		n.noteTerm(now, n.term)
 		n.primary, n.leaseUntil = false, time.Time{}
 	}
-	if !wasUntil.IsZero() && (n.leaseUntil.IsZero() || !n.isCoordinator()) {
-		n.selfUntil = later(n.selfUntil, wasUntil)
+	leading := n.leader && n.isCoordinator() && !n.stopped && n.quorumMode()
+	switch {
+	case !leading:
+		// Its own vote is a grant like a member's: it holds it
+		// LeaseMargin past the end its readers were told.
+		if !n.pubUntil.IsZero() {
+			n.selfUntil = later(n.selfUntil, n.pubUntil.Add(n.t.LeaseMargin))
+		}
+		n.pubUntil = time.Time{}
+	case n.pubUntil.After(now) && (!n.primary || n.leaseUntil.Before(n.pubUntil)):
+		n.primary, n.leaseUntil = true, n.pubUntil
+	case n.primary:
+		n.pubUntil = n.leaseUntil
 	}
 	switch {
 	case !n.noPreempt || !n.leader:
@@ -284,8 +370,8 @@ func (n *Node) updateLease(now time.Time) {
 // every Normal node is primary; with one, a participant is while its
 // member list holds a quorum (its view: only a leader's flag is a lease),
 // and a leader while itself, free of other grants, and members whose
-// grants it counts make a quorum, until the grant that completes the
-// quorum runs out.
+// grants it counts make a quorum under its rule (quorum.go), until the
+// grant that completes the quorum runs out.
 func (n *Node) computeLease(now time.Time) (bool, time.Time) {
 	if n.stopped || n.state != wire.StateNormal || n.group.IsZero() {
 		return false, time.Time{}
@@ -293,15 +379,24 @@ func (n *Node) computeLease(now time.Time) (bool, time.Time) {
 	if !n.q.Enabled() {
 		return true, time.Time{}
 	}
-	tb := n.q.TieBreaker
 	if !n.isCoordinator() || n.viewPrimary {
-		return n.q.Holds(len(n.members), tb != 0 && n.hasMember(tb)), time.Time{}
+		r := n.ownRule()
+		if !n.isCoordinator() && !n.coordQ.IsZero() {
+			// My coordinator's rule, when stricter, is the group's.
+			c := ruleOf(n.coordQ)
+			r.voters = max(r.voters, c.voters)
+			if c.tie != r.tie {
+				r.tie = 0
+			}
+		}
+		return r.holds(len(n.members), r.tie != 0 && n.hasMember(r.tie)), time.Time{}
 	}
 	if now.Before(n.grantFreeAt(n.id)) {
 		return false, time.Time{}
 	}
+	r := n.leaderRule()
 	ll := n.t.LeaderLease()
-	if n.q.Holds(1, tb == n.id) {
+	if r.holds(1, r.tie == n.id) {
 		// A quorum of one: the lease is the node's own, renewed as time
 		// passes, so that a leader that stops keeps its grant to itself
 		// for as long as its readers may have read a lease.
@@ -309,19 +404,19 @@ func (n *Node) computeLease(now time.Time) (bool, time.Time) {
 	}
 	votes := n.votes[:0]
 	for id, mb := range n.up {
-		if id == n.id || mb.granted.IsZero() {
+		if id == n.id || mb.granted.IsZero() || !n.countsGrant(id, mb.boot) {
 			continue
 		}
 		if u := mb.granted.Add(ll); u.After(now) {
-			votes = append(votes, leaseVote{until: u, tb: id == tb})
+			votes = append(votes, leaseVote{until: u, tb: id == r.tie})
 		}
 	}
 	slices.SortFunc(votes, func(a, b leaseVote) int { return b.until.Compare(a.until) })
 	n.votes = votes
-	hasTB := tb == n.id
+	hasTB := r.tie == n.id
 	for k, v := range votes {
 		hasTB = hasTB || v.tb
-		if n.q.Holds(k+2, hasTB) {
+		if r.holds(k+2, hasTB) {
 			return true, v.until
 		}
 	}
@@ -345,11 +440,14 @@ func (n *Node) hasMember(id wire.NodeID) bool {
 // leaseDeadline is when the lease next needs a look without an input: its
 // end, or when this node's own vote becomes free.
 func (n *Node) leaseDeadline() time.Time {
-	if !n.quorumMode() || !n.isCoordinator() || n.state != wire.StateNormal {
+	if !n.quorumMode() || !n.isCoordinator() {
 		return time.Time{}
 	}
 	if n.primary {
 		return n.leaseUntil
+	}
+	if n.state != wire.StateNormal {
+		return time.Time{}
 	}
 	if f := n.grantFreeAt(n.id); f.After(n.now) {
 		return f

@@ -47,6 +47,8 @@ type Node struct {
 	settled bool            // has run for a boot window (wire.FlagSettled)
 	bootEnd time.Time       // born + the boot window
 	stopped bool            // yielded its ID to another process: does nothing more
+	noState bool            // started without a saved state (wire.FlagFresh)
+	home    uint32          // where it keeps its state (Config.Home)
 	dups    map[uint64]bool // boots of other processes with this ID, reported
 
 	// A node without a group.
@@ -149,6 +151,31 @@ type Node struct {
 	retermAbove     wire.GroupNumber // quorum mode: a member refused a grant for a term below this
 	owe             bool
 	coordIncumbent  bool // my coordinator's last message said it is incumbent
+	// pubUntil: a leader's lease end as published, which never moves
+	// earlier while it leads (updateLease).
+	pubUntil time.Time
+	// A coordinator's last request for acknowledgements (its beat
+	// number) and when to ask again those that have not answered it
+	// (retryAcks).
+	lastReqBeat uint64
+	ackRetryAt  time.Time
+	// A member: the rule and the lease its coordinator's last heartbeat
+	// announced.
+	coordQ     wire.Quorum
+	coordLease time.Duration
+	coordBoot  uint64
+
+	// The quorum's rule (quorum.go): the voters this node knows of, by
+	// ID (rollSize processes in all), the rule they give (rule, stale
+	// while ruleDirty), the last one reported, and the peers whose
+	// settings differ from this node's, reported.
+	roll         map[wire.NodeID][]*voter
+	rollSize     int
+	rule         rule
+	ruleDirty    bool
+	reportedRule rule
+	remembered   rule // the rule saved before the last restart (Durable.Rule)
+	qmismatch    map[wire.NodeID]wire.Quorum
 
 	now time.Time // the last Step's time (NextDeadline reports only later times)
 
@@ -176,27 +203,30 @@ func New(cfg Config, now time.Time) (*Node, error) {
 		return nil, err
 	}
 	n := &Node{
-		id:       cfg.ID,
-		prio:     cfg.Priority,
-		boot:     cfg.Boot,
-		t:        cfg.Timing,
-		gt:       cfg.Timing,
-		alg:      cfg.Election,
-		galg:     cfg.Election,
-		rnd:      cfg.Rand,
-		durable:  cfg.Durable,
-		want:     cfg.Durable,
-		maxSeen:  cfg.Durable.floor(),
-		coords:   make(map[wire.NodeID]*peer),
-		fresh:    make(map[wire.NodeID]*freshPeer),
-		loud:     make(map[wire.NodeID]time.Time),
-		up:       make(map[wire.NodeID]*member),
-		backoffs: make(map[wire.NodeID]*backoff),
-		mismatch: make(map[wire.NodeID]wire.Timing),
-		state:    wire.StateElection,
-		since:    now,
-		born:     now,
-		now:      now,
+		id:        cfg.ID,
+		prio:      cfg.Priority,
+		boot:      cfg.Boot,
+		t:         cfg.Timing,
+		gt:        cfg.Timing,
+		alg:       cfg.Election,
+		galg:      cfg.Election,
+		rnd:       cfg.Rand,
+		durable:   cfg.Durable,
+		want:      cfg.Durable,
+		maxSeen:   cfg.Durable.floor(),
+		coords:    make(map[wire.NodeID]*peer),
+		fresh:     make(map[wire.NodeID]*freshPeer),
+		loud:      make(map[wire.NodeID]time.Time),
+		up:        make(map[wire.NodeID]*member),
+		backoffs:  make(map[wire.NodeID]*backoff),
+		mismatch:  make(map[wire.NodeID]wire.Timing),
+		roll:      make(map[wire.NodeID][]*voter),
+		qmismatch: make(map[wire.NodeID]wire.Quorum),
+		ruleDirty: true,
+		state:     wire.StateElection,
+		since:     now,
+		born:      now,
+		now:       now,
 		// The first Tick sweeps, and so sets the sweep's period.
 		nextSweep: now,
 
@@ -205,6 +235,12 @@ func New(cfg Config, now time.Time) (*Node, error) {
 		viewPrimary: cfg.ViewPrimary,
 	}
 	n.bootEnd = now.Add(n.t.bootWindow())
+	n.noState = cfg.Durable == (Durable{})
+	n.home = cfg.Home
+	n.reportedRule = n.configured() // no notice for the configured rule
+	if r := cfg.Durable.Rule; r.Voters > 0 && n.q.Enabled() {
+		n.remembered = ruleOf(r)
+	}
 	n.detach(now)
 	n.last, n.lastGen = n.Status(), n.gen // the view New starts from: no Event
 	return n, nil
@@ -287,6 +323,9 @@ func (n *Node) sendBoot(to wire.NodeID, boot uint64, body wire.Body) {
 	}
 	if n.incumbent {
 		flags |= wire.FlagIncumbent
+	}
+	if n.noState {
+		flags |= wire.FlagFresh
 	}
 	n.out.Messages = append(n.out.Messages, wire.Envelope{To: to, ToBoot: boot, Msg: wire.Message{
 		Header: wire.Header{
@@ -372,7 +411,9 @@ func (n *Node) resetRoles() {
 	n.ready = nil
 	n.nextLate = time.Time{}
 	n.lastAckReq = time.Time{}
+	n.lastReqBeat, n.ackRetryAt = 0, time.Time{}
 	n.owe, n.lastBeatNo, n.coordTerm, n.coordIncumbent = false, 0, wire.GroupNumber{}, false
+	n.coordQ, n.coordLease, n.coordBoot = wire.Quorum{}, 0, 0
 	n.staleVersion = false
 	n.nextVersionAt = time.Time{}
 	n.probeUntil = time.Time{}

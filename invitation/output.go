@@ -27,8 +27,12 @@ type Receive struct{ Msg wire.Message }
 type Tick struct{ Due time.Time }
 
 // PeerDown tells the node that the failure detector (memberlist) declared
-// node ID dead or gone.
-type PeerDown struct{ ID wire.NodeID }
+// node ID dead or gone. Left says it left gracefully (it stopped): it no
+// longer counts as a voter (design §8).
+type PeerDown struct {
+	ID   wire.NodeID
+	Left bool
+}
 
 // Saved tells the node that the runtime durably saved Durable, as an
 // Output.Save asked.
@@ -47,17 +51,29 @@ func (PeerDown) isInput()   {}
 func (Saved) isInput()      {}
 func (SaveFailed) isInput() {}
 
-func (i Receive) String() string    { return "recv " + i.Msg.String() }
-func (Tick) String() string         { return "tick" }
-func (i PeerDown) String() string   { return "peer-down " + strconv.FormatUint(uint64(i.ID), 10) }
+func (i Receive) String() string { return "recv " + i.Msg.String() }
+func (Tick) String() string      { return "tick" }
+func (i PeerDown) String() string {
+	if i.Left {
+		return "peer-left " + strconv.FormatUint(uint64(i.ID), 10)
+	}
+	return "peer-down " + strconv.FormatUint(uint64(i.ID), 10)
+}
 func (i Saved) String() string      { return "saved " + i.Durable.String() }
 func (i SaveFailed) String() string { return "save-failed " + i.Durable.String() + ": " + i.Err }
 
 func (d Durable) String() string {
-	if d.Term.IsZero() {
-		return fmt.Sprintf("counter=%d last=%s", d.Counter, d.LastGroup)
+	s := fmt.Sprintf("counter=%d last=%s", d.Counter, d.LastGroup)
+	if !d.Term.IsZero() {
+		s += " term=" + d.Term.String()
 	}
-	return fmt.Sprintf("counter=%d last=%s term=%s", d.Counter, d.LastGroup, d.Term)
+	if d.Rule.Voters != 0 {
+		s += fmt.Sprintf(" rule=%d", d.Rule.Voters)
+		if d.Rule.Tie != 0 {
+			s += fmt.Sprintf("/tb%d", d.Rule.Tie)
+		}
+	}
+	return s
 }
 
 // Output is what the machine asks its runtime to do. Messages may be sent
@@ -252,6 +268,17 @@ const (
 	// NoticeTimingMismatch: a peer (Peer) announced timing (Theirs) that
 	// differs from this node's (Ours). Reported once per peer and value.
 	NoticeTimingMismatch
+	// NoticeQuorumMismatch: a peer (Peer) announced quorum settings
+	// (TheirQuorum: --expect, --tie-breaker) that differ from this
+	// node's (OurQuorum). Reported once per peer and value. Both count
+	// by the stricter rule (design §8).
+	NoticeQuorumMismatch
+	// NoticeQuorumRule: the rule this node counts a quorum by changed
+	// (Voters, Tie): a majority of more voters than Expect (it knows of
+	// more processes, or a larger Expect: Extra lists the IDs it knows
+	// more than one process of), or no tie-breaker where one is set (a
+	// node disagrees on it); or back to the configured rule.
+	NoticeQuorumRule
 )
 
 func (k NoticeKind) String() string {
@@ -262,6 +289,10 @@ func (k NoticeKind) String() string {
 		return "state-behind"
 	case NoticeTimingMismatch:
 		return "timing-mismatch"
+	case NoticeQuorumMismatch:
+		return "quorum-mismatch"
+	case NoticeQuorumRule:
+		return "quorum-rule"
 	}
 	return "notice(" + strconv.Itoa(int(k)) + ")"
 }
@@ -280,6 +311,13 @@ type Notice struct {
 	Counter uint64           // what the state file said
 	// NoticeTimingMismatch.
 	Ours, Theirs wire.Timing
+	// NoticeQuorumMismatch (and NoticeQuorumRule: OurQuorum, the
+	// node's settings).
+	OurQuorum, TheirQuorum wire.Quorum
+	// NoticeQuorumRule.
+	Voters int
+	Tie    wire.NodeID
+	Extra  []wire.NodeID
 }
 
 func (n Notice) String() string {
@@ -294,6 +332,20 @@ func (n Notice) String() string {
 		return fmt.Sprintf("node %d reports group %s, above this node's counter %d: state lost or rolled back; jumping above it", n.Peer, n.Group, n.Counter)
 	case NoticeTimingMismatch:
 		return fmt.Sprintf("node %d announces timing %s, this node %s", n.Peer, n.Theirs, n.Ours)
+	case NoticeQuorumMismatch:
+		return fmt.Sprintf("node %d announces quorum %s, this node %s", n.Peer, n.TheirQuorum, n.OurQuorum)
+	case NoticeQuorumRule:
+		s := fmt.Sprintf("quorum rule: a majority of %d (--expect %d)", n.Voters, n.OurQuorum.Expect)
+		switch {
+		case n.Tie != 0:
+			s += fmt.Sprintf(", or half holding %d", n.Tie)
+		case n.OurQuorum.TieBreaker != 0:
+			s += fmt.Sprintf("; tie-breaker %d not in force", n.OurQuorum.TieBreaker)
+		}
+		if len(n.Extra) > 0 {
+			s += fmt.Sprintf("; more than one process of %v", n.Extra)
+		}
+		return s
 	}
 	return n.Kind.String()
 }

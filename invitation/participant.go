@@ -24,6 +24,7 @@ type assembly struct {
 	group   wire.GroupNumber
 	version uint64
 	members []wire.Member
+	homes   []uint32 // the members' homes, where the coordinator sent them
 	have    []bool
 	missing int
 }
@@ -172,7 +173,7 @@ func (n *Node) endReorganization(now time.Time) Reason {
 
 // resendAccept repeats the Accept until Ready comes.
 func (n *Node) resendAccept(now time.Time) {
-	n.send(n.group.ID, wire.Accept{Group: n.group, Term: n.want.Term})
+	n.send(n.group.ID, wire.Accept{Group: n.group, Term: n.want.Term, Quorum: n.announceQuorum(n.ownRule())})
 	n.resendAcc = now.Add(n.gt.AnswerTimeout)
 }
 
@@ -187,7 +188,7 @@ func (n *Node) onHeartbeat(now time.Time, m wire.Message, b wire.Beacon) {
 	if n.state == wire.StateNormal {
 		n.lastYes = now
 		n.noteBeat(now)
-		n.onMemberHeartbeat(now, b)
+		n.onMemberHeartbeat(now, m.Boot, b)
 	}
 	switch {
 	case n.state != wire.StateNormal || b.Version <= n.version:
@@ -425,7 +426,7 @@ func (n *Node) onInvitation(now time.Time, m wire.Message, b wire.Invitation) Re
 	if g == n.group {
 		// A duplicate: repeat the Accept in case it was lost.
 		if !n.isCoordinator() {
-			n.send(g.ID, wire.Accept{Group: g, Term: n.want.Term})
+			n.send(g.ID, wire.Accept{Group: g, Term: n.want.Term, Quorum: n.announceQuorum(n.ownRule())})
 		}
 		return ""
 	}
@@ -519,7 +520,7 @@ func (n *Node) join(now time.Time, g wire.GroupNumber, a wire.Timing) {
 	n.coordDegraded = false
 	n.reorgUntil = now.Add(n.gt.reorgTimeout())
 	n.resendAcc = now.Add(n.gt.AnswerTimeout)
-	n.send(g.ID, wire.Accept{Group: g, Term: n.want.Term})
+	n.send(g.ID, wire.Accept{Group: g, Term: n.want.Term, Quorum: n.announceQuorum(n.ownRule())})
 }
 
 func (n *Node) onReady(now time.Time, m wire.Message, b wire.Ready) Reason {
@@ -548,6 +549,12 @@ func (n *Node) onReady(now time.Time, m wire.Message, b wire.Ready) Reason {
 			a.missing--
 		}
 		a.members[k] = mb
+		if i < len(b.Homes) {
+			if a.homes == nil {
+				a.homes = make([]uint32, b.Total)
+			}
+			a.homes[k] = b.Homes[i]
+		}
 	}
 	if a.missing > 0 {
 		return ""
@@ -569,6 +576,7 @@ func (n *Node) onReady(now time.Time, m wire.Message, b wire.Ready) Reason {
 		// My Accept has not reached it yet; keep repeating it.
 		return ""
 	}
+	n.listVoters(now, a.members, a.homes)
 	sortMembers(a.members)
 	n.setMembers(a.members)
 	n.version = b.Version

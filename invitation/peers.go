@@ -75,6 +75,7 @@ func (n *Node) observe(now time.Time, m wire.Message) {
 			n.loud[m.From] = now
 		}
 	}
+	n.observeQuorum(now, m)
 	wait := time.Duration(0)
 	if !ann.IsZero() {
 		n.checkTiming(now, m.From, ann)
@@ -247,6 +248,9 @@ func (n *Node) sweep(now time.Time) {
 		if now.After(b.until.Add(8 * n.t.CheckInterval)) {
 			delete(n.backoffs, id)
 		}
+	}
+	if n.q.Enabled() {
+		n.sweepVoters(now)
 	}
 	// A broadcaster counts for two of its periods (two of this node's:
 	// the nodes that share the budget pace alike), and PeerTimeout at

@@ -127,6 +127,7 @@ func (n *Node) saved(now time.Time, d Durable) Reason {
 	if n.durable.Term.Less(d.Term) {
 		n.durable.Term = d.Term
 	}
+	n.durable.Rule = d.Rule // the latest: saves go one at a time, in order
 	why := Reason("")
 	if n.degraded() {
 		n.persistErr, n.retryAt = "", time.Time{}

@@ -41,6 +41,9 @@ func (n *Node) Step(now time.Time, in Input) {
 		n.noteStall(now, in.Due)
 		why = n.tick(now)
 	case PeerDown:
+		if in.Left && n.q.Enabled() {
+			n.voterLeft(in.ID)
+		}
 		why = n.peerDown(now, in.ID)
 	case Saved:
 		why = n.saved(now, in.Durable)

@@ -143,6 +143,12 @@ var timers = [...]timer{
 		}
 		return time.Time{}
 	}, fire: work((*Node).startCheck)},
+	{name: "ack-retry", phase: coordinatorPhase, due: func(n *Node) time.Time {
+		if n.state == wire.StateNormal {
+			return n.ackRetryAt
+		}
+		return time.Time{}
+	}, fire: work((*Node).retryAcks)},
 	{name: "lease", phase: coordinatorPhase, due: (*Node).leaseDeadline},
 
 	{name: "reorganization", phase: reorganizationPhase, due: func(n *Node) time.Time {
