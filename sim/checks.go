@@ -33,11 +33,15 @@ func (s *Sim) Primaries() []Primary { return s.primaries }
 func (s *Sim) lead(n *node) {
 	primary, until := n.d.Node().Lease()
 	st := n.d.Node().Status()
+	proc := int32(0)
+	if n.dup {
+		proc = n.slot // a second process with the ID (StartDuplicateSplit)
+	}
 	if !primary || !st.Leader {
 		if n.leading {
 			n.leading = false
 			s.endPrimary(n)
-			s.chk.Unlead(s.Now(), n.id)
+			s.chk.UnleadProcess(s.Now(), n.id, proc)
 		}
 		return
 	}
@@ -52,7 +56,7 @@ func (s *Sim) lead(n *node) {
 	}
 	s.recordPrimary(n, st.Term, end)
 	n.leading, n.leadTerm = true, st.Term
-	for _, v := range s.chk.Lead(s.Now(), n.id, st.Term, end) {
+	for _, v := range s.chk.LeadProcess(s.Now(), n.id, proc, st.Term, end) {
 		s.fail(v)
 	}
 }
@@ -206,4 +210,21 @@ func (s *Sim) FailoverBound() time.Duration {
 		b = max(b, n.timing.FailoverBoundFor(n.alg, s.cfg.N))
 	}
 	return b
+}
+
+// newChecker returns the checker for a run of cfg: in quorum mode it
+// also holds successive primary leaders LeaseMargin apart (the least of
+// the nodes' margins, less 2 % for the clocks' drift, design §8).
+func newChecker(cfg Config) *invariant.Checker {
+	c := invariant.New()
+	if cfg.quorumMode() && !cfg.ViewPrimary {
+		m := cfg.Timing.LeaseMargin
+		for _, t := range cfg.NodeTimings {
+			if t.LeaseMargin > 0 {
+				m = min(m, t.LeaseMargin)
+			}
+		}
+		c.MinGap = m * 98 / 100
+	}
+	return c
 }

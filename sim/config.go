@@ -46,6 +46,13 @@ type Config struct {
 	// nodes are primary leaders at once and that primary leaders' terms
 	// grow (invariant.Checker.ExclusiveLeaders). Zero: off.
 	Quorum invitation.Quorum
+	// NodeQuorums[i], when Expect is not zero, is node i+1's quorum
+	// settings instead: operators' settings that disagree (a typo in one
+	// unit file, a rolling change of --expect, tie-breakers that differ).
+	// The nodes find out and count by the strictest rule (design §8);
+	// the checker's LP1 holds as long as every node was heard before the
+	// first fault (Schedule's converged start).
+	NodeQuorums []invitation.Quorum
 	// NoPreempt: every node keeps leading when a higher-priority node
 	// returns (invitation.Config.NoPreempt).
 	NoPreempt bool
@@ -192,6 +199,11 @@ func (c *Config) fill() error {
 			return fmt.Errorf("sim: drift of node %d is %v, want within ±0.5", i+1, d)
 		}
 	}
+	for i, q := range c.NodeQuorums {
+		if err := q.Validate(); err != nil {
+			return fmt.Errorf("sim: NodeQuorums[%d]: %w", i, err)
+		}
+	}
 	if err := c.Quorum.Validate(); err != nil {
 		return err
 	}
@@ -222,6 +234,27 @@ func (c *Config) timing(id wire.NodeID) invitation.Timing {
 		return c.NodeTimings[i]
 	}
 	return c.Timing
+}
+
+func (c *Config) quorum(id wire.NodeID) invitation.Quorum {
+	if i := int(id) - 1; i < len(c.NodeQuorums) && c.NodeQuorums[i].Enabled() {
+		return c.NodeQuorums[i]
+	}
+	return c.Quorum
+}
+
+// quorumMode reports whether any node runs with a quorum (the checker then
+// follows primary leaders: LP1).
+func (c *Config) quorumMode() bool {
+	if c.Quorum.Enabled() {
+		return true
+	}
+	for _, q := range c.NodeQuorums {
+		if q.Enabled() {
+			return true
+		}
+	}
+	return false
 }
 
 func (c *Config) election(id wire.NodeID) invitation.Election {

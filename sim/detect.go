@@ -41,7 +41,7 @@ func (s *Sim) planNews() {
 			if i == j || !b.alive || b.id == a.id {
 				continue
 			}
-			if !s.reachable(int32(i), int32(j)) || !s.reachable(int32(j), int32(i)) {
+			if (!s.reachable(int32(i), int32(j)) || !s.reachable(int32(j), int32(i))) && !s.otherProcess(int32(i), int32(j)) {
 				d.items = append(d.items, newsItem{at: s.now + s.jitter(s.detect.Jitter), about: int32(j)})
 			}
 		}
@@ -50,6 +50,22 @@ func (s *Sim) planNews() {
 			s.push(event{at: d.items[0].at, kind: evNetworkNews, node: int32(i), inc: a.inc, epoch: s.epoch})
 		}
 	}
+}
+
+// otherProcess reports whether node slot to reaches, both ways, another
+// live process with the ID of slot about: a second process started with
+// the ID, or the first after the second went. The daemon then takes
+// memberlist's news about the one that went as news of a previous
+// instance (the ID announces another address: group's peerBook.staleDown),
+// not as the ID's failure.
+func (s *Sim) otherProcess(to, about int32) bool {
+	id := s.nodes[about].id
+	for _, k := range s.byID[id] {
+		if k != about && s.nodes[k].alive && s.reachable(to, k) && s.reachable(k, to) {
+			return true
+		}
+	}
+	return false
 }
 
 // tellNews delivers a node's news that is due, and queues the rest.

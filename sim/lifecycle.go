@@ -74,7 +74,8 @@ func (s *Sim) boot(n *node) {
 		Election: n.alg,
 		Rand:     rand.New(rand.NewSource(int64(splitmix(s.cfg.Seed, n.slot, n.inc, 0)))),
 
-		Quorum:      s.cfg.Quorum,
+		Quorum:      s.cfg.quorum(n.id),
+		Home:        uint32(splitmix(s.cfg.Seed, n.slot, 0, 0x40e)) | 1, // the slot's data dir: the same across restarts and wipes
 		NoPreempt:   s.cfg.NoPreempt,
 		ViewPrimary: s.cfg.ViewPrimary,
 	}, s.clock(n), env, opts)

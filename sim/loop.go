@@ -182,7 +182,7 @@ func (s *Sim) handle(e *event) {
 		}
 		// News that no longer holds is refuted before it spreads: the
 		// peer restarted. (News of a network change: evNetworkNews.)
-		if s.nodes[e.about].alive {
+		if s.nodes[e.about].alive || s.otherProcess(e.node, e.about) {
 			return
 		}
 		s.counts.PeerDowns++
@@ -233,6 +233,9 @@ func (e *simEnv) Report(now time.Time, out invitation.Output) {
 		s.observe(n, out.Events[i].New)
 	}
 	for _, g := range out.Created {
+		if n.split {
+			continue // a second process's numbers: S1 cannot hold for an ID two processes use
+		}
 		if n.dup {
 			s.fail(invariant.Violation{Invariant: "D1", Time: s.Now(), Group: g, Nodes: []wire.NodeID{n.id},
 				Detail: fmt.Sprintf("a second process with node ID %d (slot %d) created %s instead of giving way", n.id, n.slot, g)})
@@ -269,7 +272,7 @@ func (s *Sim) after(n *node) {
 		s.retire(n)
 		return
 	}
-	if s.cfg.Quorum.Enabled() && !n.dup {
+	if s.cfg.quorumMode() && (!n.dup || n.split) {
 		s.lead(n)
 	}
 	dl := n.d.Deadline()

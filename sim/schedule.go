@@ -35,6 +35,7 @@ const (
 	StepCutBroadcast                       // cut the broadcasts From → To (unicast passes)
 	StepHost                               // set the host model to Host (Quiet puts back the config's)
 	StepPause                              // pause Node's process for D (Quiet resumes it)
+	StepDuplicateSplit                     // (after StepQuietCheck) split off a side, start a second process with the ID of the Node-th live node on the other side, run D, stop it
 )
 
 // Step is one step of a Schedule.
@@ -95,6 +96,8 @@ func (st Step) String() string {
 		return fmt.Sprintf("clock of %d moves %+v at its next start", st.Node, st.D)
 	case StepDuplicateCheck:
 		return fmt.Sprintf("start a second process with the ID of live node #%d, run T_heal, check it gave way and the group is undisturbed", st.Node)
+	case StepDuplicateSplit:
+		return fmt.Sprintf("split off a side, start a second process with the ID of live node #%d on the other side, run %v, stop it", st.Node, st.D)
 	}
 	return fmt.Sprintf("step(%d)", st.Kind)
 }
@@ -131,6 +134,11 @@ func (sc Schedule) String() string {
 			fmt.Fprintf(&b, "  node %d clock: %+v\n", i+1, o)
 		}
 	}
+	for i, q := range c.NodeQuorums {
+		if q.Enabled() {
+			fmt.Fprintf(&b, "  node %d quorum: %s\n", i+1, q)
+		}
+	}
 	for i, st := range sc.Steps {
 		fmt.Fprintf(&b, "  %2d %s\n", i, st)
 	}
@@ -146,6 +154,11 @@ func (sc Schedule) String() string {
 func RandomSchedule(seed int64) Schedule {
 	g := newScheduleGen(seed)
 	r := g.r
+	if g.cfg.NodeQuorums != nil {
+		// Settings that disagree are found out by hearing each other:
+		// what the rule protects against is a split of nodes that met.
+		g.add(Step{Kind: StepQuietCheck, P: 1})
+	}
 	g.add(Step{Kind: StepRun, D: time.Duration(r.Int63n(int64(3 * time.Second)))})
 	phases := 3 + r.Intn(6)
 	for p := 0; p < phases; p++ {
@@ -178,9 +191,10 @@ type scheduleGen struct {
 	mc    *rand.Rand // cuts of multicast alone
 	hs    *rand.Rand // an overloaded host
 	ps    *rand.Rand // stalled processes
+	ds    *rand.Rand // quorum settings that disagree; second processes across a split
 	steps []Step
 	// Which of the later kinds of fault this schedule has.
-	opFaults, deafness, overload, stalls bool
+	opFaults, deafness, overload, stalls, dupSplit bool
 }
 
 func newScheduleGen(seed int64) *scheduleGen {
@@ -203,7 +217,55 @@ func newScheduleGen(seed int64) *scheduleGen {
 	// told meanwhile.
 	g.ps = rand.New(rand.NewSource(seed ^ 0x57a11))
 	g.stalls = g.ps.Intn(4) == 0
+	// In quorum mode, a third of the schedules give some nodes other
+	// settings (--expect below the group's size or above it, as in a
+	// rolling change; tie-breakers that disagree), and a third start a
+	// second process with an ID in use on the other side of a split.
+	g.ds = rand.New(rand.NewSource(seed ^ 0xd15a9))
+	if g.cfg.Quorum.Enabled() {
+		g.misconfigure()
+		g.dupSplit = g.ds.Intn(3) == 0
+	}
 	return g
+}
+
+// misconfigure gives, in a third of the quorum-mode schedules, some nodes
+// quorum settings of their own: an --expect below the group's size or
+// above it (a rolling change of --expect), or another tie-breaker. The
+// nodes then count by the strictest rule any of them announces, which
+// keeps LP1 as long as every node was heard before the first fault (the
+// schedule starts with a quiet, converged LAN: RandomSchedule) and no
+// node loses its state file meanwhile (what it knew of the others is in
+// it: such a schedule wipes and restores none).
+func (g *scheduleGen) misconfigure() {
+	r, n, cfg := g.ds, g.n, &g.cfg
+	if r.Intn(3) != 0 || n < 2 {
+		return
+	}
+	g.opFaults = false
+	cfg.NodeQuorums = make([]invitation.Quorum, n)
+	for i := range cfg.NodeQuorums {
+		if r.Intn(2) != 0 {
+			continue
+		}
+		q := cfg.Quorum
+		switch r.Intn(3) {
+		case 0:
+			q.Expect = max(1, n-1-r.Intn(2))
+		case 1:
+			q.Expect = n + 1 + r.Intn(2)
+		default:
+			q.Expect = n
+			if n%2 == 1 {
+				q.Expect = n + 1
+			}
+			q.TieBreaker = wire.NodeID(1 + r.Intn(n))
+		}
+		if q.TieBreaker != 0 && q.Expect%2 != 0 {
+			q.TieBreaker = 0
+		}
+		cfg.NodeQuorums[i] = q
+	}
 }
 
 // baseConfig draws the first configuration: size, start, profile,
@@ -322,6 +384,10 @@ func (g *scheduleGen) quiet() {
 	}
 	if g.opFaults && g.op.Intn(3) == 0 {
 		g.add(Step{Kind: StepDuplicateCheck, Node: wire.NodeID(g.op.Intn(20))})
+	}
+	if g.dupSplit && g.ds.Intn(2) == 0 {
+		g.add(Step{Kind: StepDuplicateSplit, Node: wire.NodeID(g.ds.Intn(20)),
+			D: time.Second + time.Duration(g.ds.Int63n(int64(6*time.Second)))})
 	}
 }
 
@@ -554,7 +620,57 @@ func (s *Sim) step(st Step) error {
 		s.SetClock(st.Node, n.nextOffset+st.D)
 	case StepDuplicateCheck:
 		return s.DuplicateCheck(int(st.Node))
+	case StepDuplicateSplit:
+		return s.DuplicateSplit(int(st.Node), st.D)
 	}
+	return nil
+}
+
+// DuplicateSplit models an operator's mistake during a partition: the
+// live nodes of a converged group are split in two at random, a second
+// process with the ID of the k-th live node (mod their number) starts on
+// the side without it, with an empty state file, and runs for d; then it
+// is stopped. LP1 holds throughout, the second process's primary
+// leaderships included (it may lead its side: it is a process like any
+// other there): it is fresh where its ID is known, so neither side counts
+// it twice (design §8). It is a no-op unless L1 holds now with at least
+// three live nodes, and in quorum mode only.
+func (s *Sim) DuplicateSplit(k int, d time.Duration) error {
+	sts := s.Statuses()
+	if len(sts) < 3 || !s.Converged() || !s.cfg.quorumMode() {
+		return nil
+	}
+	id := sts[k%len(sts)].ID
+	var a, b []wire.NodeID
+	for i, st := range sts {
+		switch {
+		case st.ID == id:
+			a = append(a, st.ID)
+		case len(b) == 0 || (i+k)%2 == 0:
+			b = append(b, st.ID)
+		default:
+			a = append(a, st.ID)
+		}
+	}
+	s.Partition(a, b)
+	n := s.addSlot(id, true)
+	n.split = true
+	s.side[n.slot] = s.side[s.index(b[0])]
+	s.Note("a second process with ID %d starts on the other side (slot %d)", id, n.slot)
+	s.boot(n)
+	if err := s.RunFor(d); err != nil {
+		return err
+	}
+	s.crashSlot(n)
+	// The daemons' address books send the ID's traffic to the first
+	// process again: memberlist reports the second one's address dead,
+	// and the first one's alive (group's peerBook).
+	for _, o := range s.nodes {
+		if sl, ok := o.route[id]; ok && sl == n.slot {
+			delete(o.route, id)
+		}
+	}
+	s.Note("the second process with ID %d (slot %d) is stopped", id, n.slot)
 	return nil
 }
 

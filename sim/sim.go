@@ -29,6 +29,11 @@ type node struct {
 	inc    uint32 // incarnation: bumped at every (re)start
 	boot   uint64 // this incarnation's boot nonce
 	dup    bool   // a second process with another slot's ID
+	// split: a second process started on the other side of a partition
+	// from the first (StartDuplicateSplit): it may lead there and make
+	// numbers, but LP1 holds its primary leaderships apart from the
+	// first's.
+	split bool
 	// offset is this incarnation's clock offset from the virtual clock;
 	// nextOffset takes effect at the next start (a clock is set at boot,
 	// and the daemon's timers are monotonic while it runs). drift is its
@@ -138,7 +143,7 @@ func New(cfg Config) (*Sim, error) {
 		byID:   make(map[wire.NodeID][]int32),
 		detect: cfg.Detect,
 		host:   cfg.Host,
-		chk:    invariant.New(),
+		chk:    newChecker(cfg),
 		buf:    make([]byte, 0, wire.MaxPacketSize),
 		trace:  newRing(cfg.TraceLines),
 	}
