@@ -154,7 +154,7 @@ func (a *Agent) noteDuplicate(boot uint64, src *net.UDPAddr, now time.Time) {
 func (a *Agent) dupTarget(addr *net.UDPAddr, now time.Time) *dupTarget {
 	var oldest *dupTarget
 	for _, t := range a.dup.targets {
-		if t.addr.IP.Equal(addr.IP) && t.addr.Port == addr.Port && t.addr.Zone == addr.Zone {
+		if sameUDPAddr(t.addr, addr) {
 			t.touched = now
 			return t
 		}

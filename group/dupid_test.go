@@ -224,3 +224,55 @@ func TestDuplicateIDSeedsAlone(t *testing.T) {
 		t.Errorf("the first process's status shows %+v, want the duplicate at 10.9.9.9:7950", st.DuplicateID)
 	}
 }
+
+// TestPeerBookDuplicateRoute: a process without a group (booting: a
+// second process with a node's ID, before it gives way) does not become
+// the route to the ID while another process holds it: the one whose
+// packets arrived, or, before any did, the one memberlist lists as alive
+// at its meta's wire address (an idle participant, which the other
+// participants know from memberlist alone). It is answered at its own
+// address by boot. Nobody holding the ID, or the process at the meta's
+// address (a restart in place), it takes the route; a process in a group
+// always does.
+func TestPeerBookDuplicateRoute(t *testing.T) {
+	const first, second = 0xf1, 0x5ec
+	meta := &nodeMeta{Priority: 100, Port: 7950, State: wire.StateNormal}
+	dupSrc := udpAddr("10.9.9.9:7950")
+	for _, tc := range []struct {
+		name  string
+		setup func(b *peerBook)
+		src   *net.UDPAddr
+		want  string // route(3, 0) after the booting packet
+	}{
+		{"heard in a group", func(b *peerBook) {
+			b.noteUDP(3, 100, first, true, kindOther, udpAddr("10.0.0.3:7950"), false, time.Now())
+		}, dupSrc, "10.0.0.3:7950"},
+		{"alive in memberlist only", func(b *peerBook) {
+			b.noteGossip(3, GossipAlive, "10.0.0.3:7951", net.IPv4(10, 0, 0, 3), meta, time.Now())
+		}, dupSrc, "10.0.0.3:7950"},
+		{"restart in place", func(b *peerBook) {
+			b.noteGossip(3, GossipAlive, "10.0.0.3:7951", net.IPv4(10, 0, 0, 3), meta, time.Now())
+		}, udpAddr("10.0.0.3:7950"), "10.0.0.3:7950"},
+		{"dead in memberlist", func(b *peerBook) {
+			b.noteGossip(3, GossipDead, "10.0.0.3:7951", net.IPv4(10, 0, 0, 3), meta, time.Now())
+		}, dupSrc, "10.9.9.9:7950"},
+		{"unknown", func(*peerBook) {}, dupSrc, "10.9.9.9:7950"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newPeerBook(1)
+			tc.setup(b)
+			b.noteUDP(3, 100, second, false, kindBeacon, tc.src, false, time.Now())
+			if got := b.route(3, 0); got == nil || got.String() != tc.want {
+				t.Errorf("route(3) = %v, want %s", got, tc.want)
+			}
+			if got := b.route(3, second); got == nil || got.String() != tc.src.String() {
+				t.Errorf("route(3, the booting process) = %v, want %v", got, tc.src)
+			}
+			// In a group, it owns the route.
+			b.noteUDP(3, 100, second, true, kindOther, tc.src, false, time.Now())
+			if got := b.route(3, 0); got == nil || got.String() != tc.src.String() {
+				t.Errorf("after a packet of it in a group: route(3) = %v, want %v", got, tc.src)
+			}
+		})
+	}
+}
