@@ -27,6 +27,8 @@ type tlab struct {
 
 	mu      sync.Mutex
 	checked map[int]bool // check points already judged by checkpoint
+
+	dupArgs []string // more `groupd run` arguments of duplicateLab's nodes (operator_test.go)
 }
 
 // labs numbers this process's labs: lab k has prefix tag+k (two base-36

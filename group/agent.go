@@ -125,6 +125,7 @@ type Agent struct {
 	joinCh   chan string
 	syncDue  time.Time // when the loop next runs syncGossip (loop only; zero: none)
 	dupLast  time.Time // the last packet of another process with this ID (loop only; dupid.go)
+	dup      dupState  // probes to another process with this ID (loop only; dupid.go)
 	metaWake chan struct{}
 	meta     atomic.Pointer[[]byte]
 	ml       atomic.Pointer[memberlist.Memberlist]

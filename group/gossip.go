@@ -30,8 +30,9 @@ import (
 // gossipEvent tells the loop memberlist declared a node dead or gone.
 type gossipEvent struct {
 	id    wire.NodeID
-	addr  string // the dead node's gossip address
-	named bool   // not down: the coordinator's name arrived (names.go)
+	addr  string       // the dead node's gossip address
+	named bool         // not down: the coordinator's name arrived (names.go)
+	probe *net.UDPAddr // not down: another process with this node's ID, at this wire address (dupid.go)
 }
 
 // gossipDelegate is memberlist's Delegate and EventDelegate.
@@ -77,8 +78,12 @@ func (d gossipDelegate) NotifyLeave(n *memberlist.Node) {
 
 // NotifyConflict is told when memberlist hears of a node with a name it
 // knows at another address. When the name is this node's, another process
-// uses its ID: the wire protocol's boot nonces settle which one gives way
-// (package invitation); this only logs what memberlist saw.
+// uses its ID: the wire protocol settles which one gives way (package
+// invitation, design §3.6). Without multicast the two would never hear
+// each other's packets, so the loop is asked to probe the other process's
+// wire port (dupid.go); memberlist calls this on both processes, the first
+// when the second's alive message reaches it, the second when it pulls
+// the first's state.
 func (d gossipDelegate) NotifyConflict(existing, other *memberlist.Node) {
 	if existing == nil || other == nil {
 		return
@@ -90,6 +95,7 @@ func (d gossipDelegate) NotifyConflict(existing, other *memberlist.Node) {
 	if id == d.a.id {
 		d.a.glog.Warn().Uint64("id", uint64(id)).Str("addr", existing.Address()).Str("other_addr", other.Address()).
 			Msg("memberlist: another process announces this node's ID")
+		d.a.conflictReported(other)
 		return
 	}
 	d.a.glog.Debug().Uint64("id", uint64(id)).Str("addr", existing.Address()).Str("other_addr", other.Address()).

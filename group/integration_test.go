@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -344,63 +345,108 @@ func watchLeadership(a *Agent) func() []string {
 // TestDuplicateID: a second process started with an ID in use gives way
 // within seconds (Run returns ErrDuplicateID), creates no number, and the
 // running group keeps its number; the first process reports the conflict.
+// With multicast the two hear each other's beacons; without it (--join
+// seeds) memberlist's conflict report brings them together (gossip.go's
+// NotifyConflict, dupid.go): the second process's seeds are nodes 1 and 2,
+// so for ID 3 only the second process hears of the conflict, for ID 2
+// both do; with a key, each side's first packet is challenged.
 func TestDuplicateID(t *testing.T) {
 	t.Parallel()
-	for _, who := range []wire.NodeID{3, 2} { // the coordinator's ID, a participant's
-		t.Run(fmt.Sprint("id", who), func(t *testing.T) {
-			c := newCluster(t, memMulticast)
-			for id := wire.NodeID(1); id <= 3; id++ {
-				c.start(id, "")
+	for _, tc := range []struct {
+		mode  netMode
+		keyed bool
+	}{{memMulticast, false}, {memSeeds, false}, {memSeeds, true}} {
+		for _, who := range []wire.NodeID{3, 2} { // the coordinator's ID, a participant's
+			name := fmt.Sprintf("%v/id%d", tc.mode, who)
+			if tc.keyed {
+				name = fmt.Sprintf("%v-keyed/id%d", tc.mode, who)
 			}
-			g, _ := c.waitConverged(convergeBound(c))
-			dup, err := New(c.configAt(who, t.TempDir(), "10.9.9.9"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			events, _ := dup.Subscribe()
-			start := time.Now()
-			done := make(chan error, 1)
-			go func() { done <- dup.Run(context.Background()) }()
-			select {
-			case err := <-done:
-				took := time.Since(start)
-				t.Logf("the second process with ID %d gave way after %v: %v", who, took, err)
-				if !errors.Is(err, ErrDuplicateID) {
-					t.Errorf("Run = %v, want ErrDuplicateID", err)
-				}
-				<-dup.Done()
-				if !errors.Is(dup.Err(), ErrDuplicateID) {
-					t.Errorf("Err = %v after Run returned %v", dup.Err(), err)
-				}
-				if took > 3*time.Second {
-					t.Errorf("refused after %v, want within 3s", took)
-				}
-			case <-time.After(10 * time.Second):
-				t.Fatal("the second process still runs after 10s")
-			}
-			for e := range events {
-				if e.New.Group.ID == who && e.New.Role == Coordinator {
-					t.Errorf("the second process coordinated %s", e.New.Group)
-				}
-			}
-			if g2, _ := c.waitConverged(convergeBound(c)); g2 != g {
-				t.Errorf("the group went from %s to %s because of the second process", g, g2)
-			}
-			if st := c.node(who).a.Status(); st.DuplicateID == nil || st.DuplicateID.Addr == "" {
-				t.Errorf("the first process's status shows no duplicate: %+v", st.DuplicateID)
-			}
-			// Gone for MemberTimeout, the other process leaves the status.
-			gone := time.Now()
-			for c.node(who).a.Status().DuplicateID != nil {
-				if time.Since(gone) > c.timing.MemberTimeout+3*time.Second {
-					t.Fatalf("the status still shows the duplicate %v after the other process exited", time.Since(gone))
-				}
-				time.Sleep(20 * time.Millisecond)
-			}
-			if took := time.Since(gone); took < c.timing.MemberTimeout-time.Second {
-				t.Errorf("the duplicate left the status %v after the other process exited, before MemberTimeout %v", took, c.timing.MemberTimeout)
-			}
-		})
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				testDuplicateID(t, tc.mode, tc.keyed, who)
+			})
+		}
+	}
+}
+
+// testDuplicateID runs one case of TestDuplicateID: nodes 1-3 converge,
+// then a second process with ID who starts at 10.9.9.9.
+func testDuplicateID(t *testing.T, mode netMode, keyed bool, who wire.NodeID) {
+	c := newCluster(t, mode)
+	if keyed {
+		c.key = bytes.Repeat([]byte{7}, wire.KeySize)
+	}
+	for id := wire.NodeID(1); id <= 3; id++ {
+		c.start(id, "")
+	}
+	g, _ := c.waitConverged(convergeBound(c))
+	first := c.node(who).a
+	term := first.Status().Term
+	var flaps func() []string
+	if who == g.ID {
+		flaps = watchLeadership(first)
+	}
+	dup, err := New(c.configAt(who, t.TempDir(), "10.9.9.9"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	events, _ := dup.Subscribe()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	start := time.Now()
+	done := make(chan error, 1)
+	go func() { done <- dup.Run(ctx) }()
+	select {
+	case err := <-done:
+		took := time.Since(start)
+		t.Logf("the second process with ID %d gave way after %v: %v", who, took, err)
+		if !errors.Is(err, ErrDuplicateID) {
+			t.Errorf("Run = %v, want ErrDuplicateID", err)
+		}
+		<-dup.Done()
+		if !errors.Is(dup.Err(), ErrDuplicateID) {
+			t.Errorf("Err = %v after Run returned %v", dup.Err(), err)
+		}
+		if took > 3*time.Second {
+			t.Errorf("refused after %v, want within 3s", took)
+		}
+	case <-time.After(10 * time.Second):
+		cancel()
+		<-done
+		t.Fatalf("the second process still ran after 10s (status %s); the first: %s", dup.Status(), first.Status())
+	}
+	for e := range events {
+		if e.New.Group.ID == who && e.New.Role == Coordinator {
+			t.Errorf("the second process coordinated %s", e.New.Group)
+		}
+	}
+	if g2, _ := c.waitConverged(convergeBound(c)); g2 != g {
+		t.Errorf("the group went from %s to %s because of the second process", g, g2)
+	}
+	if flaps != nil {
+		if f := flaps(); len(f) > 0 {
+			t.Errorf("the first process stopped leading while the second ran: %q", f)
+		}
+		if st := first.Status(); st.Term != term {
+			t.Errorf("the first process's term went from %s to %s", term, st.Term)
+		}
+	}
+	if st := first.Status(); st.DuplicateID == nil || !strings.HasPrefix(st.DuplicateID.Addr, "10.9.9.9:") {
+		t.Errorf("the first process's status does not show the duplicate at 10.9.9.9: %+v", st.DuplicateID)
+	}
+	if n := metricValue(first.metrics.duplicateIDs); n < 1 {
+		t.Errorf("the first process's groupd_duplicate_id_total is %v", n)
+	}
+	// Gone for MemberTimeout, the other process leaves the status.
+	gone := time.Now()
+	for first.Status().DuplicateID != nil {
+		if time.Since(gone) > c.timing.MemberTimeout+3*time.Second {
+			t.Fatalf("the status still shows the duplicate %v after the other process exited", time.Since(gone))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if took := time.Since(gone); took < c.timing.MemberTimeout-time.Second {
+		t.Errorf("the duplicate left the status %v after the other process exited, before MemberTimeout %v", took, c.timing.MemberTimeout)
 	}
 }
 

@@ -47,9 +47,12 @@ func (a *Agent) loop(ctx context.Context, d *driver.Driver) loopEnd {
 			}
 			a.handleInbound(d, in, time.Now())
 		case ev := <-a.gossipCh:
-			if ev.named {
+			switch {
+			case ev.named:
 				a.pub.nameKnown(ev.id)
-			} else {
+			case ev.probe != nil:
+				a.probeConflict(ev.probe, time.Now())
+			default:
 				a.peerDown(d, ev, time.Now())
 			}
 		case <-timer.C:
@@ -67,7 +70,7 @@ func (a *Agent) loop(ctx context.Context, d *driver.Driver) loopEnd {
 		// after every input, for readers and the lease timer.
 		_, until := d.Node().Lease()
 		a.pub.armLease(time.Now(), until)
-		a.expireDuplicate(time.Now())
+		a.tendDuplicate(time.Now())
 		if a.gnet != nil {
 			a.gnet.confirmDue(time.Now())
 		}
@@ -125,7 +128,7 @@ func (a *Agent) handleInbound(d *driver.Driver, in inbound, now time.Time) {
 	}
 	if m.From == a.id && m.Boot != a.boot {
 		a.pub.duplicateSeen(m.Boot, in.src, now)
-		a.noteDuplicate(now)
+		a.noteDuplicate(m.Boot, in.src, now)
 	}
 	d.Step(now, invitation.Receive{Msg: m})
 }

@@ -93,7 +93,12 @@ func (b *peerBook) admit(id wire.NodeID) bool {
 // (booting, or that lost its group) takes it only if nobody else holds it,
 // so that a second process started with a node's ID cannot divert the
 // group's traffic: it is answered at its own address by boot
-// (route(id, boot)) until it gives way.
+// (route(id, boot)) until it gives way. The ID is held by the process of
+// its last packet and, before any packet of it arrived, by the process
+// memberlist lists as alive, at its meta's wire address: an idle
+// participant sends nothing to the other participants, which know it from
+// memberlist alone, and without that a second process's first beacon
+// became their route to its ID (design §3.6).
 func (b *peerBook) noteUDP(id wire.NodeID, prio uint8, boot uint64, inGroup bool, kind pktKind, src *net.UDPAddr, viaMulticast bool, now time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -115,6 +120,9 @@ func (b *peerBook) noteUDP(id wire.NodeID, prio uint8, boot uint64, inGroup bool
 		}
 		p.booting[0] = bootAddr{boot: boot, addr: copyAddr(p.booting[0].addr, src)}
 		if p.udpAddr != nil && p.boot != boot {
+			return
+		}
+		if p.udpAddr == nil && p.gossip == GossipAlive && p.metaAddr != nil && !sameUDPAddr(p.metaAddr, src) {
 			return
 		}
 	}
@@ -154,9 +162,14 @@ func (b *peerBook) noteHello(id wire.NodeID, boot uint64) {
 	}
 }
 
+// sameUDPAddr reports whether a and b are one address.
+func sameUDPAddr(a, b *net.UDPAddr) bool {
+	return a.IP.Equal(b.IP) && a.Port == b.Port && a.Zone == b.Zone
+}
+
 // copyAddr returns src, reusing old when it is the same address.
 func copyAddr(old, src *net.UDPAddr) *net.UDPAddr {
-	if old != nil && old.IP.Equal(src.IP) && old.Port == src.Port && old.Zone == src.Zone {
+	if old != nil && sameUDPAddr(old, src) {
 		return old
 	}
 	// The zone of a link-local IPv6 source is the interface it came in

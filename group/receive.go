@@ -66,12 +66,15 @@ func (a *Agent) receive(pkt []byte, src *net.UDPAddr, viaMulticast bool) {
 	if msg.From == a.id && msg.Boot == a.boot {
 		return // my own multicast, looped back
 	}
-	if _, ok := msg.Body.(wire.Hello); ok {
+	if _, ok := msg.Body.(wire.Hello); ok && msg.From != a.id {
 		// Runtime-only, and only meaningful over multicast. Not
 		// replay-checked: the worst a replayed Hello does is stop or
-		// restart copies to a node that hears multicast anyway.
+		// restart copies to a node that hears multicast anyway. A
+		// Hello with this node's ID is another process's probe
+		// (dupid.go): it goes on, through the replay window, to the
+		// machine, like any packet of that process.
 		a.metrics.msgsRecv.WithLabelValues(wire.TypeHello.String()).Inc()
-		if viaMulticast && msg.From != a.id {
+		if viaMulticast {
 			a.peers.noteHello(msg.From, msg.Boot)
 		}
 		return

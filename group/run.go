@@ -69,11 +69,15 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 
 		NoPreempt: a.cfg.NoPreempt,
 	}
-	opts := driver.Options{Clock: time.Now, NextCounter: func() uint64 { return a.pktCounter.Add(1) }}
+	opts := driver.Options{Clock: time.Now, NextCounter: func() uint64 { return a.pktCounter.Add(1) },
+		Observer: a.observeOutput} // the header a probe carries (dupid.go)
 	var inputLog *driver.LogWriter
 	if a.cfg.InputLog != nil {
 		inputLog = driver.NewLogWriter(a.cfg.InputLog, mcfg, seed)
-		opts.Observer = inputLog.Observe
+		opts.Observer = func(now time.Time, in invitation.Input, out invitation.Output) {
+			a.observeOutput(now, in, out)
+			inputLog.Observe(now, in, out)
+		}
 	}
 	if a.sealer == nil {
 		a.log.Warn().Str("fix", "head -c 32 /dev/urandom | base64 > /etc/groupd/key; then --key-file /etc/groupd/key on every node").
@@ -113,6 +117,9 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 	end := a.loop(ctx, d)
 	a.running.Store(false)
 	a.stopping.Store(true)
+	if end == endYielded {
+		a.lingerYielded()
+	}
 
 	// Shutdown. Order matters: the loop is stopped, so nothing new is
 	// sent; a leader says it stops leading (its hook may release a

@@ -65,7 +65,10 @@ type Config struct {
 	// unicast to memberlist's members. A node knows the seeds (nodes 1
 	// and 2) from its start, every node it heard from, and every node
 	// those knew (memberlist's gossip), for good: memberlist keeps dead
-	// members and the daemon keeps retrying them.
+	// members and the daemon keeps retrying them. Memberlist lists one
+	// process per node ID, never another with the node's own: two
+	// processes with one ID find each other by memberlist's conflict
+	// report and the runtime's probes (dupid.go).
 	SeedsOnly bool
 	// Keyed models a network with a key: a receiver accepts packets of a
 	// sender's boot only after verifying it (a Challenge and Response,

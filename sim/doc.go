@@ -36,7 +36,11 @@
 // one direction of one link; both apply when a message is sent and when it
 // would arrive. CutBroadcast drops one direction's broadcasts alone, when
 // they are sent (a node that stopped hearing a peer's multicast while
-// unicast works). Crashed nodes receive nothing.
+// unicast works). Crashed nodes receive nothing. Without multicast
+// (Config.SeedsOnly) a broadcast reaches the nodes the sender's memberlist
+// lists; a second process with a node's ID is found by memberlist's
+// conflict report when it joins its seeds, and the runtimes' probes
+// (dupid.go, as group/dupid.go).
 //
 // Host. Config.Host (and SetHost) models the CPU of the one machine the
 // nodes share, as in a lab of namespaces: every delivery costs it

@@ -59,6 +59,7 @@ func (s *Sim) boot(n *node) {
 	}
 	n.boot = splitmix(s.cfg.Seed, n.slot, n.inc, 0xb007) | 1
 	n.verified, n.held, n.route = nil, nil, nil
+	n.hasHdr, n.probes = false, nil
 	env := &simEnv{s: s, n: n}
 	opts := driver.Options{Lazy: *s.cfg.LazyDeadlines, Observer: func(now time.Time, in invitation.Input, out invitation.Output) {
 		if in != nil {
@@ -120,6 +121,7 @@ func (s *Sim) joinSeeds(n *node) {
 			n.knows[i] = n.knows[i] || k
 		}
 		copy(o.knows, n.knows)
+		s.joinConflicts(n, o)
 	}
 }
 
@@ -127,6 +129,7 @@ func (s *Sim) joinSeeds(n *node) {
 // as the daemon does.
 func (s *Sim) retire(n *node) {
 	s.record(entry{at: s.now, node: n.id, kind: trYield})
+	n.lingerUntil = s.now + int64(n.timing.AnswerTimeout)
 	s.halt(n)
 }
 

@@ -127,6 +127,10 @@ func (s *Sim) handle(e *event) {
 		s.arrive(n, e)
 	case evVerify:
 		s.verify(n, e)
+	case evConflict:
+		s.conflict(n, e)
+	case evProbe:
+		s.probeEvent(n, e)
 	case evTick:
 		if !n.alive || e.inc != n.inc || e.at != n.tickAt {
 			return // stale: the node moved its deadline or restarted

@@ -126,6 +126,7 @@ func (s *Sim) Counts() Counts {
 // send puts one of n's outgoing envelopes on the network.
 func (s *Sim) send(n *node, env *wire.Envelope) {
 	m := env.Msg
+	n.hdr, n.hasHdr = m.Header, true
 	if !n.dup {
 		for _, v := range s.chk.Sent(s.Now(), m) {
 			s.fail(v)
@@ -159,8 +160,8 @@ func (s *Sim) send(n *node, env *wire.Envelope) {
 			if int32(i) == n.slot || !o.alive {
 				continue
 			}
-			if s.cfg.SeedsOnly && (i >= len(n.knows) || !n.knows[i]) {
-				continue // no multicast: memberlist does not list it yet
+			if s.cfg.SeedsOnly && !s.listed(n, int32(i)) {
+				continue // no multicast: memberlist does not list it
 			}
 			if len(s.deaf) > 0 && s.deaf[[2]int32{n.slot, int32(i)}] {
 				s.counts.Dropped[DropPartition]++
@@ -176,6 +177,28 @@ func (s *Sim) send(n *node, env *wire.Envelope) {
 		return
 	}
 	s.deliver(n.slot, to, m)
+}
+
+// listed reports whether, without multicast, n's broadcasts reach slot i:
+// whether n's memberlist lists that process. It lists every node it knows
+// (Config.SeedsOnly), but one process per node ID, as memberlist keeps one
+// address per name (a second one's alive message is a conflict it
+// refuses): never another process with n's own ID, and of a node ID that
+// two processes share, the one n's address book routes to (routeTo; the
+// daemon copies broadcasts to the book's address of each member).
+func (s *Sim) listed(n *node, i int32) bool {
+	if int(i) >= len(n.knows) || !n.knows[i] {
+		return false
+	}
+	o := s.nodes[i]
+	if len(s.byID[o.id]) == 0 {
+		return true
+	}
+	if o.id == n.id {
+		return false
+	}
+	sl, ok := s.routeTo(n, o.id, 0)
+	return ok && sl == i
 }
 
 // routeTo returns the slot a unicast from n to id (at boot, if set) goes
@@ -246,19 +269,27 @@ func (s *Sim) arrive(n *node, e *event) {
 }
 
 func (s *Sim) receive(n *node, from int32, m wire.Message) {
-	if len(s.byID[m.From]) > 0 {
+	if len(s.byID[m.From]) > 0 && m.From != n.id {
 		// The daemon's address book (group.peerBook): a process in a
 		// group owns its ID's route; one without a group (booting, or a
 		// duplicate that will give way) takes it only if nobody holds
-		// it, so that it cannot divert a silent member's traffic.
+		// it, so that it cannot divert a silent member's traffic. Before
+		// any packet of the ID, the process memberlist lists (the ID's
+		// first slot, while it runs) holds it.
 		if n.route == nil {
 			n.route = make(map[wire.NodeID]int32)
 		}
-		if _, held := n.route[m.From]; !held || !m.Group.IsZero() {
+		_, held := n.route[m.From]
+		first := s.nodes[s.index(m.From)]
+		held = held || first.alive && first.slot != from
+		if !held || !m.Group.IsZero() {
 			n.route[m.From] = from
 		}
 	}
 	s.counts.Delivered[m.Body.Type()]++
+	if m.From == n.id && m.Boot != n.boot && m.Boot != 0 {
+		s.answerDuplicate(n, from)
+	}
 	if s.cfg.SeedsOnly {
 		// memberlist: the sender is a member now, and so is every node
 		// it knew of (its gossip, and the push/pull of a join).
@@ -313,7 +344,10 @@ func (s *Sim) verify(n *node, e *event) {
 	sender := s.nodes[e.about]
 	held := n.held[e.about]
 	delete(n.held, e.about)
-	if !sender.alive || !s.reachable(e.about, n.slot) || !s.reachable(n.slot, e.about) {
+	// A process that gave way answers challenges a little longer (group's
+	// lingerYielded).
+	answers := sender.alive || sender.d == nil && s.now <= sender.lingerUntil
+	if !answers || !s.reachable(e.about, n.slot) || !s.reachable(n.slot, e.about) {
 		return // no Response came
 	}
 	n.verified[e.about] = sender.boot

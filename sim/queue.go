@@ -16,6 +16,8 @@ const (
 	evNetworkNews                   // node's next item of downNews is due
 	evVerify                        // keyed: node's challenge of slot about is answered
 	evResume                        // node's pause ends (Pause)
+	evConflict                      // memberlist reports to node another process with its ID, in slot about
+	evProbe                         // node's next probe to slot about, another process with its ID, is due
 )
 
 // event is one entry of the queue. Events are ordered by time, then by the

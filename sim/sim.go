@@ -66,9 +66,17 @@ type node struct {
 	// the daemon's address book would send them.
 	route map[wire.NodeID]int32
 
-	// knows is, with Config.SeedsOnly, the slots this node's broadcasts
-	// reach (see Config.SeedsOnly).
+	// knows is, with Config.SeedsOnly, the slots this node's memberlist
+	// knows (see Config.SeedsOnly and Sim.listed).
 	knows []bool
+	// hdr is the header of the machine's last message (what a probe
+	// carries), probes what this process did about other processes with
+	// its ID, and lingerUntil when a process that gave way stops
+	// answering challenges (dupid.go).
+	hdr         wire.Header
+	hasHdr      bool
+	probes      map[int32]*dupProbe
+	lingerUntil int64
 	// leading: the checker was told this node is a primary leader
 	// (quorum mode), with this lease's end, in virtual time.
 	leading   bool
