@@ -49,6 +49,11 @@ type logConfig struct {
 	Expect     int    `json:"expect,omitempty"`
 	TieBreaker uint64 `json:"tie_breaker,omitempty"`
 	NoPreempt  bool   `json:"no_preempt,omitempty"`
+	// Since protocol version 4: where the node keeps its state, and the
+	// quorum rule its state file kept.
+	Home      uint32 `json:"home,omitempty"`
+	RuleVoter uint32 `json:"rule_voters,omitempty"`
+	RuleTie   uint64 `json:"rule_tie,omitempty"`
 }
 
 type logLine struct {
@@ -58,7 +63,7 @@ type logLine struct {
 }
 
 type logInput struct {
-	Kind    string      `json:"kind"` // recv, tick, peer-down, saved, save-failed
+	Kind    string      `json:"kind"` // recv, tick, peer-down, peer-left, saved, save-failed
 	Msg     string      `json:"msg,omitempty"`
 	Peer    uint64      `json:"peer,omitempty"`
 	Durable *logDurable `json:"durable,omitempty"`
@@ -70,9 +75,11 @@ type logInput struct {
 }
 
 type logDurable struct {
-	Counter   uint64 `json:"counter"`
-	LastGroup string `json:"last_group"`
-	Term      string `json:"term,omitempty"`
+	Counter    uint64 `json:"counter"`
+	LastGroup  string `json:"last_group"`
+	Term       string `json:"term,omitempty"`
+	RuleVoters uint32 `json:"rule_voters,omitempty"`
+	RuleTie    uint64 `json:"rule_tie,omitempty"`
 }
 
 type logOutput struct {
@@ -143,7 +150,8 @@ func (l *LogWriter) Err() error {
 func encodeConfig(c invitation.Config) logConfig {
 	lc := logConfig{ID: uint64(c.ID), Priority: c.Priority, Boot: c.Boot, Counter: c.Durable.Counter,
 		LastGroup: c.Durable.LastGroup.String(), TimingMS: map[string]int64{}, Election: string(c.Election),
-		Expect: c.Quorum.Expect, TieBreaker: uint64(c.Quorum.TieBreaker), NoPreempt: c.NoPreempt}
+		Expect: c.Quorum.Expect, TieBreaker: uint64(c.Quorum.TieBreaker), NoPreempt: c.NoPreempt,
+		Home: c.Home, RuleVoter: c.Durable.Rule.Voters, RuleTie: uint64(c.Durable.Rule.Tie)}
 	if !c.Durable.Term.IsZero() {
 		lc.Term = c.Durable.Term.String()
 	}
@@ -163,9 +171,11 @@ func decodeConfig(lc logConfig, seed int64) (invitation.Config, error) {
 		return invitation.Config{}, err
 	}
 	c := invitation.Config{ID: wire.NodeID(lc.ID), Priority: lc.Priority, Boot: lc.Boot,
-		Durable:  invitation.Durable{Counter: lc.Counter, LastGroup: last, Term: term},
+		Durable: invitation.Durable{Counter: lc.Counter, LastGroup: last, Term: term,
+			Rule: wire.Quorum{Voters: lc.RuleVoter, Tie: wire.NodeID(lc.RuleTie)}},
 		Election: invitation.Election(lc.Election), Rand: rand.New(rand.NewSource(seed)),
-		Quorum: invitation.Quorum{Expect: lc.Expect, TieBreaker: wire.NodeID(lc.TieBreaker)}, NoPreempt: lc.NoPreempt}
+		Quorum: invitation.Quorum{Expect: lc.Expect, TieBreaker: wire.NodeID(lc.TieBreaker)}, NoPreempt: lc.NoPreempt,
+		Home: lc.Home}
 	for _, f := range invitation.TimingFields() {
 		ms, ok := lc.TimingMS[f.Name]
 		if !ok {
@@ -177,7 +187,7 @@ func decodeConfig(lc logConfig, seed int64) (invitation.Config, error) {
 }
 
 func encodeDurable(d invitation.Durable) *logDurable {
-	ld := &logDurable{Counter: d.Counter, LastGroup: d.LastGroup.String()}
+	ld := &logDurable{Counter: d.Counter, LastGroup: d.LastGroup.String(), RuleVoters: d.Rule.Voters, RuleTie: uint64(d.Rule.Tie)}
 	if !d.Term.IsZero() {
 		ld.Term = d.Term.String()
 	}
@@ -202,7 +212,8 @@ func decodeDurable(d *logDurable) (invitation.Durable, error) {
 		return invitation.Durable{}, err
 	}
 	term, err := parseOptionalGroup(d.Term)
-	return invitation.Durable{Counter: d.Counter, LastGroup: g, Term: term}, err
+	return invitation.Durable{Counter: d.Counter, LastGroup: g, Term: term,
+		Rule: wire.Quorum{Voters: d.RuleVoters, Tie: wire.NodeID(d.RuleTie)}}, err
 }
 
 func encodeMessage(m wire.Message) string {
@@ -224,6 +235,9 @@ func encodeInput(in invitation.Input) *logInput {
 		}
 		return li
 	case invitation.PeerDown:
+		if in.Left {
+			return &logInput{Kind: "peer-left", Peer: uint64(in.ID)}
+		}
 		return &logInput{Kind: "peer-down", Peer: uint64(in.ID)}
 	case invitation.Saved:
 		return &logInput{Kind: "saved", Durable: encodeDurable(in.Durable)}
@@ -250,8 +264,8 @@ func decodeInput(li *logInput) (invitation.Input, error) {
 			return invitation.Tick{Due: time.Unix(0, li.Due)}, nil
 		}
 		return invitation.Tick{}, nil
-	case "peer-down":
-		return invitation.PeerDown{ID: wire.NodeID(li.Peer)}, nil
+	case "peer-down", "peer-left":
+		return invitation.PeerDown{ID: wire.NodeID(li.Peer), Left: li.Kind == "peer-left"}, nil
 	case "saved":
 		d, err := decodeDurable(li.Durable)
 		return invitation.Saved{Durable: d}, err
