@@ -270,8 +270,9 @@ const (
 	NoticeTimingMismatch
 	// NoticeQuorumMismatch: a peer (Peer) announced quorum settings
 	// (TheirQuorum: --expect, --tie-breaker) that differ from this
-	// node's (OurQuorum). Reported once per peer and value. Both count
-	// by the stricter rule (design §8).
+	// node's (OurQuorum). Reported once per peer and value, and once
+	// more, with TheirQuorum equal to OurQuorum, when the peer agrees
+	// again. Both count by the stricter rule (design §8).
 	NoticeQuorumMismatch
 	// NoticeQuorumRule: the rule this node counts a quorum by changed
 	// (Voters, Tie): a majority of more voters than Expect (it knows of
@@ -333,6 +334,9 @@ func (n Notice) String() string {
 	case NoticeTimingMismatch:
 		return fmt.Sprintf("node %d announces timing %s, this node %s", n.Peer, n.Theirs, n.Ours)
 	case NoticeQuorumMismatch:
+		if n.TheirQuorum == n.OurQuorum {
+			return fmt.Sprintf("node %d announces quorum %s, as this node does", n.Peer, n.TheirQuorum)
+		}
 		return fmt.Sprintf("node %d announces quorum %s, this node %s", n.Peer, n.TheirQuorum, n.OurQuorum)
 	case NoticeQuorumRule:
 		s := fmt.Sprintf("quorum rule: a majority of %d (--expect %d)", n.Voters, n.OurQuorum.Expect)

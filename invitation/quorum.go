@@ -431,7 +431,12 @@ func (n *Node) sweepVoters(now time.Time) {
 func (n *Node) checkQuorum(now time.Time, from wire.NodeID, q wire.Quorum) {
 	ours := wire.Quorum{Expect: uint32(n.q.Expect), TieBreaker: n.q.TieBreaker}
 	if int(q.Expect) == n.q.Expect && q.TieBreaker == n.q.TieBreaker {
-		delete(n.qmismatch, from)
+		if _, ok := n.qmismatch[from]; ok {
+			// It agrees now (a rolling change went past it): the
+			// runtime forgets what it reported.
+			delete(n.qmismatch, from)
+			n.notice(Notice{Kind: NoticeQuorumMismatch, Time: now, Peer: from, TheirQuorum: ours, OurQuorum: ours})
+		}
 		return
 	}
 	if prev, ok := n.qmismatch[from]; ok && prev.Expect == q.Expect && prev.TieBreaker == q.TieBreaker {
