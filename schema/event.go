@@ -16,13 +16,17 @@ const (
 	// ReasonLeaderStart and ReasonLeaderStop follow the event in which the
 	// node became the leader an application may act on, or stopped being
 	// it (Status.IsLeader: in quorum mode, while its lease runs), once per
-	// transition; a new term is a new leadership (a stop, then a start).
-	// A lease that runs out ends the leadership by a local timer, even if
-	// the loop is blocked: that ReasonLeaderStop is stamped with the
-	// lease's end. A leader that stops the daemon gets ReasonLeaderStop
-	// before it exits.
+	// transition. A lease that runs out ends the leadership by a local
+	// timer, even if the loop is blocked: that ReasonLeaderStop is stamped
+	// with the lease's end. A leader that stops the daemon gets
+	// ReasonLeaderStop before it exits.
 	ReasonLeaderStart = "leader-start"
 	ReasonLeaderStop  = "leader-stop"
+	// ReasonLeaderTerm: a leader that goes on leading under a new term
+	// (without a quorum: its members saw a higher term, after a heal),
+	// one event, neither a stop nor a start; Old.Term is the term that
+	// ended, New.Term the new one. Fence writes with the new term.
+	ReasonLeaderTerm = "leader-term"
 )
 
 // Event reports a change of the node's view (GET /v1/events, one JSON
@@ -36,7 +40,7 @@ type Event struct {
 	// Reason is one of invitation's reasons ("recovery", "election",
 	// "merge", "invited", "ready", "members", "confirmed",
 	// "persist-failed", "saved", "yielded", "lease"), ReasonLeaderStart,
-	// ReasonLeaderStop or ReasonSnapshot.
+	// ReasonLeaderStop, ReasonLeaderTerm or ReasonSnapshot.
 	Reason string `json:"reason"`
 	// Old is the view before the change; nil in a snapshot.
 	Old *Status `json:"old"`

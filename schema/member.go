@@ -40,6 +40,10 @@ type Member struct {
 	Degraded bool   `json:"degraded"`
 	// Tags are the node's tags (group.Config.Tags), from its gossip meta.
 	Tags map[string]string `json:"tags"`
+	// Quorum names the node's quorum settings where they differ from
+	// this daemon's ("--expect 5 (this node 3)"); empty when they agree or
+	// are unknown (see Status.QuorumMismatches).
+	Quorum string `json:"quorum,omitempty"`
 	// Reach is whether this daemon has fresh evidence of its own that
 	// the node is alive and reaches it. Gossip says what memberlist
 	// believes, and memberlist keeps a node "alive" for seconds after it

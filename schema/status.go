@@ -100,6 +100,41 @@ type Status struct {
 	// TimingMismatches lists peers that announced intervals other than
 	// this node's (at most 16; see TimingMismatch).
 	TimingMismatches []TimingMismatch
+	// TieBreaker is the configured tie-breaker (--tie-breaker), 0 when
+	// none is set.
+	TieBreaker wire.NodeID
+	// Rule is the rule a quorum is counted by (quorum mode; nil
+	// otherwise): as configured, or stricter when nodes' settings
+	// disagree or more nodes are known than Expect (see QuorumRule).
+	Rule *QuorumRule
+	// QuorumMismatches lists peers whose --expect or --tie-breaker differ
+	// from this node's (at most 16; see QuorumMismatch).
+	QuorumMismatches []QuorumMismatch
+}
+
+// QuorumRule is the rule a node counts a quorum by (docs/design.md §8):
+// more than half of Voters, or exactly half holding TieBreaker (0: an
+// exact half never decides). It is the configured one (Expect and
+// --tie-breaker) unless a node announced a larger --expect or another
+// tie-breaker, or more processes are known than Expect: every node counts
+// by the strictest rule any announces, so that disagreeing settings cannot
+// make two primary leaders. Extra lists the IDs known to run more than one
+// process (a second process given the ID, or a node whose data dir was
+// lost): a leader counts the grants of none but the first.
+type QuorumRule struct {
+	Voters     int           `json:"voters"`
+	TieBreaker wire.NodeID   `json:"tie_breaker"`
+	Extra      []wire.NodeID `json:"extra,omitempty"`
+}
+
+// QuorumMismatch is a peer that announced quorum settings other than
+// this node's: both count by the stricter rule, but the operator should
+// make them agree.
+type QuorumMismatch struct {
+	Peer       wire.NodeID `json:"peer"`
+	Expect     int         `json:"expect"`
+	TieBreaker wire.NodeID `json:"tie_breaker"`
+	Detail     string      `json:"detail"` // "--expect 5 (this node 3)"
 }
 
 // DuplicateID describes another process seen with this node's ID.
@@ -184,6 +219,9 @@ type statusJSON struct {
 	Tags             map[string]string `json:"tags"`
 	DuplicateID      *DuplicateID      `json:"duplicate_id"`
 	TimingMismatches []TimingMismatch  `json:"timing_mismatches"`
+	TieBreaker       wire.NodeID       `json:"tie_breaker,omitempty"`
+	Rule             *QuorumRule       `json:"quorum_rule,omitempty"`
+	QuorumMismatches []QuorumMismatch  `json:"quorum_mismatches,omitempty"`
 }
 
 // MarshalJSON encodes s in the API's shape: state, role, group and term
@@ -197,6 +235,7 @@ func (s Status) MarshalJSON() ([]byte, error) {
 		Boot: strconv.FormatUint(s.Boot, 16), PersistError: s.PersistError, Degraded: s.Degraded,
 		Time: s.Time.UTC(), Primary: s.Primary, Expect: s.Expect, Leader: s.Leader, Tags: s.Tags,
 		DuplicateID: s.DuplicateID, TimingMismatches: s.TimingMismatches,
+		TieBreaker: s.TieBreaker, Rule: s.Rule, QuorumMismatches: s.QuorumMismatches,
 	}
 	if j.Members == nil {
 		j.Members = []wire.NodeID{}
@@ -274,6 +313,7 @@ func (s *Status) UnmarshalJSON(b []byte) error {
 		PersistError: j.PersistError, Degraded: j.Degraded || j.PersistError != "", Time: j.Time,
 		Primary: j.Primary, Expect: j.Expect, Leader: j.Leader, Term: term, Tags: j.Tags,
 		DuplicateID: j.DuplicateID, TimingMismatches: j.TimingMismatches,
+		TieBreaker: j.TieBreaker, Rule: j.Rule, QuorumMismatches: j.QuorumMismatches,
 	}
 	if j.LeaderSince != nil {
 		s.LeaderSince = *j.LeaderSince
@@ -300,7 +340,8 @@ func (s *Status) UnmarshalJSON(b []byte) error {
 }
 
 // Clone returns a copy of s that shares nothing with it: members, member
-// priorities, tags, timing mismatches and the duplicate are copied. The
+// priorities, tags, mismatches, the quorum rule and the duplicate are
+// copied. The
 // agent hands every caller and every subscriber a clone, so that one that
 // changes what it got changes nobody else's view, the agent's included.
 func (s Status) Clone() Status {
@@ -308,6 +349,12 @@ func (s Status) Clone() Status {
 	s.MemberPriorities = slices.Clone(s.MemberPriorities)
 	s.Tags = maps.Clone(s.Tags)
 	s.TimingMismatches = slices.Clone(s.TimingMismatches)
+	s.QuorumMismatches = slices.Clone(s.QuorumMismatches)
+	if s.Rule != nil {
+		r := *s.Rule
+		r.Extra = slices.Clone(r.Extra)
+		s.Rule = &r
+	}
 	if s.DuplicateID != nil {
 		d := *s.DuplicateID
 		s.DuplicateID = &d

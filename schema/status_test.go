@@ -20,6 +20,8 @@ func TestStatusJSONRoundTrip(t *testing.T) {
 		PersistError: "disk full", Degraded: true, Time: time.Date(2026, 11, 21, 10, 0, 1, 5, time.UTC),
 		Expect: 5, Tags: map[string]string{"a": "b"},
 		DuplicateID: &DuplicateID{Boot: 7, Addr: "10.0.0.9:7950", Since: time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)},
+		TieBreaker:  3, Rule: &QuorumRule{Voters: 6, Extra: []wire.NodeID{2}},
+		QuorumMismatches: []QuorumMismatch{{Peer: 4, Expect: 6, TieBreaker: 1, Detail: "--expect 6 (this node 5), --tie-breaker 1 (this node 3)"}},
 	}
 	b, err := json.Marshal(s)
 	if err != nil {
@@ -30,7 +32,9 @@ func TestStatusJSONRoundTrip(t *testing.T) {
 		`"since":"2026-11-21T10:00:00Z","counter":16,"incarnation":5,"boot":"beef","persist_error":"disk full",` +
 		`"degraded":true,"time":"2026-11-21T10:00:01.000000005Z","primary":false,"lease_until":null,"expect":5,"leader":false,` +
 		`"leader_since":null,"term":"","tags":{"a":"b"},` +
-		`"duplicate_id":{"boot":7,"addr":"10.0.0.9:7950","since":"2026-11-21T10:00:00Z"},"timing_mismatches":[]}`
+		`"duplicate_id":{"boot":7,"addr":"10.0.0.9:7950","since":"2026-11-21T10:00:00Z"},"timing_mismatches":[],` +
+		`"tie_breaker":3,"quorum_rule":{"voters":6,"tie_breaker":0,"extra":[2]},` +
+		`"quorum_mismatches":[{"peer":4,"expect":6,"tie_breaker":1,"detail":"--expect 6 (this node 5), --tie-breaker 1 (this node 3)"}]}`
 	if string(b) != want {
 		t.Errorf("got  %s\nwant %s", b, want)
 	}
@@ -40,7 +44,8 @@ func TestStatusJSONRoundTrip(t *testing.T) {
 	}
 	if back.String() != s.String() || !back.Since.Equal(s.Since) || back.PersistError != s.PersistError || back.Expect != 5 ||
 		!slices.Equal(back.MemberPriorities, s.MemberPriorities) || back.Boot != s.Boot || back.Tags["a"] != "b" ||
-		back.DuplicateID == nil || back.DuplicateID.Addr != s.DuplicateID.Addr || !back.Degraded {
+		back.DuplicateID == nil || back.DuplicateID.Addr != s.DuplicateID.Addr || !back.Degraded ||
+		!reflect.DeepEqual(back.Rule, s.Rule) || !reflect.DeepEqual(back.QuorumMismatches, s.QuorumMismatches) || back.TieBreaker != 3 {
 		t.Errorf("round trip: %+v", back)
 	}
 	empty, _ := json.Marshal(Status{State: wire.StateElection})
@@ -87,8 +92,12 @@ func TestCloneSharesNothing(t *testing.T) {
 	s := Status{
 		Members: []wire.NodeID{1, 2}, MemberPriorities: []uint8{100, 50}, Tags: map[string]string{"a": "b"},
 		DuplicateID: &DuplicateID{Boot: 7}, TimingMismatches: []TimingMismatch{{Peer: 2, Detail: "d"}},
+		Rule: &QuorumRule{Voters: 5, Extra: []wire.NodeID{2}}, QuorumMismatches: []QuorumMismatch{{Peer: 4, Expect: 5}},
 	}
 	c := s.Clone()
+	if &c.Rule.Extra[0] == &s.Rule.Extra[0] {
+		t.Errorf("Clone shares the rule's Extra")
+	}
 	if !reflect.DeepEqual(c, s) {
 		t.Fatalf("clone %+v differs from %+v", c, s)
 	}
