@@ -89,6 +89,7 @@ type Agent struct {
 	boot        uint64 // random, drawn at every start (wire.Header.Boot)
 	incarnation uint64 // count of starts, from the data dir
 	durable     invitation.Durable
+	home        uint32 // where this node keeps its state (homeOf)
 	store       *store.Store
 
 	tr        Transport
@@ -130,9 +131,10 @@ type Agent struct {
 	meta     atomic.Pointer[[]byte]
 	ml       atomic.Pointer[memberlist.Memberlist]
 
-	pub   publisher // status, subscribers, leadership (publish.go)
-	lease lease     // a quorum-mode leader's lease, as the loop last computed it (primary.go)
-	names nameBoard // wakes waiters for other nodes' names (names.go)
+	pub    publisher  // status, subscribers, leadership (publish.go)
+	lease  lease      // a quorum-mode leader's lease, as the loop last computed it (primary.go)
+	clocks *bootClock // the monotonic clock's instants on the boot clock (primary.go)
+	names  nameBoard  // wakes waiters for other nodes' names (names.go)
 
 	started  atomic.Bool
 	running  atomic.Bool  // the loop runs: /healthz is ok unless persist_error
@@ -181,6 +183,7 @@ func New(cfg Config) (*Agent, error) {
 		sendBuf:  make([]byte, 0, wire.MaxPacketSize),
 		sealBuf:  make([]byte, 0, wire.MaxDatagramSize),
 		boot:     newBoot(),
+		clocks:   newBootClock(time.Now()),
 	}
 	for _, j := range cfg.Join {
 		sp, err := parseSeed(j) // Validate checked it
@@ -288,7 +291,9 @@ func (a *Agent) openStore() error {
 	}
 	a.id = boot.State.NodeID
 	a.incarnation = boot.State.Incarnation
-	a.durable = invitation.Durable{Counter: boot.State.Counter, LastGroup: boot.State.LastGroup, Term: boot.State.Term}
+	a.durable = invitation.Durable{Counter: boot.State.Counter, LastGroup: boot.State.LastGroup, Term: boot.State.Term,
+		Rule: wire.Quorum{Voters: boot.State.RuleVoters, Tie: boot.State.RuleTie}}
+	a.home = homeOf(a.cfg.DataDir)
 	for _, w := range boot.Warnings {
 		a.cfg.Logger.Warn().Str("component", "group").Err(w).Msg("skipped an invalid state slot; the next save rewrites it")
 	}

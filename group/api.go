@@ -256,6 +256,10 @@ func (a *Agent) Members() []Member {
 			}
 		}
 	}
+	qm := make(map[wire.NodeID]string, len(st.QuorumMismatches))
+	for _, m := range st.QuorumMismatches {
+		qm[m.Peer] = m.Detail
+	}
 	book := a.peers.snapshot()
 	// One instant for every member's reach, taken after the snapshot so
 	// that no evidence in it is from the future.
@@ -289,6 +293,9 @@ func (a *Agent) Members() []Member {
 		}
 		if prio, ok := prios[id]; ok && !p.hasPrio {
 			m.Priority = prio
+		}
+		if d, ok := qm[id]; ok {
+			m.Quorum = d
 		}
 		if md := p.meta; md != nil {
 			m.Name, m.Tags = md.Name, copyTags(md.Tags)

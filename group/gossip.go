@@ -31,6 +31,7 @@ import (
 type gossipEvent struct {
 	id    wire.NodeID
 	addr  string       // the dead node's gossip address
+	left  bool         // it left gracefully (it stopped): no longer a voter
 	named bool         // not down: the coordinator's name arrived (names.go)
 	probe *net.UDPAddr // not down: another process with this node's ID, at this wire address (dupid.go)
 }
@@ -153,7 +154,7 @@ func (a *Agent) onGossip(n *memberlist.Node, state string) {
 		return
 	}
 	select {
-	case a.gossipCh <- gossipEvent{id: id, addr: n.Address()}:
+	case a.gossipCh <- gossipEvent{id: id, addr: n.Address(), left: state == GossipLeft}:
 	default:
 		a.metrics.dropped.WithLabelValues(dropQueueFull).Inc()
 	}

@@ -36,20 +36,29 @@ import (
 //	                    BeaconInterval + AliveInterval, see names.go)
 //	GROUPD_LEADER       1 while this node leads (Status.IsLeader: in quorum
 //	                    mode, while it holds its lease), else 0
-//	GROUPD_TERM         the leadership's term (leader-start: the new one;
-//	                    leader-stop: the one that ended), else empty
+//	GROUPD_TERM         the leadership's term (leader-start, leader-term: the
+//	                    new one; leader-stop: the one that ended), else empty
+//	GROUPD_OLD_TERM     leader-term: the term that ended (the leadership goes
+//	                    on under GROUPD_TERM), else empty
 //	GROUPD_DEGRADED     1 while this node cannot save its state
 //
 // It fires on every change of group or role, when the node becomes Normal
 // (so a hook sees the settled state after an Election or Reorganization),
 // on "confirmed" (a coordinator confirmed again after a merge or a heal),
-// and once for each leadership transition, with GROUPD_EVENT leader-start
-// or leader-stop (a leader's last hook before the daemon stops is its
-// leader-stop; it gets up to a second to run). A leader-start whose
-// leadership ended before its turn came (its lease ran out while earlier
-// hooks ran) is skipped, and its leader-stop runs. Runs are serialised:
-// one at a time, in order, in the runner's own
-// goroutine, so the event loop never waits for a hook. If events arrive
+// and once for each leadership transition, with GROUPD_EVENT leader-start,
+// leader-stop, or leader-term (a leader goes on under a new term; a
+// leader's last hook before the daemon stops is its leader-stop; it gets
+// up to a second to run).
+//
+// A leader-stop is bounded by the lease (docs/design.md §8): it runs next,
+// ahead of queued changes; a leader-start of the leadership that ended is
+// killed if it runs (its process group, SIGKILL) and dropped if queued, so
+// what a leader-start did is undone by its leader-stop as soon as the
+// lease ends, within the lease's safety margin before another node can
+// lead. A leadership event never waits for the coordinator's name. Runs
+// are serialised: one at a time, in order (but for a leader-stop), in the
+// runner's own goroutine, so the event loop never waits for a hook. If
+// events arrive
 // faster than hooks finish, the queue is bounded (hookQueueMax): a new
 // event that finds it full is merged into the last queued one, which keeps
 // its old group and role and takes the new event's reason and state. The
@@ -84,7 +93,7 @@ func hookWorthy(e Event) bool {
 // isLeaderEvent reports whether e is a leadership transition, which the
 // hook queue never merges away.
 func isLeaderEvent(e Event) bool {
-	return e.Reason == ReasonLeaderStart || e.Reason == ReasonLeaderStop
+	return e.Reason == ReasonLeaderStart || e.Reason == ReasonLeaderStop || e.Reason == ReasonLeaderTerm
 }
 
 func boolEnv(b bool) string {
@@ -105,7 +114,7 @@ func hookEnv(e Event) []string {
 	if e.Old != nil {
 		oldGroup, oldRole = e.Old.Group.String(), e.Old.Role.String()
 	}
-	leader, term := n.IsLeader(), ""
+	leader, term, oldTerm := n.IsLeader(), "", ""
 	switch {
 	case e.Reason == ReasonLeaderStart:
 		leader, term = true, n.Term.String()
@@ -113,6 +122,11 @@ func hookEnv(e Event) []string {
 		leader = false
 		if e.Old != nil {
 			term = e.Old.Term.String() // the term that ended
+		}
+	case e.Reason == ReasonLeaderTerm:
+		leader, term = true, n.Term.String()
+		if e.Old != nil {
+			oldTerm = e.Old.Term.String()
 		}
 	case leader:
 		term = n.Term.String()
@@ -132,6 +146,7 @@ func hookEnv(e Event) []string {
 		"GROUPD_PRIMARY=" + boolEnv(n.Primary),
 		"GROUPD_LEADER=" + boolEnv(leader),
 		"GROUPD_TERM=" + term,
+		"GROUPD_OLD_TERM=" + oldTerm,
 		"GROUPD_DEGRADED=" + boolEnv(n.Degraded),
 	}
 }
@@ -154,6 +169,10 @@ type hookRunner struct {
 	mu      sync.Mutex
 	queue   []Event
 	running bool // a hook runs now
+	// current is the event whose hook runs now, and kill ends its run
+	// (a leader-stop ends its leadership's running leader-start).
+	current Event
+	kill    context.CancelFunc
 
 	// leads, if set, reports whether the node leads in term now: a
 	// leader-start whose leadership already ended is skipped.
@@ -178,6 +197,15 @@ func newHookRunner(cmd string, timeout time.Duration, log zerolog.Logger, m *met
 // transition: those run once each, whatever the queue holds.
 func (r *hookRunner) enqueue(e Event) {
 	r.mu.Lock()
+	if e.Reason == ReasonLeaderStop {
+		r.preempt(e)
+		r.mu.Unlock()
+		select {
+		case r.wake <- struct{}{}:
+		default:
+		}
+		return
+	}
 	if n := len(r.queue); n >= hookQueueMax && !isLeaderEvent(e) && !isLeaderEvent(r.queue[n-1]) {
 		// Coalesce into the last queued event: keep its Old, take
 		// the newest view.
@@ -192,6 +220,41 @@ func (r *hookRunner) enqueue(e Event) {
 	case r.wake <- struct{}{}:
 	default:
 	}
+}
+
+// preempt queues a leader-stop ahead of everything but another
+// leadership event, drops the queued leader-start (and leader-term) of
+// the leadership that ended, and kills its leader-start if it runs: a
+// leader-start's side effects must be undone when the lease ends, not
+// after the hooks queued before. Call with r.mu held.
+func (r *hookRunner) preempt(stop Event) {
+	var term GroupNumber
+	if stop.Old != nil {
+		term = stop.Old.Term
+	}
+	ended := func(e Event) bool {
+		return (e.Reason == ReasonLeaderStart || e.Reason == ReasonLeaderTerm) && e.New.Term == term
+	}
+	if r.running && ended(r.current) && r.kill != nil {
+		r.log.Warn().Str("term", term.String()).
+			Msg("leader-start hook killed: the leadership ended (its lease ran out) while it ran; leader-stop runs next")
+		r.kill()
+	}
+	q := r.queue[:0]
+	at := 0 // after the leadership events still queued, in order
+	for _, e := range r.queue {
+		if ended(e) {
+			continue
+		}
+		q = append(q, e)
+		if isLeaderEvent(e) && at == len(q)-1 {
+			at = len(q)
+		}
+	}
+	q = append(q, Event{})
+	copy(q[at+1:], q[at:])
+	q[at] = stop
+	r.queue = q
 }
 
 // drain waits until no hook is queued or running, at most timeout: a
@@ -232,11 +295,11 @@ func (r *hookRunner) run() {
 			}
 			e := r.queue[0]
 			r.queue = r.queue[1:]
-			r.running = true
+			r.running, r.current = true, e
 			r.mu.Unlock()
 			r.runOne(e)
 			r.mu.Lock()
-			r.running = false
+			r.running, r.current, r.kill = false, Event{}, nil
 			r.mu.Unlock()
 		}
 	}
@@ -249,12 +312,19 @@ func (r *hookRunner) runOne(e Event) {
 			Msg("leader-start hook skipped: the leadership ended (its lease ran out) before the hook's turn; its leader-stop follows")
 		return
 	}
-	if r.nameOf != nil {
-		// The coordinator's name may arrive after the group settled.
+	if r.nameOf != nil && !isLeaderEvent(e) {
+		// The coordinator's name may arrive after the group settled. A
+		// leadership event does not wait for it: a leader-stop is due
+		// when the lease ends.
 		e.New.CoordinatorName = r.nameOf(e.New.Coordinator, e.New.CoordinatorName, r.ctx.Done())
 	}
-	ctx, cancel := context.WithTimeout(r.ctx, r.timeout)
+	tctx, cancel := context.WithTimeout(r.ctx, r.timeout)
 	defer cancel()
+	ctx, kill := context.WithCancel(tctx) // kill: a leader-stop ends this run (preempt)
+	defer kill()
+	r.mu.Lock()
+	r.kill = kill
+	r.mu.Unlock()
 	c := exec.CommandContext(ctx, "/bin/sh", "-c", r.cmd)
 	c.Env = append(os.Environ(), hookEnv(e)...)
 	// Its own process group, so that the timeout kills whatever the
@@ -283,8 +353,10 @@ func (r *hookRunner) runOne(e Event) {
 	switch {
 	case r.ctx.Err() != nil:
 		l.Msg("hook killed: agent stopping")
-	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+	case errors.Is(tctx.Err(), context.DeadlineExceeded):
 		l.Dur("timeout", r.timeout).Msg("hook timed out; process group killed")
+	case ctx.Err() != nil:
+		l.Msg("hook killed: its leadership ended")
 	case errors.As(err, &exit):
 		l.Int("exit_status", exit.ExitCode()).Str("exit", exit.String()).Msg("hook failed")
 	default:

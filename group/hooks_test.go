@@ -100,6 +100,7 @@ func TestHookEnv(t *testing.T) {
 		"GROUPD_NAME=",
 		"GROUPD_OLD_GROUP=16.3",
 		"GROUPD_OLD_ROLE=participant",
+		"GROUPD_OLD_TERM=",
 		"GROUPD_PRIMARY=0",
 		"GROUPD_ROLE=coordinator",
 		"GROUPD_STATE=normal",
@@ -249,5 +250,43 @@ func TestHookWorthy(t *testing.T) {
 		if got := hookWorthy(tc.e); got != tc.want {
 			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// TestLeaderStopPreempts: a leader-stop does not wait behind its
+// leadership's running leader-start (issue 33: the README's VIP recipe
+// runs arping -c 3, about 2 s, in leader-start; a leader cut off meanwhile
+// still held the address after its successor added it) nor behind queued
+// changes: the leader-start is killed, the leader-stop runs next.
+func TestLeaderStopPreempts(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, "log")
+	cmd := `echo "$GROUPD_EVENT $GROUPD_TERM begin" >> ` + log + `; if [ "$GROUPD_EVENT" = leader-start ]; then sleep 10; fi; echo "$GROUPD_EVENT end" >> ` + log
+	r, _, logs := newTestRunner(t, cmd, 30*time.Second)
+	start := testEvent(ReasonLeaderStart, 5)
+	start.New.Term = wire.GroupNumber{Seq: 5, ID: 2}
+	r.enqueue(start)
+	waitFor(t, 5*time.Second, "the leader-start hook to begin", func() bool { return strings.Contains(readFile(log), "leader-start") })
+	r.enqueue(testEvent("members", 6)) // a change queued behind it
+	stop := testEvent(ReasonLeaderStop, 6)
+	old := *stop.Old
+	old.Term = start.New.Term
+	stop.Old = &old
+	began := time.Now()
+	r.enqueue(stop)
+	waitFor(t, 5*time.Second, "the leader-stop hook", func() bool { return strings.Contains(readFile(log), "leader-stop end") })
+	took := time.Since(began)
+	t.Logf("leader-stop ran %v after it was queued, behind a 10 s leader-start", took.Round(time.Millisecond))
+	if took > 3*time.Second {
+		t.Errorf("leader-stop waited %v", took)
+	}
+	waitFor(t, 5*time.Second, "the queued change's hook", func() bool { return strings.Contains(readFile(log), "members end") })
+	lines := strings.Split(strings.TrimSpace(readFile(log)), "\n")
+	want := []string{"leader-start 5.2 begin", "leader-stop 5.2 begin", "leader-stop end", "members  begin", "members end"}
+	if strings.Join(lines, "|") != strings.Join(want, "|") {
+		t.Errorf("hooks ran\n%s\nwant\n%s", strings.Join(lines, "\n"), strings.Join(want, "\n"))
+	}
+	if !strings.Contains(logs.String(), "leader-start hook killed") {
+		t.Errorf("the kill is not logged: %s", logs.String())
 	}
 }

@@ -152,8 +152,9 @@ func testCrashedDataDir(t *testing.T, mode netMode) {
 // otherwise, it gets no leader-stop and its OnStartedLeading context stays
 // live. A partition of lower nodes that elected a leader of their own then
 // heals: the leader absorbs them and, since their leader's term was above
-// its own, takes a new term (issue 23): one leader-stop and one
-// leader-start, and still leader throughout. A real failover then gives
+// its own, takes a new term (issue 23): one leader-term event and
+// OnNewTerm (issue 33; a leader-stop and a leader-start 2 ms apart
+// before), and still leader throughout. A real failover then gives
 // one leader-start, on the new leader, and the callbacks follow.
 func TestJoinsKeepLeader(t *testing.T) {
 	t.Parallel()
@@ -183,7 +184,7 @@ func TestJoinsKeepLeader(t *testing.T) {
 	if st := lead.a.Status(); st.Term != term {
 		t.Errorf("a join and a restart changed the term from %s to %s", term, st.Term)
 	}
-	if _, stops := leaderChanges(lead.eventsOf()); stops > 0 {
+	if _, stops, _ := leaderChanges(lead.eventsOf()); stops > 0 {
 		t.Errorf("the leader got %d %s during joins", stops, ReasonLeaderStop)
 	}
 	if calls := cbs.take(); callsOf(calls, 5) != nil {
@@ -192,8 +193,8 @@ func TestJoinsKeepLeader(t *testing.T) {
 
 	// A partition of lower nodes heals: the leader merges them back (a
 	// new number). Node 2 led them meanwhile, with a term above 5's, so 5
-	// takes a new term above it: a new leadership, without a moment out
-	// of leadership.
+	// takes a new term above it: one leader-term event, without a moment
+	// out of leadership.
 	c.nw.Partition([]string{hostIP(1), hostIP(2)})
 	var t2 GroupNumber
 	waitFor(t, convergeBound(c), "the lower side to form its own group", func() bool {
@@ -209,14 +210,14 @@ func TestJoinsKeepLeader(t *testing.T) {
 	if g2.ID != 5 {
 		t.Errorf("after the heal: group %s, want coordinator 5", g2)
 	}
-	if starts, stops := leaderChanges(lead.eventsOf()); starts != 2 || stops != 1 { // its first leadership, and the new term
-		t.Errorf("the leader got %d leader-start and %d leader-stop, want 2 and 1 (the heal's new term)", starts, stops)
+	if starts, stops, terms := leaderChanges(lead.eventsOf()); starts != 1 || stops != 0 || terms != 1 { // its first leadership, and the new term
+		t.Errorf("the leader got %d leader-start, %d leader-stop and %d leader-term, want 1, 0 and 1 (the heal's new term)", starts, stops, terms)
 	}
 	if st := lead.a.Status(); !t2.Less(st.Term) || !term.Less(st.Term) || st.Term != g2 {
 		t.Errorf("after the heal the term is %s; want the new group %s, above 5's old term %s and 2's %s", st.Term, g2, term, t2)
 	}
 	calls := cbs.take()
-	if got5, want := callsOf(calls, 5), map[string]int{"ctx-done": 1, "stop": 1, "start": 1}; !maps.Equal(got5, want) {
+	if got5, want := callsOf(calls, 5), map[string]int{"new-term": 1}; !maps.Equal(got5, want) {
 		t.Errorf("the leader's callbacks during the heal: %v, want %v (all calls %v)", got5, want, calls)
 	}
 
@@ -235,7 +236,7 @@ func TestJoinsKeepLeader(t *testing.T) {
 		if n.id == 4 {
 			want = 1
 		}
-		if starts, stops := leaderChanges(n.eventsOf()[marks[n.id]:]); starts != want || stops != 0 {
+		if starts, stops, _ := leaderChanges(n.eventsOf()[marks[n.id]:]); starts != want || stops != 0 {
 			t.Errorf("node %d: %d leader-start and %d leader-stop in the failover, want %d and 0", n.id, starts, stops, want)
 		}
 	}
@@ -278,6 +279,7 @@ func (l *callbackLog) callbacks(id wire.NodeID) LeaderCallbacks {
 			record("ctx-done")
 		},
 		OnStoppedLeading: func() { record("stop") },
+		OnNewTerm:        func(GroupNumber, GroupNumber) { record("new-term") },
 	}
 }
 
@@ -304,17 +306,20 @@ func callsOf(calls []callback, id wire.NodeID) map[string]int {
 	return n
 }
 
-// leaderChanges counts the leader-start and leader-stop events among es.
-func leaderChanges(es []Event) (starts, stops int) {
+// leaderChanges counts the leader-start, leader-stop and leader-term
+// events among es.
+func leaderChanges(es []Event) (starts, stops, terms int) {
 	for _, e := range es {
 		switch e.Reason {
 		case ReasonLeaderStart:
 			starts++
 		case ReasonLeaderStop:
 			stops++
+		case ReasonLeaderTerm:
+			terms++
 		}
 	}
-	return starts, stops
+	return starts, stops, terms
 }
 
 // watchLeadership polls a's status every 5 ms until the returned function

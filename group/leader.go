@@ -40,6 +40,12 @@ type LeaderCallbacks struct {
 	// context of OnStartedLeading was cancelled, including when the agent
 	// stops while leading: Run returns after it.
 	OnStoppedLeading func()
+	// OnNewTerm is called when this node goes on leading under a new
+	// term (old → term): the leadership, and OnStartedLeading's context,
+	// go on, but a resource fenced by terms refuses writes with the old
+	// one once another leader's higher term reached it (without a
+	// quorum, after a partition healed): write with the new term.
+	OnNewTerm func(old, term GroupNumber)
 	// OnNewLeader is called when this node's group settles (Normal) under
 	// a new coordinator, itself included: id and name are the leader's.
 	// Another node's name comes with its memberlist meta, which can
@@ -50,7 +56,7 @@ type LeaderCallbacks struct {
 }
 
 func (c LeaderCallbacks) any() bool {
-	return c.OnStartedLeading != nil || c.OnStoppedLeading != nil || c.OnNewLeader != nil
+	return c.OnStartedLeading != nil || c.OnStoppedLeading != nil || c.OnNewLeader != nil || c.OnNewTerm != nil
 }
 
 // leaderRunner runs the callbacks: a queue of transitions drained by one
@@ -208,6 +214,14 @@ func (r *leaderRunner) stopped() {
 			r.cb.OnStoppedLeading()
 		}
 	})
+}
+
+// newTerm queues OnNewTerm: the leadership goes on under term.
+func (r *leaderRunner) newTerm(old, term GroupNumber) {
+	if r.cb.OnNewTerm == nil {
+		return
+	}
+	r.enqueue(func(context.Context) { r.cb.OnNewTerm(old, term) })
 }
 
 // newLeader queues OnNewLeader.

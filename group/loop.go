@@ -33,8 +33,10 @@ func (a *Agent) loop(ctx context.Context, d *driver.Driver) loopEnd {
 		case <-a.crashCh:
 			return endCrashed
 		case in := <-a.inbox:
+			a.clocks.sample(time.Now()) // a suspend since the last turn shows here first (bootClock)
 			a.handleInbound(d, in, time.Now())
 		case in := <-a.beacons:
+			a.clocks.sample(time.Now())
 			// Every other packet first. A beacon says again what the
 			// sender's last one said; an Accept or a ReadyAck that
 			// waits behind hundreds of them misses its window. In a
@@ -47,6 +49,7 @@ func (a *Agent) loop(ctx context.Context, d *driver.Driver) loopEnd {
 			}
 			a.handleInbound(d, in, time.Now())
 		case ev := <-a.gossipCh:
+			a.clocks.sample(time.Now())
 			switch {
 			case ev.named:
 				a.pub.nameKnown(ev.id)
@@ -56,6 +59,7 @@ func (a *Agent) loop(ctx context.Context, d *driver.Driver) loopEnd {
 				a.peerDown(d, ev, time.Now())
 			}
 		case <-timer.C:
+			a.clocks.sample(time.Now())
 			armed = time.Time{}
 		}
 		a.turned.Store(time.Now().UnixNano()) // LoopTurned: the loop is not wedged
@@ -142,8 +146,8 @@ func (a *Agent) peerDown(d *driver.Driver, ev gossipEvent, now time.Time) {
 			Msg("memberlist: a previous instance of the peer is down; the peer announces another address")
 		return
 	}
-	a.log.Debug().Uint64("peer", uint64(ev.id)).Str("addr", ev.addr).Msg("memberlist: peer down")
-	d.Step(now, invitation.PeerDown{ID: ev.id})
+	a.log.Debug().Uint64("peer", uint64(ev.id)).Str("addr", ev.addr).Bool("left", ev.left).Msg("memberlist: peer down")
+	d.Step(now, invitation.PeerDown{ID: ev.id, Left: ev.left})
 }
 
 // maybeJoin records the gossip address a beacon announced, and asks the
@@ -225,7 +229,8 @@ func (e loopEnv) Send(env wire.Envelope) { e.a.send(env, time.Now()) }
 // milliseconds.
 func (e loopEnv) Save(d invitation.Durable) (bool, error) {
 	a := e.a
-	err := a.store.Save(store.State{NodeID: a.id, Counter: d.Counter, Incarnation: a.incarnation, LastGroup: d.LastGroup, Term: d.Term})
+	err := a.store.Save(store.State{NodeID: a.id, Counter: d.Counter, Incarnation: a.incarnation, LastGroup: d.LastGroup, Term: d.Term,
+		RuleVoters: d.Rule.Voters, RuleTie: d.Rule.Tie})
 	if err != nil {
 		a.metrics.persistFails.Inc()
 	}

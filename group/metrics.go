@@ -41,10 +41,12 @@ type metrics struct {
 	members       prometheus.Gauge
 
 	created          prometheus.Counter
-	leaderChanges    *prometheus.CounterVec // leader-start, leader-stop
+	leaderChanges    *prometheus.CounterVec // leader-start, leader-stop, leader-term
 	degraded         prometheus.Gauge
 	duplicateIDs     prometheus.Counter
 	timingMismatches prometheus.Counter
+	quorumMismatches prometheus.Counter
+	quorumVoters     prometheus.Gauge
 }
 
 // Drop reasons the runtime adds to wire.DropReasons.
@@ -111,13 +113,16 @@ func newMetrics(live liveGauges) *metrics {
 		members:       g("members", "Members in the node's current member list."),
 
 		created:          f("groups_created_total", "Group numbers this node created."),
-		leaderChanges:    fv("leader_changes_total", "Leadership transitions of this node, by event (leader-start, leader-stop).", "event"),
+		leaderChanges:    fv("leader_changes_total", "Leadership transitions of this node, by event (leader-start, leader-stop, leader-term).", "event"),
 		degraded:         g("degraded", "1 while the node cannot save its state (it creates no group number and steps aside)."),
 		duplicateIDs:     f("duplicate_id_total", "Other processes seen using this node's ID."),
 		timingMismatches: f("timing_mismatches_total", "Peers seen announcing other intervals than this node's (each peer once per value)."),
+		quorumMismatches: f("quorum_mismatches_total", "Peers seen announcing other quorum settings (--expect, --tie-breaker) than this node's (each peer once per value)."),
+		quorumVoters:     g("quorum_voters", "The number of voters a quorum is a majority of (--expect, or more when more nodes are known or announced); 0 without --expect."),
 	}
 	m.leaderChanges.WithLabelValues(ReasonLeaderStart)
 	m.leaderChanges.WithLabelValues(ReasonLeaderStop)
+	m.leaderChanges.WithLabelValues(ReasonLeaderTerm)
 	gf := func(name, help string, f func() float64) {
 		if f == nil {
 			f = func() float64 { return 0 }

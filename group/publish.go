@@ -4,12 +4,15 @@ import (
 	"fmt"
 	"maps"
 	"net"
+	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/groupd/groupd/invitation"
+	"github.com/groupd/groupd/wire"
 )
 
 // The publisher hands the machine's decisions out: the current Status,
@@ -37,14 +40,18 @@ type publisher struct {
 	actTerm  GroupNumber
 	actSince time.Time
 	// leaseTimer ends an acting quorum-mode leadership when its lease
-	// runs out, whether or not the loop runs (expire).
-	leaseTimer *time.Timer
+	// runs out, whether or not the loop runs (expire); created by init.
+	leaseTimer *leaseTimer
 	subs       map[*subscription]struct{}
 	watchers   map[*leaderWatch]struct{}
 	closed     bool
 	dup        *DuplicateID
 	mismatches []TimingMismatch
-	persistLog string // the last save error logged
+	// rule is the quorum rule in force (quorum mode; nil otherwise) and
+	// qmismatches the peers whose quorum settings differ (quorum.go).
+	rule        *QuorumRule
+	qmismatches []QuorumMismatch
+	persistLog  string // the last save error logged
 
 	leaders leaderRunner // the callbacks' goroutine (leader.go)
 }
@@ -59,13 +66,18 @@ func (p *publisher) init(a *Agent) {
 	p.a = a
 	p.subs = make(map[*subscription]struct{})
 	p.watchers = make(map[*leaderWatch]struct{})
+	if q := a.cfg.Quorum; q.Enabled() {
+		p.rule = &QuorumRule{Voters: q.Expect, TieBreaker: q.TieBreaker}
+	}
 	p.st = Status{
 		ID: a.id, Name: a.name, Priority: a.cfg.Priority, State: StateElection, Role: Participant,
 		Members: []NodeID{}, Counter: a.durable.Counter, Incarnation: a.incarnation, Boot: a.boot,
 		Since: time.Now(), Expect: a.cfg.Quorum.Expect, Tags: maps.Clone(a.cfg.Tags),
+		TieBreaker: a.cfg.Quorum.TieBreaker, Rule: p.rule,
 	}
 	p.leaders.init(a.cfg.Leader, a.cfg.Logger.With().Str("component", "leader").Uint64("node", uint64(a.id)).Logger())
 	p.leaders.nameOf = a.nameOf
+	p.leaseTimer = newLeaseTimer(p.expire)
 }
 
 // start starts the leader callbacks' goroutine.
@@ -91,7 +103,7 @@ func (p *publisher) live(st Status, now time.Time) Status {
 		return st
 	}
 	if r := p.a.lease.remaining(now); r > 0 {
-		st.LeaseUntil = p.a.lease.get()
+		st.LeaseUntil, _ = p.a.lease.get()
 	} else {
 		st.Primary, st.LeaseUntil = false, time.Time{}
 	}
@@ -109,6 +121,7 @@ func (p *publisher) view(s invitation.Status, now time.Time) Status {
 		Leader: s.Leader, LeaderSince: s.LeaderSince, Term: s.Term, Tags: p.st.Tags,
 		DuplicateID: p.dup, TimingMismatches: p.mismatches,
 		Primary: s.Primary, LeaseUntil: s.LeaseUntil,
+		TieBreaker: a.cfg.Quorum.TieBreaker, Rule: p.rule, QuorumMismatches: p.qmismatches,
 	}
 	st.MemberPriorities = make([]uint8, len(s.Members))
 	for i, m := range s.Members {
@@ -179,12 +192,13 @@ func (p *publisher) change(t time.Time, ie invitation.Event) {
 	p.notifyWatchers()
 }
 
-// leadership publishes the leader-stop and leader-start events that the
-// change old → cur makes, exactly once per transition, to subscribers, the
-// hook and the callbacks: the node stops acting as leader (IsLeader goes
-// false, or its term changes) and starts (it goes true, or takes a new
-// term). was is whether it acted as leader before. A stop because a lease
-// ran out is stamped with the lease's end.
+// leadership publishes the leadership transitions that the change old →
+// cur makes, exactly once each, to subscribers, the hook and the
+// callbacks: the node stops acting as leader (IsLeader goes false),
+// starts (it goes true), or goes on under a new term (leader-term: one
+// event, neither a stop nor a start, for a leader whose term grew while
+// it led, design §8). was is whether it acted as leader before. A stop
+// because a lease ran out is stamped with the lease's end.
 func (p *publisher) leadership(t time.Time, old, cur Status, was bool) {
 	now := cur.IsLeader()
 	p.mu.Lock()
@@ -200,13 +214,17 @@ func (p *publisher) leadership(t time.Time, old, cur Status, was bool) {
 		p.actSince, p.actTerm = time.Time{}, GroupNumber{}
 	}
 	p.mu.Unlock()
+	o := old
+	o.Term = term
+	if was && now {
+		p.transition(t, ReasonLeaderTerm, &o, cur, cur.Term)
+		return
+	}
 	if was {
 		stop := t
 		if end := old.LeaseUntil; cur.Expect > 0 && cur.Leader && !end.IsZero() && end.Before(stop) {
 			stop = end // the lease ran out then: the loop saw it late
 		}
-		o := old
-		o.Term = term
 		p.transition(stop, ReasonLeaderStop, &o, cur, term)
 	}
 	if now {
@@ -214,45 +232,79 @@ func (p *publisher) leadership(t time.Time, old, cur Status, was bool) {
 	}
 }
 
-// transition publishes one leader-start or leader-stop.
+// transition publishes one leader-start, leader-stop or leader-term.
 func (p *publisher) transition(t time.Time, reason string, old *Status, cur Status, term GroupNumber) {
 	a := p.a
 	e := Event{Time: t, Node: a.id, Name: a.name, Reason: reason, Old: old, New: cur}
-	a.log.Info().Str("reason", reason).Str("group", cur.Group.String()).Str("term", term.String()).Msg(reason)
+	l := a.log.Info().Str("reason", reason).Str("group", cur.Group.String()).Str("term", term.String())
+	if reason == ReasonLeaderTerm {
+		l = l.Str("old_term", old.Term.String())
+	}
+	l.Msg(reason)
 	a.metrics.leaderChanges.WithLabelValues(reason).Inc()
 	p.deliver(e)
 	if a.hooks != nil {
 		a.hooks.enqueue(e)
 	}
-	if reason == ReasonLeaderStart {
+	switch reason {
+	case ReasonLeaderStart:
 		p.leaders.started(term)
-	} else {
+	case ReasonLeaderStop:
 		p.leaders.stopped()
+	case ReasonLeaderTerm:
+		p.leaders.newTerm(old.Term, term)
 	}
 }
 
-// armLease makes the lease timer fire when the lease that the loop just
-// computed ends (zero: none), so that an acting leader stops acting then,
-// whatever the loop does (expire). Called by the loop after every input.
+// armLease publishes the lease the loop just computed (zero until: none)
+// for readers and the lease timer, which ends an acting leadership at the
+// lease's end whatever the loop does (expire). Its boot-clock deadline is
+// fixed when its end changes, from the instant its grants count from
+// (lease.set). Called by the loop after every input: a lease is renewed
+// without a change of view.
+//
+// The lease timer may have fired while the loop was renewing the lease: a
+// grant counted just before the published end, published just after it.
+// The machine then still says primary and no event will say it again, so
+// armLease puts the leadership back (a lease event, and leader-start).
 func (p *publisher) armLease(now, until time.Time) {
-	p.a.lease.set(now, until)
+	a := p.a
+	a.lease.set(a.clocks, until, until.Add(-a.cfg.Timing.LeaderLease()))
+	end, boot := a.lease.get()
+	p.leaseTimer.arm(now, end, boot)
 	if until.IsZero() {
 		return
 	}
+	p.emit.Lock()
+	defer p.emit.Unlock()
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.leaseTimer == nil {
-		p.leaseTimer = time.AfterFunc(until.Sub(now), p.expire)
+	old := p.st
+	if p.acting || old.Expect == 0 || !old.Leader || old.Primary || old.Role != Coordinator || !leaseValid(now, end, boot) {
+		p.mu.Unlock()
 		return
 	}
-	p.leaseTimer.Reset(until.Sub(now))
+	cur := old
+	cur.Primary, cur.LeaseUntil, cur.Time = true, end, now
+	p.st = cur
+	p.mu.Unlock()
+	a.log.Info().Str("group", cur.Group.String()).Str("term", cur.Term.String()).
+		Msg("the lease was renewed as it ran out: primary again")
+	e := Event{Time: now, Node: a.id, Name: a.name, Reason: string(invitation.ReasonLease), Old: &old, New: cur}
+	a.metrics.observe(e)
+	p.deliver(e)
+	if a.hooks != nil && hookWorthy(e) {
+		a.hooks.enqueue(e)
+	}
+	p.leadership(now, old, cur, false)
+	p.notifyWatchers()
 }
 
 // expire ends an acting quorum-mode leadership whose lease ran out, on the
 // lease timer: the loop may be blocked or behind (a stalled host, a long
-// pause), and an application must stop acting as leader when the lease
-// ends, even if no packet and no tick arrives. The machine reports the
-// same when its loop runs again, which then changes nothing here.
+// pause, a suspended host just resumed), and an application must stop
+// acting as leader when the lease ends, even if no packet and no tick
+// arrives. The machine reports the same when its loop runs again, which
+// then changes nothing here.
 func (p *publisher) expire() {
 	p.emit.Lock()
 	defer p.emit.Unlock()
@@ -263,14 +315,15 @@ func (p *publisher) expire() {
 		return
 	}
 	if r := p.a.lease.remaining(now); r > 0 {
-		p.leaseTimer.Reset(r) // renewed meanwhile
+		until, boot := p.a.lease.get()
+		p.leaseTimer.arm(now, until, boot) // renewed meanwhile
 		p.mu.Unlock()
 		return
 	}
 	old := p.st
-	end := p.a.lease.get()
+	end, _ := p.a.lease.get()
 	if end.IsZero() || end.After(now) {
-		end = now
+		end = now // the boot clock ran out first: a suspended host
 	}
 	cur := old
 	cur.Primary, cur.LeaseUntil, cur.Time = false, time.Time{}, end
@@ -306,9 +359,7 @@ func (p *publisher) goodbye(t time.Time) {
 	p.st = cur
 	was := p.acting
 	p.mu.Unlock()
-	if p.leaseTimer != nil {
-		p.leaseTimer.Stop()
-	}
+	p.leaseTimer.stop()
 	p.leadership(t, old, cur, was)
 	p.notifyWatchers()
 }
@@ -394,7 +445,93 @@ func (p *publisher) notice(n invitation.Notice) {
 		a.log.Warn().Uint64("peer", uint64(n.Peer)).Str("peer_name", a.peers.name(n.Peer)).
 			Str("theirs", n.Theirs.String()).Str("ours", n.Ours.String()).
 			Msg("a node announces other intervals than this one (--profile or interval flags differ): inside a group its coordinator's apply, but check the configuration")
+	case invitation.NoticeQuorumMismatch:
+		p.quorumMismatch(n)
+	case invitation.NoticeQuorumRule:
+		p.quorumRule(n)
 	}
+}
+
+// quorumMismatch records, logs and counts a peer whose --expect or
+// --tie-breaker differ from this node's, or forgets one that agrees again.
+func (p *publisher) quorumMismatch(n invitation.Notice) {
+	a := p.a
+	agree := n.TheirQuorum == n.OurQuorum
+	detail := quorumDetail(n.TheirQuorum, n.OurQuorum)
+	p.mu.Lock()
+	kept := p.qmismatches[:0:0]
+	replaced := false
+	for _, m := range p.qmismatches {
+		if m.Peer == n.Peer {
+			replaced = true
+			continue
+		}
+		kept = append(kept, m)
+	}
+	if !agree && len(kept) < maxMismatches {
+		kept = append(kept, QuorumMismatch{Peer: n.Peer, Expect: int(n.TheirQuorum.Expect),
+			TieBreaker: n.TheirQuorum.TieBreaker, Detail: detail})
+	}
+	if len(kept) == 0 {
+		kept = nil
+	}
+	p.qmismatches = kept
+	p.st.QuorumMismatches = kept
+	p.mu.Unlock()
+	if agree {
+		if replaced {
+			a.log.Info().Uint64("peer", uint64(n.Peer)).Str("peer_name", a.peers.name(n.Peer)).
+				Msg("a node's quorum settings (--expect, --tie-breaker) agree with this node's again")
+		}
+		return
+	}
+	a.metrics.quorumMismatches.Inc()
+	a.log.Warn().Uint64("peer", uint64(n.Peer)).Str("peer_name", a.peers.name(n.Peer)).
+		Int("their_expect", int(n.TheirQuorum.Expect)).Uint64("their_tie_breaker", uint64(n.TheirQuorum.TieBreaker)).
+		Int("expect", int(n.OurQuorum.Expect)).Uint64("tie_breaker", uint64(n.OurQuorum.TieBreaker)).
+		Msg(fmt.Sprintf("node %d runs with other quorum settings: %s. Both count a quorum by the stricter rule, so that no two leaders are primary at once; make the settings agree",
+			n.Peer, detail))
+}
+
+// quorumDetail names the settings theirs sets differently from ours.
+func quorumDetail(theirs, ours wire.Quorum) string {
+	var parts []string
+	if theirs.Expect != ours.Expect {
+		parts = append(parts, fmt.Sprintf("--expect %d (this node %d)", theirs.Expect, ours.Expect))
+	}
+	if theirs.TieBreaker != ours.TieBreaker {
+		parts = append(parts, fmt.Sprintf("--tie-breaker %d (this node %d)", theirs.TieBreaker, ours.TieBreaker))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// quorumRule records and logs the rule a quorum is now counted by.
+func (p *publisher) quorumRule(n invitation.Notice) {
+	a := p.a
+	q := a.cfg.Quorum
+	r := &QuorumRule{Voters: n.Voters, TieBreaker: n.Tie, Extra: slices.Clone(n.Extra)}
+	p.mu.Lock()
+	p.rule = r
+	p.st.Rule = r
+	p.mu.Unlock()
+	a.metrics.quorumVoters.Set(float64(n.Voters))
+	if n.Voters == q.Expect && n.Tie == q.TieBreaker {
+		a.log.Info().Int("voters", n.Voters).Uint64("tie_breaker", uint64(n.Tie)).
+			Msg("the quorum is counted by this node's settings again (--expect, --tie-breaker)")
+		return
+	}
+	var why []string
+	if n.Voters > q.Expect {
+		why = append(why, fmt.Sprintf("a majority of %d, not of --expect %d: more nodes are known, or a node announces a larger --expect", n.Voters, q.Expect))
+	}
+	if q.TieBreaker != 0 && n.Tie == 0 {
+		why = append(why, fmt.Sprintf("the tie-breaker %d does not decide an exact half: nodes disagree on it, or more nodes are known than --expect", q.TieBreaker))
+	}
+	if len(n.Extra) > 0 {
+		why = append(why, fmt.Sprintf("nodes %s run more than one process (a second process given the ID, or a node whose data dir was lost): the later one's grants do not count", idList(n.Extra)))
+	}
+	a.log.Warn().Int("voters", n.Voters).Int("expect", q.Expect).Uint64("tie_breaker", uint64(n.Tie)).
+		Str("extra", idList(n.Extra)).Msg("quorum rule: " + strings.Join(why, "; "))
 }
 
 func orUnknown(s string) string {

@@ -66,6 +66,7 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 		Election: a.cfg.Election,
 		Rand:     mrand.New(mrand.NewSource(seed)),
 		Quorum:   a.cfg.Quorum,
+		Home:     a.home,
 
 		NoPreempt: a.cfg.NoPreempt,
 	}

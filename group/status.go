@@ -40,6 +40,11 @@ type (
 	// TimingMismatch is a peer whose announced intervals differ from
 	// this node's.
 	TimingMismatch = schema.TimingMismatch
+	// QuorumRule is the rule a quorum is counted by (quorum mode).
+	QuorumRule = schema.QuorumRule
+	// QuorumMismatch is a peer whose quorum settings differ from this
+	// node's.
+	QuorumMismatch = schema.QuorumMismatch
 	// Member is one node this agent knows of (GET /v1/members).
 	Member = schema.Member
 	// Event reports a change of the node's view (GET /v1/events).
@@ -62,4 +67,5 @@ const (
 	ReasonSnapshot    = schema.ReasonSnapshot
 	ReasonLeaderStart = schema.ReasonLeaderStart
 	ReasonLeaderStop  = schema.ReasonLeaderStop
+	ReasonLeaderTerm  = schema.ReasonLeaderTerm
 )

@@ -38,7 +38,17 @@ func membersAction(c *cli.Context, api *client.Client) error {
 func printMembers(w io.Writer, ms []group.Member) error {
 	sort.Slice(ms, func(i, j int) bool { return ms[i].ID < ms[j].ID })
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tNAME\tPRIORITY\tADDR\tGOSSIP\tREACH\tIN GROUP\tGROUP\tLEADER\tTAGS")
+	// A QUORUM column only when some node's settings differ: it names
+	// them (--expect, --tie-breaker) against this node's.
+	quorum := false
+	for _, m := range ms {
+		quorum = quorum || m.Quorum != ""
+	}
+	head := "ID\tNAME\tPRIORITY\tADDR\tGOSSIP\tREACH\tIN GROUP\tGROUP\tLEADER\tTAGS"
+	if quorum {
+		head += "\tQUORUM"
+	}
+	fmt.Fprintln(tw, head)
 	for _, m := range ms {
 		in := "no"
 		if m.InGroup {
@@ -51,9 +61,13 @@ func printMembers(w io.Writer, ms []group.Member) error {
 		case m.Degraded:
 			lead = "degraded"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s",
 			strconv.FormatUint(uint64(m.ID), 10), orDash(m.Name), m.Priority, orDash(m.Addr), orDash(m.Gossip), reachCell(m.Reach), in,
 			orDash(m.Group), lead, orDash(strings.Join(sortedKV(m.Tags), " ")))
+		if quorum {
+			fmt.Fprintf(tw, "\t%s", orDash(m.Quorum))
+		}
+		fmt.Fprintln(tw)
 	}
 	return tw.Flush()
 }

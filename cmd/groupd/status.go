@@ -82,6 +82,21 @@ func printStatus(w io.Writer, st group.Status, now time.Time) error {
 			p = "yes"
 		}
 		line("primary", fmt.Sprintf("%s (%d of --expect %d)", p, len(st.Members), st.Expect))
+		if r := st.Rule; r != nil && (r.Voters != st.Expect || r.TieBreaker != st.TieBreaker) {
+			rule := fmt.Sprintf("a majority of %d", r.Voters)
+			if r.TieBreaker != 0 {
+				rule += fmt.Sprintf(", or half holding %d", r.TieBreaker)
+			} else if st.TieBreaker != 0 {
+				rule += fmt.Sprintf(" (tie-breaker %d not in force)", st.TieBreaker)
+			}
+			if len(r.Extra) > 0 {
+				rule += fmt.Sprintf("; more than one process of %s", joinIDs(r.Extra))
+			}
+			line("quorum rule", rule)
+		}
+	}
+	for _, m := range st.QuorumMismatches {
+		line("quorum", fmt.Sprintf("node %d differs: %s", m.Peer, m.Detail))
 	}
 	if st.PersistError != "" {
 		line("persist error", st.PersistError+" (degraded: creates no group number, steps aside)")

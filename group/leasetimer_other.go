@@ -1,0 +1,7 @@
+//go:build !linux
+
+package group
+
+// newBootAlarm has no boot-clock timer off Linux: the lease timer is the
+// monotonic one alone (and readers check the monotonic clock only).
+func newBootAlarm(func()) bootAlarm { return nil }
