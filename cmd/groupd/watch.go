@@ -83,12 +83,20 @@ func formatEvent(ev group.Event, loc *time.Location) string {
 		b.WriteString(" (" + ev.Name + ")")
 	}
 	fmt.Fprintf(&b, " %s:", orDash(ev.Reason))
-	if ev.Reason == group.ReasonLeaderStart || ev.Reason == group.ReasonLeaderStop {
+	switch ev.Reason {
+	case group.ReasonLeaderStart, group.ReasonLeaderStop:
 		term := ev.New.Term
 		if ev.Reason == group.ReasonLeaderStop && ev.Old != nil {
 			term = ev.Old.Term
 		}
 		fmt.Fprintf(&b, " term %s, group %s", term, ev.New.Group)
+		return b.String()
+	case group.ReasonLeaderTerm:
+		if ev.Old != nil {
+			fmt.Fprintf(&b, " term %s -> %s, group %s", ev.Old.Term, ev.New.Term, ev.New.Group)
+		} else {
+			fmt.Fprintf(&b, " term %s, group %s", ev.New.Term, ev.New.Group)
+		}
 		return b.String()
 	}
 	if ev.Old != nil {

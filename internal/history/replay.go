@@ -179,10 +179,10 @@ func (p *replayer) event(r record) bool {
 	p.res.Safety = append(p.res.Safety, p.c.Observe(invariant.Observation{Time: r.t, Node: n, Status: v, Alive: true})...)
 	// LP1 (quorum mode): a primary leadership runs from its leader-start
 	// to its leader-stop, which the daemon stamps with the lease's end
-	// when the lease ran out.
+	// when the lease ran out; a leader-term goes on under a new term.
 	if st.Expect > 0 {
 		switch r.ev.Reason {
-		case schema.ReasonLeaderStart:
+		case schema.ReasonLeaderStart, schema.ReasonLeaderTerm:
 			p.res.Safety = append(p.res.Safety, p.c.Lead(r.t, n, st.Term, time.Time{})...)
 		case schema.ReasonLeaderStop:
 			p.c.Unlead(r.t, n)
