@@ -313,13 +313,23 @@ func (n *Node) onAccept(now time.Time, m wire.Message, b wire.Accept) {
 	if b.Group != n.group || !n.isCoordinator() {
 		return
 	}
+	if mb := n.up[m.From]; mb != nil && mb.boot != m.Boot && m.Flags&wire.FlagFresh != 0 &&
+		now.Sub(mb.heard) < n.t.AckLate(n.quorumMode()) {
+		// A process of a member's ID that started without a saved state,
+		// while the member itself is heard: a second process given the
+		// ID, which gives way to it (§3.6). It does not take the
+		// member's place; if it is the member restarted after all (its
+		// data dir lost), it repeats its Accept and is taken once the old
+		// process has fallen silent.
+		return
+	}
 	n.memberTerm(now, b.Term, false)
 	if mb := n.up[m.From]; mb != nil {
 		mb.heard = now
 		n.lastMemberHeard = now
 		if mb.boot != m.Boot {
-			// Another process of its ID accepts (it restarted): what
-			// the old one granted is not this one's to renew.
+			// The member restarted: what the old process granted is
+			// not this one's to renew.
 			mb.boot, mb.granted, mb.acked = m.Boot, time.Time{}, 0
 		}
 		mb.claim, mb.claimed = b.Quorum, true
