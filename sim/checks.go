@@ -47,7 +47,7 @@ func (s *Sim) lead(n *node) {
 	}
 	end := time.Time{} // without a lease (the negative control): until it stops
 	if !until.IsZero() {
-		at := s.virtual(n, until)
+		at := s.leaseEnd(n, until)
 		if n.leading && at == n.leadUntil && n.leadTerm == st.Term {
 			return
 		}

@@ -137,7 +137,8 @@ func (s *Sim) retire(n *node) {
 // checker sees the node down (a duplicate was never its node).
 func (s *Sim) halt(n *node) {
 	s.collectLazy(n)
-	n.pausedUntil, n.stash = 0, nil
+	n.pausedUntil, n.stash, n.suspendedAt = 0, nil, 0
+	n.suspends, n.leaseRaw = nil, time.Time{}
 	n.alive = false
 	n.d = nil
 	n.tickAt = -1

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"math"
 	"time"
 
 	"github.com/groupd/groupd/wire"
@@ -17,7 +18,7 @@ import (
 // pause of a node already paused extends it; no-op if the node is down.
 func (s *Sim) Pause(id wire.NodeID, d time.Duration) {
 	n := s.nodes[s.index(id)]
-	if !n.alive || d <= 0 {
+	if !n.alive || d <= 0 || n.suspendedAt > 0 {
 		return
 	}
 	until := s.now + int64(d)
@@ -48,6 +49,13 @@ func (s *Sim) stashed(n *node, e *event) bool {
 func (s *Sim) resume(n *node) {
 	st := n.stash
 	n.stash, n.pausedUntil = nil, 0
+	if n.suspendedAt > 0 {
+		// The clock stood still while the host was down: it goes on from
+		// where it stopped, and its timers come due that much later.
+		d := time.Duration(s.now - n.suspendedAt)
+		n.offset -= d + time.Duration(n.drift*float64(d))
+		n.suspendedAt = 0
+	}
 	if len(st) == 0 {
 		return
 	}
@@ -71,4 +79,65 @@ func (s *Sim) resumeAll() {
 			s.resume(n)
 		}
 	}
+}
+
+// Suspend suspends node id's host for d: its process gets no CPU, as in
+// Pause, and its monotonic clock stands still meanwhile, as CLOCK_MONOTONIC
+// does across a suspend; virtual time (the boot clock, and every other
+// node's) runs on. Back, the node's clock goes on from where it stopped,
+// so the machine finds its lease, on that clock, still running. The
+// runtime reads a lease on the boot clock, with the offset in force when
+// the lease's grants were counted (group's bootClock); the simulator
+// does the same (leaseEnd), and LP1 checks what that gives.
+func (s *Sim) Suspend(id wire.NodeID, d time.Duration) {
+	n := s.nodes[s.index(id)]
+	if !n.alive || d <= 0 || n.pausedUntil > s.now {
+		return
+	}
+	// The clock's reading when the host went down: readings up to it
+	// were taken before the suspend.
+	n.suspends = append(n.suspends, clockStep{upTo: s.clock(n), offset: n.offset, bootAt: n.bootAt})
+	n.pausedUntil, n.suspendedAt = s.now+int64(d), s.now
+	s.Note("suspend %d for %v", id, d)
+	s.push(event{at: n.pausedUntil, kind: evResume, node: n.slot, inc: n.inc})
+}
+
+// clockStep is a node's clock before a suspend: its readings up to upTo
+// were taken with offset and bootAt.
+type clockStep struct {
+	upTo   time.Time
+	offset time.Duration
+	bootAt int64
+}
+
+// virtualAt is the virtual time at which n's clock read t, with the
+// offset in force then: before a suspend, the offset of before it.
+func (s *Sim) virtualAt(n *node, t time.Time) int64 {
+	offset, bootAt := n.offset, n.bootAt
+	for _, st := range n.suspends {
+		if !t.After(st.upTo) {
+			offset, bootAt = st.offset, st.bootAt
+			break
+		}
+	}
+	x := int64(t.Sub(Epoch) - offset)
+	if n.drift == 0 {
+		return x
+	}
+	return int64(math.Ceil((float64(x)+n.drift*float64(bootAt))/(1+n.drift))) + 1
+}
+
+// leaseEnd is when, in virtual time, the lease ending at until on n's
+// clock ends, read as the daemon reads it: the end is fixed when it
+// changes, from the instant its grants count from (until less the
+// leader's lease length) mapped with the offset in force then; an
+// unchanged end is not mapped again.
+func (s *Sim) leaseEnd(n *node, until time.Time) int64 {
+	if until.Equal(n.leaseRaw) {
+		return n.leadUntil
+	}
+	n.leaseRaw = until
+	ll := n.timing.LeaderLease()
+	basis := until.Add(-ll)
+	return s.virtualAt(n, basis) + int64(float64(ll)/(1+n.drift))
 }

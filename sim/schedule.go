@@ -36,6 +36,7 @@ const (
 	StepHost                               // set the host model to Host (Quiet puts back the config's)
 	StepPause                              // pause Node's process for D (Quiet resumes it)
 	StepDuplicateSplit                     // (after StepQuietCheck) split off a side, start a second process with the ID of the Node-th live node on the other side, run D, stop it
+	StepSuspend                            // suspend Node's host for D: no CPU, and its monotonic clock stands still (Quiet resumes it)
 )
 
 // Step is one step of a Schedule.
@@ -74,6 +75,8 @@ func (st Step) String() string {
 		return st.Host.String()
 	case StepPause:
 		return fmt.Sprintf("pause %d for %v", st.Node, st.D)
+	case StepSuspend:
+		return fmt.Sprintf("suspend %d for %v", st.Node, st.D)
 	case StepCrash:
 		return fmt.Sprintf("crash %d", st.Node)
 	case StepCrashCoord:
@@ -192,9 +195,10 @@ type scheduleGen struct {
 	hs    *rand.Rand // an overloaded host
 	ps    *rand.Rand // stalled processes
 	ds    *rand.Rand // quorum settings that disagree; second processes across a split
+	ss    *rand.Rand // suspended hosts
 	steps []Step
 	// Which of the later kinds of fault this schedule has.
-	opFaults, deafness, overload, stalls, dupSplit bool
+	opFaults, deafness, overload, stalls, dupSplit, suspends bool
 }
 
 func newScheduleGen(seed int64) *scheduleGen {
@@ -217,6 +221,12 @@ func newScheduleGen(seed int64) *scheduleGen {
 	// told meanwhile.
 	g.ps = rand.New(rand.NewSource(seed ^ 0x57a11))
 	g.stalls = g.ps.Intn(4) == 0
+	// A fifth of the schedules suspend a host (a laptop lid, a VM
+	// paused by its hypervisor) for up to twenty seconds: its monotonic
+	// clock stands still meanwhile, so that, back, it finds its lease
+	// running on that clock.
+	g.ss = rand.New(rand.NewSource(seed ^ 0x5b5e4d))
+	g.suspends = g.ss.Intn(5) == 0
 	// In quorum mode, a third of the schedules give some nodes other
 	// settings (--expect below the group's size or above it, as in a
 	// rolling change; tie-breakers that disagree), and a third start a
@@ -492,6 +502,10 @@ func (g *scheduleGen) hostAndOperatorFaults() {
 			g.add(Step{Kind: StepPause, Node: wire.NodeID(1 + ps.Intn(n)), D: d})
 		}
 	}
+	if ss := g.ss; g.suspends && ss.Intn(2) == 0 {
+		d := 200*time.Millisecond + time.Duration(ss.Int63n(int64(20*time.Second)))
+		g.add(Step{Kind: StepSuspend, Node: wire.NodeID(1 + ss.Intn(n)), D: d})
+	}
 	if op := g.op; g.opFaults {
 		for k := op.Intn(3); k > 0; k-- {
 			id := wire.NodeID(1 + op.Intn(n))
@@ -563,6 +577,8 @@ func (s *Sim) step(st Step) error {
 		s.SetHost(st.Host)
 	case StepPause:
 		s.Pause(st.Node, st.D)
+	case StepSuspend:
+		s.Suspend(st.Node, st.D)
 	case StepCrash:
 		s.Crash(st.Node)
 	case StepCrashCoord:

@@ -56,6 +56,12 @@ type node struct {
 	// runs), and stash what it was given meanwhile.
 	pausedUntil int64
 	stash       []event
+	// suspends are the clock's offsets before each suspend of its host
+	// (Suspend), and leaseRaw the lease end, on its clock, that leadUntil
+	// was last mapped from (leaseEnd).
+	suspends    []clockStep
+	leaseRaw    time.Time
+	suspendedAt int64 // when its host went down, while it is (0: it is up)
 
 	// Keyed networks (Config.Keyed): the boot of each sender slot this
 	// process has verified, and the one packet held per unverified sender.
