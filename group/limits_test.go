@@ -346,12 +346,27 @@ func TestReceiveKeyed(t *testing.T) {
 	if accepted() != 4 {
 		t.Fatalf("restarted peer: %d accepted, want 4", accepted())
 	}
+	// A packet of boot 7 again: dropped, and boot 7 asked once (a
+	// recording does not answer; a process that still runs does), not
+	// again for challengeOldEvery however many come.
 	a.receive(seal(good, msg(14, inv), 1), src, false)
-	if accepted() != 4 || dropped("replay") != 4 {
+	a.receive(seal(good, msg(15, inv), 1), src, false)
+	if accepted() != 4 || dropped("replay") != 5 {
 		t.Fatalf("old boot after a restart: %d accepted, %v replay drops", accepted(), dropped("replay"))
 	}
+	// Boot 8 was a second process with the ID, which gave way: boot 7
+	// answers (answer checks that one challenge was sent) and is the
+	// live boot again, and its held packet passes.
+	a.receive(answer(7, 17), src, false)
+	if accepted() != 5 {
+		t.Fatalf("a superseded boot that answered: %d accepted, want its held packet (5)", accepted())
+	}
+	a.receive(seal(good, msgBoot(8, 3, inv), 1), src, false)
+	if accepted() != 5 || dropped("replay") != 6 {
+		t.Fatalf("boot 8 after boot 7 answered again: %d accepted, %v replay drops", accepted(), dropped("replay"))
+	}
 	if sent, _ := tr.take(); len(sent) != 0 {
-		t.Fatalf("a packet of an old boot prompted %d challenges", len(sent))
+		t.Fatalf("boot 8, superseded within challengeOldEvery of the last such challenge: %d challenges, want 0", len(sent))
 	}
 	a.receive(make([]byte, wire.MaxDatagramSize+1), src, false)
 	if dropped("too_large") != 1 {

@@ -94,8 +94,15 @@ func (a *Agent) receive(pkt []byte, src *net.UDPAddr, viaMulticast bool) {
 			return
 		}
 		if err := a.replay.Accept(msg.Header); err != nil {
-			if errors.Is(err, wire.ErrUnverified) {
-				a.challenge(msg, src, now)
+			switch {
+			case errors.Is(err, wire.ErrUnverified):
+				a.challenge(msg, src, now, false)
+			case errors.Is(err, wire.ErrReplay) && a.replay.Superseded(msg.Header):
+				// A boot verified before the live one: a recording,
+				// or the process that still holds the ID after a
+				// second one, verified meanwhile, gave way (design
+				// 3.6). Only a live process answers.
+				a.challenge(msg, src, now, true)
 			}
 			a.drop(err, src)
 			return
@@ -134,6 +141,9 @@ func (a *Agent) accept(msg wire.Message, src *net.UDPAddr, viaMulticast bool, no
 type challenges struct {
 	mu      sync.Mutex
 	pending map[wire.NodeID]*challenge
+	// old is when a superseded boot of each sender was last challenged
+	// (oldDue); it outlives the challenge, which a Response ends.
+	old map[wire.NodeID]time.Time
 }
 
 type challenge struct {
@@ -144,19 +154,51 @@ type challenge struct {
 	via   bool
 }
 
-// challengeEvery bounds how often one sender is challenged.
-const challengeEvery = 50 * time.Millisecond
+// challengeEvery bounds how often one sender is challenged; a superseded
+// boot of it is challenged at most every challengeOldEvery, since a
+// recording of an old boot's packets can be replayed at will and every
+// challenge is a packet sent to the recording's source.
+const (
+	challengeEvery    = 50 * time.Millisecond
+	challengeOldEvery = time.Second
+)
 
 func newChallenges() *challenges {
-	return &challenges{pending: make(map[wire.NodeID]*challenge)}
+	return &challenges{pending: make(map[wire.NodeID]*challenge), old: make(map[wire.NodeID]time.Time)}
 }
 
-// challenge holds msg, from a boot of its sender not verified yet, and
-// asks the sender (at the address the packet came from, which is where the
-// live process is if the packet is live) to prove that boot is live.
-func (a *Agent) challenge(msg wire.Message, src *net.UDPAddr, now time.Time) {
+// oldDue reports whether a superseded boot of from may be challenged now,
+// and if so notes that it is. The map holds senders challenged within
+// challengeOldEvery; at maxPeers, the others are swept first.
+func (c *challenges) oldDue(from wire.NodeID, now time.Time) bool {
+	if t, ok := c.old[from]; ok && now.Sub(t) < challengeOldEvery {
+		return false
+	}
+	if len(c.old) >= maxPeers {
+		for id, t := range c.old {
+			if now.Sub(t) >= challengeOldEvery {
+				delete(c.old, id)
+			}
+		}
+		if len(c.old) >= maxPeers {
+			return false
+		}
+	}
+	c.old[from] = now
+	return true
+}
+
+// challenge holds msg, from a boot of its sender not verified yet (or
+// superseded: old), and asks the sender (at the address the packet came
+// from, which is where the live process is if the packet is live) to prove
+// that boot is live.
+func (a *Agent) challenge(msg wire.Message, src *net.UDPAddr, now time.Time, old bool) {
 	c := a.challenges
 	c.mu.Lock()
+	if old && !c.oldDue(msg.From, now) {
+		c.mu.Unlock()
+		return
+	}
 	ch := c.pending[msg.From]
 	if ch == nil {
 		if len(c.pending) >= maxPeers {

@@ -58,7 +58,7 @@ func (s *Sim) boot(n *node) {
 		s.joinSeeds(n)
 	}
 	n.boot = splitmix(s.cfg.Seed, n.slot, n.inc, 0xb007) | 1
-	n.verified, n.held, n.route = nil, nil, nil
+	n.verified, n.held, n.superseded, n.oldAsked, n.route = nil, nil, nil, nil, nil
 	n.hasHdr, n.probes = false, nil
 	env := &simEnv{s: s, n: n}
 	opts := driver.Options{Lazy: *s.cfg.LazyDeadlines, Observer: func(now time.Time, in invitation.Input, out invitation.Output) {

@@ -2,7 +2,9 @@ package sim
 
 import (
 	"fmt"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/groupd/groupd/invitation"
 	"github.com/groupd/groupd/wire"
@@ -306,28 +308,39 @@ func (s *Sim) receive(n *node, from int32, m wire.Message) {
 }
 
 // verifiedFrom models the replay window's first contact (package wire,
-// ReplayWindow): a packet from a boot of its sender the receiver has not
-// verified is held, and the receiver challenges the sender; one round trip
-// later the sender's live boot is verified and the held packet (the last
-// one, if it is of that boot) is delivered. It reports whether m may be
-// delivered now.
+// ReplayWindow, which is per ID, not per process): a packet from a boot of
+// its sender's ID the receiver has not verified is held, and the receiver
+// challenges the process it came from; one round trip later that process's
+// boot is verified and the held packet (the last one, if it is of that
+// boot) is delivered. A boot verified before the live one (two processes
+// with one ID) is challenged again at most every second (group's
+// challengeOldEvery). It reports whether m may be delivered now.
 func (s *Sim) verifiedFrom(n *node, from int32, m wire.Message) bool {
-	if n.verified[from] == m.Boot {
+	id := m.From
+	if n.verified[id] == m.Boot {
 		return true
 	}
 	s.counts.Dropped[DropUnverified]++
 	if n.held == nil {
-		n.held = make(map[int32]*wire.Message)
-		n.verified = make(map[int32]uint64)
+		n.held = make(map[wire.NodeID]*wire.Message)
+		n.verified = make(map[wire.NodeID]uint64)
+		n.superseded = make(map[wire.NodeID][]uint64)
+		n.oldAsked = make(map[wire.NodeID]int64)
 	}
-	_, waiting := n.held[from]
+	if slices.Contains(n.superseded[id], m.Boot) {
+		if t, ok := n.oldAsked[id]; ok && s.now-t < int64(time.Second) {
+			return false
+		}
+		n.oldAsked[id] = s.now
+	}
+	_, waiting := n.held[id]
 	mm := m
-	n.held[from] = &mm
+	n.held[id] = &mm
 	if !waiting {
 		// Challenge out, Response back: a round trip, and either can be
 		// lost (the receiver challenges again at the next packet).
 		if s.lost(n.slot, from) || s.lost(from, n.slot) {
-			delete(n.held, from)
+			delete(n.held, id)
 			return false
 		}
 		s.push(event{at: s.now + s.delay() + s.delay(), kind: evVerify, node: n.slot, inc: n.inc, about: from})
@@ -335,22 +348,28 @@ func (s *Sim) verifiedFrom(n *node, from int32, m wire.Message) bool {
 	return false
 }
 
-// verify completes a challenge: the sender's live boot is verified, and a
-// held packet of that boot delivered.
+// verify completes a challenge: the challenged process's live boot is
+// verified for its ID (an earlier one is superseded), and a held packet
+// of that boot delivered.
 func (s *Sim) verify(n *node, e *event) {
 	if !n.alive || e.inc != n.inc {
 		return
 	}
 	sender := s.nodes[e.about]
-	held := n.held[e.about]
-	delete(n.held, e.about)
+	id := sender.id
+	held := n.held[id]
+	delete(n.held, id)
 	// A process that gave way answers challenges a little longer (group's
 	// lingerYielded).
 	answers := sender.alive || sender.d == nil && s.now <= sender.lingerUntil
 	if !answers || !s.reachable(e.about, n.slot) || !s.reachable(n.slot, e.about) {
 		return // no Response came
 	}
-	n.verified[e.about] = sender.boot
+	if prev := n.verified[id]; prev != 0 && prev != sender.boot {
+		old := append([]uint64{prev}, n.superseded[id]...)
+		n.superseded[id] = old[:min(len(old), 4)]
+	}
+	n.verified[id] = sender.boot
 	if held != nil && held.Boot == sender.boot {
 		s.receive(n, e.about, *held)
 	}

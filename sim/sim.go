@@ -65,8 +65,13 @@ type node struct {
 
 	// Keyed networks (Config.Keyed): the boot of each sender slot this
 	// process has verified, and the one packet held per unverified sender.
-	verified map[int32]uint64
-	held     map[int32]*wire.Message
+	verified map[wire.NodeID]uint64
+	held     map[wire.NodeID]*wire.Message
+	// superseded are the boots of each ID it verified before the live
+	// one (newest first, at most four, as wire.ReplayWindow keeps), and
+	// oldAsked when it last challenged one of them.
+	superseded map[wire.NodeID][]uint64
+	oldAsked   map[wire.NodeID]int64
 	// route is, for IDs that two processes share, the slot whose packets
 	// this process last received: where its unicasts to that ID go, as
 	// the daemon's address book would send them.

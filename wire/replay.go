@@ -1,6 +1,9 @@
 package wire
 
-import "sync"
+import (
+	"slices"
+	"sync"
+)
 
 // ReplayWindowSize (960) is how far behind a sender's highest accepted counter a
 // packet may arrive and still be accepted (once). Counters are per sender,
@@ -34,7 +37,10 @@ const oldBoots = 4
 // Response echoing the nonce; Verify then records that boot, and packets of
 // any other boot stay refused. A recorded packet cannot pass: it carries a
 // boot that is either no longer live (so no Response will name it) or live
-// but with counters the window has seen. A recorded Response cannot pass
+// but with counters the window has seen. A boot that was verified and then
+// replaced is asked again, seldom (Superseded): if its process still runs
+// (two processes with one ID, until one gives way), it answers, and its
+// boot is the live one again. A recorded Response cannot pass
 // either, as it echoes a nonce no challenge is waiting for.
 //
 // What remains: the packet that prompted a challenge, if held by the
@@ -158,6 +164,22 @@ func (w *ReplayWindow) Verify(resp Header, floor uint64) {
 	e.floor(min(floor, resp.Counter))
 	e.record(resp.Counter)
 	w.pushFront(e)
+}
+
+// Superseded reports whether h comes from a boot of its sender that was
+// verified once and then replaced by another: a recording, or a process
+// that still runs beside the one verified after it (a second process given
+// its ID, which gives way). The runtime may challenge such a boot again,
+// seldom: only a live process with the key answers, and its answer makes
+// that boot the live one again.
+func (w *ReplayWindow) Superseded(h Header) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	e := w.senders[h.From]
+	if e == nil || h.Boot == e.boot || h.Boot == 0 {
+		return false
+	}
+	return slices.Contains(e.old[:], h.Boot)
 }
 
 // Verified returns the boot of from that the window accepts, if any.

@@ -121,6 +121,34 @@ func TestReplayCheckDoesNotRecord(t *testing.T) {
 	}
 }
 
+func TestReplaySuperseded(t *testing.T) {
+	w := NewReplayWindow(4)
+	w.Verify(Header{From: 1, Boot: 0xa, Counter: 5}, 5)
+	w.Verify(Header{From: 1, Boot: 0xb, Counter: 1}, 1) // 0xb replaces 0xa
+	for _, tc := range []struct {
+		h    Header
+		want bool
+	}{
+		{Header{From: 1, Boot: 0xa, Counter: 9}, true},  // verified, then replaced
+		{Header{From: 1, Boot: 0xb, Counter: 9}, false}, // the live boot
+		{Header{From: 1, Boot: 0xc, Counter: 9}, false}, // never verified
+		{Header{From: 2, Boot: 0xa, Counter: 9}, false}, // another sender
+	} {
+		if got := w.Superseded(tc.h); got != tc.want {
+			t.Errorf("Superseded(%+v) = %v, want %v", tc.h, got, tc.want)
+		}
+	}
+	// 0xa proves it is live again (a second process, 0xb, gave way):
+	// 0xb's packets are then the superseded ones.
+	w.Verify(Header{From: 1, Boot: 0xa, Counter: 10}, 10)
+	if err := w.Accept(Header{From: 1, Boot: 0xa, Counter: 11}); err != nil {
+		t.Fatalf("0xa after it answered again: %v", err)
+	}
+	if !w.Superseded(Header{From: 1, Boot: 0xb, Counter: 2}) {
+		t.Error("0xb is not superseded after 0xa answered again")
+	}
+}
+
 func TestReplayEviction(t *testing.T) {
 	const max = 3
 	w := NewReplayWindow(max)
