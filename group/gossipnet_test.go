@@ -37,6 +37,7 @@ func recvPacket(t *testing.T, g *gossipNet) *memberlist.Packet {
 // confirmation (its sender just heard the peer) and the first not; a
 // stream; a second Shutdown.
 func TestGossipNet(t *testing.T) {
+	t.Parallel()
 	a, b := newTestGossipNet(t), newTestGossipNet(t)
 	if a.Port() == 0 || a.Port() == b.Port() {
 		t.Fatalf("ports %d and %d", a.Port(), b.Port())

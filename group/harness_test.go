@@ -497,7 +497,7 @@ func (n *testNode) createdSeqs() []uint64 {
 func TestMain(m *testing.M) {
 	flag.Parse()
 	if f := flag.Lookup("test.parallel"); f != nil && !flagSet("test.parallel") {
-		_ = f.Value.Set("8")
+		_ = f.Value.Set("16")
 	}
 	code := m.Run()
 	if why := notRoot.Load(); why != nil {

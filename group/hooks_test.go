@@ -113,6 +113,7 @@ func TestHookEnv(t *testing.T) {
 }
 
 func TestHookTimeoutKillsProcessGroup(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	child := filepath.Join(dir, "child")
 	// The shell starts a background child (same process group) and

@@ -168,6 +168,9 @@ func TestJoinsKeepLeader(t *testing.T) {
 	lead := c.node(5)
 	term := lead.a.Status().Term
 	cbs.take() // nodes that led alone while starting are not the point
+	// Nor are the leader's own events while the others joined it (a
+	// merge of a node that was starting is a new term).
+	mark := len(lead.eventsOf())
 	flaps := watchLeadership(lead.a)
 
 	c.start(1, "") // a lower node joins
@@ -184,7 +187,7 @@ func TestJoinsKeepLeader(t *testing.T) {
 	if st := lead.a.Status(); st.Term != term {
 		t.Errorf("a join and a restart changed the term from %s to %s", term, st.Term)
 	}
-	if _, stops, _ := leaderChanges(lead.eventsOf()); stops > 0 {
+	if _, stops, _ := leaderChanges(lead.eventsOf()[mark:]); stops > 0 {
 		t.Errorf("the leader got %d %s during joins", stops, ReasonLeaderStop)
 	}
 	if calls := cbs.take(); callsOf(calls, 5) != nil {
@@ -210,14 +213,17 @@ func TestJoinsKeepLeader(t *testing.T) {
 	if g2.ID != 5 {
 		t.Errorf("after the heal: group %s, want coordinator 5", g2)
 	}
-	if starts, stops, terms := leaderChanges(lead.eventsOf()); starts != 1 || stops != 0 || terms != 1 { // its first leadership, and the new term
-		t.Errorf("the leader got %d leader-start, %d leader-stop and %d leader-term, want 1, 0 and 1 (the heal's new term)", starts, stops, terms)
+	// One leader-term per new term: the heal's, and one more if the
+	// lower side came back in two merges.
+	starts, stops, terms := leaderChanges(lead.eventsOf()[mark:])
+	if starts != 0 || stops != 0 || terms < 1 {
+		t.Errorf("the leader got %d leader-start, %d leader-stop and %d leader-term, want 0, 0 and at least 1 (the heal's new term)", starts, stops, terms)
 	}
 	if st := lead.a.Status(); !t2.Less(st.Term) || !term.Less(st.Term) || st.Term != g2 {
 		t.Errorf("after the heal the term is %s; want the new group %s, above 5's old term %s and 2's %s", st.Term, g2, term, t2)
 	}
 	calls := cbs.take()
-	if got5, want := callsOf(calls, 5), map[string]int{"new-term": 1}; !maps.Equal(got5, want) {
+	if got5, want := callsOf(calls, 5), map[string]int{"new-term": terms}; !maps.Equal(got5, want) {
 		t.Errorf("the leader's callbacks during the heal: %v, want %v (all calls %v)", got5, want, calls)
 	}
 

@@ -91,6 +91,9 @@ func TestLeaderNames(t *testing.T) {
 					if len(f) < 4 || f[3] == "0" {
 						continue // no coordinator, no name
 					}
+					if strings.HasPrefix(f[1], "leader-") && len(f) == 4 {
+						continue // a leader event runs at once, within the lease: the name may not be in yet
+					}
 					if len(f) != 5 || f[4] != "n"+f[3] {
 						t.Errorf("%s: hook run %q: GROUPD_COORDINATOR_NAME is not the coordinator's name", when, line)
 					}

@@ -48,6 +48,7 @@ func TestRearm(t *testing.T) {
 // TestRearmFires checks the timer rearm returns fires at the new time,
 // whichever way it was re-armed, and never at the old one.
 func TestRearmFires(t *testing.T) {
+	t.Parallel()
 	tm := time.NewTimer(20 * time.Millisecond)
 	armed := time.Now().Add(20 * time.Millisecond)
 	tm, _ = rearm(tm, armed, 200*time.Millisecond) // later: new timer
