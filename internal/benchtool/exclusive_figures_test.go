@@ -275,8 +275,8 @@ func TestExclRow(t *testing.T) {
 			exclFigures: exclFigures{OverlapMS: 12, Kept: true, Terms: []string{"5.5@5"}}},
 	}
 	// 12 ms of overlap is less than a poll: not counted as a round with overlap.
-	want := "| groupd | 3 (1 not settled) | 8000 (12–9000) | 2 of 3 | 15.50 (10.00–21.00); only after the heal in 1; kept leading in 1 of 3 | " +
-		"1.10 (1.00–1.20); none in 1 of 3 | 2 of 3 (1 only after the fault ended) | 1.00–2.00 |"
+	want := "| groupd | 3 (1 not settled) | 8000 (12–9000) | 2 of 3 | 10.00 (10.00–21.00); only after the heal in 1; kept leading in 1 of 3 | " +
+		"1.00 (1.00–1.20); none in 1 of 3 | 2 of 3 (1 only after the fault ended) | 1.00–2.00 |"
 	if got := exclRow("groupd", rs); got != want {
 		t.Errorf("row\n got %s\nwant %s", got, want)
 	}

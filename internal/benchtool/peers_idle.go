@@ -3,9 +3,10 @@ package main
 import (
 	"fmt"
 	"slices"
-	"sort"
 	"strconv"
 	"time"
+
+	"github.com/groupd/groupd/internal/simbench"
 )
 
 // PeerIdle is the cost of one peer's N nodes over a quiet window.
@@ -96,19 +97,13 @@ func meanOf(xs []float64) float64 {
 	return s / float64(len(xs))
 }
 
-// medianOf is the median (the mean of the two middle values for an even
-// count); 0 for nothing.
+// medianOf is simbench.Quantile(xs, 0.5), the one median every figure
+// uses (nearest rank: the lower middle of an even count); 0 for nothing.
 func medianOf(xs []float64) float64 {
 	if len(xs) == 0 {
 		return 0
 	}
-	s := slices.Clone(xs)
-	sort.Float64s(s)
-	m := len(s) / 2
-	if len(s)%2 == 1 {
-		return s[m]
-	}
-	return (s[m-1] + s[m]) / 2
+	return simbench.Quantile(xs, 0.5)
 }
 
 // summarizeCosts is the median and the maximum over the nodes, of each

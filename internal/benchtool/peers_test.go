@@ -124,7 +124,7 @@ func TestSummarizeCostsAndMedian(t *testing.T) {
 	if m := medianOf([]float64{3, 1, 2}); m != 2 {
 		t.Errorf("median %v", m)
 	}
-	if m := medianOf([]float64{4, 1, 2, 3}); m != 2.5 {
+	if m := medianOf([]float64{4, 1, 2, 3}); m != 2 { // nearest rank: the lower middle
 		t.Errorf("median %v", m)
 	}
 	med, mx := summarizeCosts(map[int]NodeCost{

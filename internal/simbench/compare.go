@@ -3,7 +3,6 @@ package simbench
 import (
 	"fmt"
 	"io"
-	"slices"
 	"text/tabwriter"
 	"time"
 
@@ -64,20 +63,11 @@ func CompareElections(ns []int, seeds int) ([]ElectionRow, error) {
 				elec, total = append(elec, e), append(total, t)
 			}
 			row.P50, row.P99 = times.Quantile(0.5), times.Quantile(0.99)
-			row.ElectionMsgs, row.TotalMsgs = median(elec), median(total)
+			row.ElectionMsgs, row.TotalMsgs = Quantile(elec, 0.5), Quantile(total, 0.5)
 			rows = append(rows, row)
 		}
 	}
 	return rows, nil
-}
-
-func median(xs []int) int {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	return s[len(s)/2]
 }
 
 // PrintElections prints rows as a table, with the textbook counts for the
