@@ -42,9 +42,8 @@ const (
 	exitNotPrimary = 3 // status: --expect is set and this node is not in the primary partition
 )
 
-// version is the release, set at link time with
-// -ldflags "-X main.version=v1.2.3". When unset, the module version from the
-// build info is used.
+// version overrides release at link time: -ldflags "-X main.version=1.2.3"
+// (a packager's own build). Empty: release.
 var version = ""
 
 // hupSignals delivers SIGHUP, which groupd ignores: it logs to stderr (the
@@ -186,21 +185,22 @@ type buildInfo struct {
 	GoVersion string
 }
 
+// readBuildInfo returns the version (main.version, else release), the
+// commit the go command stamped (vcs.revision and vcs.modified), else the
+// one stamped with -ldflags (main.commit), and the Go version.
+//
+// The module version of the build info is not used: a go build in a
+// checkout reports "(devel)" or a pseudo-version made from the last tag,
+// neither of which is the release the source says it is.
 func readBuildInfo() buildInfo {
 	bi := buildInfo{Version: version, GoVersion: runtime.Version()}
+	if bi.Version == "" {
+		bi.Version = release
+	}
 	info, ok := debug.ReadBuildInfo()
 	if !ok {
-		if bi.Version == "" {
-			bi.Version = "(unknown)"
-		}
 		bi.Commit = commit
 		return bi
-	}
-	if bi.Version == "" {
-		bi.Version = info.Main.Version
-	}
-	if bi.Version == "" {
-		bi.Version = "(devel)"
 	}
 	for _, s := range info.Settings {
 		switch s.Key {

@@ -44,7 +44,7 @@ func TestVersion(t *testing.T) {
 		t.Fatalf("version: exit %d, stderr %q", code, errOut)
 	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if len(lines) != 3 || !strings.HasPrefix(lines[0], "groupd ") ||
+	if len(lines) != 3 || lines[0] != "groupd "+release ||
 		!strings.HasPrefix(lines[1], "commit: ") || !strings.HasPrefix(lines[2], "go: go") {
 		t.Fatalf("version output:\n%s", out)
 	}
@@ -126,6 +126,31 @@ func TestHelp(t *testing.T) {
 	code, out, _ = runCLI(t)
 	if code != exitOK || !strings.Contains(out, "status") {
 		t.Fatalf("no command: exit %d, output:\n%s", code, out)
+	}
+}
+
+// TestVersionRelease: the release is 0.1.0 unless -ldflags -X main.version
+// overrides it; a commit built from a modified tree is marked +dirty.
+func TestVersionRelease(t *testing.T) {
+	if release != "0.1.0" {
+		t.Errorf("release = %q, want 0.1.0", release)
+	}
+	old := version
+	defer func() { version = old }()
+	version = "0.1.0-deb1"
+	if _, out, _ := runCLI(t, "version"); !strings.HasPrefix(out, "groupd 0.1.0-deb1\n") {
+		t.Errorf("with -X main.version=0.1.0-deb1, version printed:\n%s", out)
+	}
+	for _, tc := range []struct {
+		bi   buildInfo
+		want string
+	}{
+		{buildInfo{Commit: "2664401abc", Modified: true}, "2664401abc+dirty"},
+		{buildInfo{Commit: "2664401abc"}, "2664401abc"},
+	} {
+		if got := commitLine(tc.bi); got != tc.want {
+			t.Errorf("commitLine(%+v) = %q, want %q", tc.bi, got, tc.want)
+		}
 	}
 }
 

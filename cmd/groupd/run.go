@@ -234,8 +234,8 @@ func runAction(c *cli.Context) error {
 	// and, without a key, the warning that traffic is not authenticated.
 	bi := readBuildInfo()
 	start := log.Info().Str("version", bi.Version).Str("go", bi.GoVersion)
-	if bi.Commit != "" {
-		start = start.Str("commit", bi.Commit)
+	if id := bi.commitID(); id != "" {
+		start = start.Str("commit", id)
 	}
 	start.Uint64("node", uint64(agent.ID())).Str("data_dir", cfg.DataDir).Msg("groupd " + bi.Version)
 	if cfg.Key != nil && rs.keyMode&0o077 != 0 {
