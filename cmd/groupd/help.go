@@ -79,3 +79,57 @@ func wrapWords(words []string, width int) []string {
 	}
 	return append(lines, line)
 }
+
+// helpCommand is `groupd help [COMMAND]`: what `groupd --help` and `groupd
+// COMMAND --help` print, on stdout. urfave/cli's own help command is
+// turned off (HideHelpCommand), so that an unknown command is a usage
+// error like any other.
+func helpCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "help",
+		Category:  catTools,
+		Usage:     "show the help of groupd, or of a command",
+		ArgsUsage: "[COMMAND]",
+		Action: func(c *cli.Context) error {
+			root := c.Lineage()[1]
+			switch c.NArg() {
+			case 0:
+				return cli.ShowAppHelp(root)
+			case 1:
+				name := c.Args().First()
+				if cmd := c.App.Command(name); cmd == nil || cmd.Hidden {
+					return badConfig("help: unknown command %q (see groupd help)", name)
+				}
+				return cli.ShowCommandHelp(root, name)
+			}
+			return badConfig("help takes one command, got %q", c.Args().Slice())
+		},
+	}
+}
+
+// helpHelpArgs turns `groupd help --help` (or -h) into `groupd help help`.
+// urfave/cli answers --help on a command called help with the help of its
+// parent, groupd's.
+func helpHelpArgs(args []string) []string {
+	if len(args) < 3 || args[1] != "help" {
+		return args
+	}
+	for _, a := range args[2:] {
+		if a == "--help" || a == "-h" {
+			return []string{args[0], "help", "help"}
+		}
+	}
+	return args
+}
+
+// showUsage prints groupd's help on stderr and returns the error of a
+// usage error without a message: `groupd` alone, as `go` alone does.
+func showUsage(c *cli.Context) error {
+	w := c.App.Writer
+	c.App.Writer = c.App.ErrWriter
+	defer func() { c.App.Writer = w }()
+	if err := cli.ShowAppHelp(c); err != nil {
+		return err
+	}
+	return cli.Exit("", exitConfig)
+}

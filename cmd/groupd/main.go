@@ -10,9 +10,11 @@
 //	groupd version             version, commit and Go version (also groupd --version)
 //	groupd timeline EVENTS.ndjson -o OUT.svg [--faults FAULTS.ndjson]
 //	                           draw recorded events as an SVG timeline
+//	groupd help [CMD]          the help of groupd or of CMD (also groupd [CMD] --help)
 //
 // Exit codes: 0 success; 1 runtime failure or no daemon answering; 2 bad
-// configuration or usage (one line "groupd: <problem>" on stderr); 3 from
+// configuration or usage (one line "groupd: <problem>" on stderr; groupd
+// without a command prints its help there, as go does); 3 from
 // status when the daemon runs with --expect and the node is not in the
 // primary partition.
 package main
@@ -70,6 +72,7 @@ func main() {
 // "groupd: <problem>". ctx is cancelled on SIGINT or SIGTERM.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	args = permuteTimelineArgs(args)
+	args = helpHelpArgs(args)
 	err := newApp(args, stdout, stderr).RunContext(ctx, args)
 	if err == nil {
 		return exitOK
@@ -81,7 +84,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if errors.As(err, &ec) {
 		code = ec.ExitCode()
 	}
-	fmt.Fprintf(stderr, "groupd: %s\n", oneLine(err.Error()))
+	if msg := oneLine(err.Error()); msg != "" { // "": the help said it
+		fmt.Fprintf(stderr, "groupd: %s\n", msg)
+	}
 	return code
 }
 
@@ -121,12 +126,16 @@ func newApp(args []string, stdout, stderr io.Writer) *cli.App {
 			uiCommand(),
 			versionCommand(),
 			timelineCommand(),
+			helpCommand(),
 		},
 		// urfave/cli's own --version prints "groupd version X" through
 		// a package-level printer; this one prints what `groupd
 		// version` does.
+		// --help is listed because urfave/cli adds it only when there is
+		// no command called help.
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "version", Usage: "print the version, commit and Go version, as groupd version does"},
+			cli.HelpFlag,
 		},
 		Action: func(c *cli.Context) error {
 			if c.Args().Present() {
@@ -135,7 +144,9 @@ func newApp(args []string, stdout, stderr io.Writer) *cli.App {
 			if c.Bool("version") {
 				return printVersion(c.App.Writer)
 			}
-			return cli.ShowAppHelp(c)
+			// No command: a usage error, as for the go command; `groupd
+			// help` and `groupd --help` print the same on stdout.
+			return showUsage(c)
 		},
 	}
 	for _, cmd := range app.Commands {
