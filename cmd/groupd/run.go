@@ -57,7 +57,8 @@ Generate a key with: head -c 32 /dev/urandom | base64 > /etc/groupd/key
 The key file may hold several keys, one per line: the first seals, all are
 accepted; that is how a key is rotated without a flag day (see README.md).
 
-Logs go to stderr (JSON lines, or --log-format console).
+Logs go to stderr: lines for people on a terminal, JSON lines elsewhere (a
+file, a pipe, the journal); --log-format console or json picks one.
 
 Signals: SIGINT and SIGTERM make the node leave the group (memberlist Leave)
 and exit 0 within 2 s. SIGHUP is ignored: there are no log files to reopen.
@@ -144,8 +145,8 @@ func runCommand() *cli.Command {
 			Usage: "`PACKETS` per second accepted from one source address before decoding; the rest is dropped (0: no limit)"},
 		&cli.StringFlag{Name: "log-level", EnvVars: env("log-level"), Category: logging, Value: "info",
 			Usage: "`LEVEL`: debug, info, warn or error"},
-		&cli.StringFlag{Name: "log-format", EnvVars: env("log-format"), Category: logging, Value: "json",
-			Usage: "`FORMAT`: json or console"},
+		&cli.StringFlag{Name: "log-format", EnvVars: env("log-format"), Category: logging, Value: "auto",
+			Usage: "`FORMAT`: console (lines for people), json (one object a line), or auto: console when stderr is a terminal, else json"},
 		&cli.BoolFlag{Name: "pprof", EnvVars: env("pprof"), Category: logging,
 			Usage: "serve Go's profiler at /debug/pprof/ on the API (its address's access rules apply)"},
 	}
@@ -326,7 +327,14 @@ func classify(err error) error {
 	return cli.Exit(strings.TrimPrefix(err.Error(), "group: "), exitFailure)
 }
 
-// newLogger returns the daemon's logger writing to w.
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && isatty.IsTerminal(f.Fd())
+}
+
+// newLogger returns the daemon's logger writing to w, in format auto,
+// console or json (auto: console on a terminal, else json).
 func newLogger(w io.Writer, level, format string) (zerolog.Logger, error) {
 	// zerolog's own names, in any case. groupd offers four of them:
 	// trace floods the journal, and fatal, panic and disabled would hide
@@ -336,16 +344,19 @@ func newLogger(w io.Writer, level, format string) (zerolog.Logger, error) {
 	if err != nil || lvl < zerolog.DebugLevel || lvl > zerolog.ErrorLevel || !strings.EqualFold(level, lvl.String()) {
 		return zerolog.Nop(), badConfig("--log-level %q: want debug, info, warn or error", level)
 	}
+	tty := isTerminal(w)
+	if format == "auto" {
+		format = "json"
+		if tty {
+			format = "console"
+		}
+	}
 	switch format {
 	case "json":
 	case "console":
-		cw := zerolog.ConsoleWriter{Out: w, TimeFormat: "15:04:05.000", NoColor: true}
-		if f, ok := w.(*os.File); ok && isatty.IsTerminal(f.Fd()) {
-			cw.NoColor = false
-		}
-		w = cw
+		w = zerolog.ConsoleWriter{Out: w, TimeFormat: "15:04:05.000", NoColor: !tty}
 	default:
-		return zerolog.Nop(), badConfig("--log-format %q: want json or console", format)
+		return zerolog.Nop(), badConfig("--log-format %q: want auto, console or json", format)
 	}
 	return zerolog.New(w).Level(lvl).With().Timestamp().Logger(), nil
 }

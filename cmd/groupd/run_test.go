@@ -241,7 +241,7 @@ func TestRunBadConfig(t *testing.T) {
 		{"key missing", nil, []string{"--key-file", "/nonexistent/key"}, "groupd: --key-file: open /nonexistent/key: no such file or directory"},
 		{"key is a dir", nil, []string{"--key-file", t.TempDir()}, "is not a regular file"},
 		{"log level", nil, []string{"--log-level", "trace"}, `groupd: --log-level "trace": want debug, info, warn or error`},
-		{"log format", nil, []string{"--log-format", "xml"}, `groupd: --log-format "xml": want json or console`},
+		{"log format", nil, []string{"--log-format", "xml"}, `groupd: --log-format "xml": want auto, console or json`},
 		{"extra argument", nil, []string{"now"}, `run takes no arguments, got "now"`},
 		// Checked by group.Config.Validate / group.New.
 		{"port out of range", nil, []string{"--port", "70000"}, "--port 70000"},
