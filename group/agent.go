@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -218,7 +219,7 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.Key != nil {
 		s, err := wire.NewSealer(cfg.Key, cfg.AcceptKeys...)
 		if err != nil {
-			return nil, configErrorf("group: --key-file: %v", err)
+			return nil, configErrorf("group: Config.Key: %v", err)
 		}
 		a.sealer = s
 		// Sized well above any LAN's node count (see ReplayWindow).
@@ -263,7 +264,15 @@ func newBoot() uint64 {
 func (a *Agent) openStore() error {
 	s, err := store.Open(a.cfg.DataDir)
 	if err != nil {
-		return &configError{msg: "group: " + err.Error(), cause: err}
+		// "store: data dir D is not a directory" names the field:
+		// "group: Config.DataDir D is not a directory".
+		msg := err.Error()
+		if rest, ok := strings.CutPrefix(msg, "store: data dir "); ok {
+			msg = "Config.DataDir " + rest
+		} else {
+			msg = "Config.DataDir " + a.cfg.DataDir + ": " + msg
+		}
+		return &configError{msg: "group: " + msg, cause: err}
 	}
 	a.store = s
 	prev, err := s.Load()
@@ -274,7 +283,7 @@ func (a *Agent) openStore() error {
 		// message tells the operator what to do.
 		return &configError{msg: "group: " + err.Error(), cause: err}
 	case a.cfg.ID != 0 && prev.NodeID != a.cfg.ID:
-		return configErrorf("group: data dir %s belongs to node %d, not %d (--id); give each node its own data dir",
+		return configErrorf("group: Config.DataDir %s belongs to node %d, not %d (Config.ID); give each node its own data dir",
 			a.cfg.DataDir, prev.NodeID, a.cfg.ID)
 	}
 	// The incarnation counts starts; it is at least the Unix time, so
@@ -382,7 +391,12 @@ func (a *Agent) openGossip() error {
 	} else {
 		nt, err := newGossipNet(a.cfg.Bind, a.cfg.gossipPort(), a.glog)
 		if err != nil {
-			return configErrorf("group: --gossip-port %d: %w", a.cfg.gossipPort(), err)
+			if a.cfg.GossipPort == 0 {
+				// Named by the field that was set: Port.
+				return configErrorf("group: Config.Port %d: its gossip port %d (Config.Port+1; Config.GossipPort sets another): %w",
+					a.cfg.Port, a.cfg.gossipPort(), err)
+			}
+			return configErrorf("group: Config.GossipPort %d: %w", a.cfg.gossipPort(), err)
 		}
 		a.gossipTr, a.gnet = nt, nt
 		port := nt.Port()
@@ -399,7 +413,7 @@ func (a *Agent) openGossip() error {
 		// then refuses unencrypted gossip (GossipVerifyIncoming).
 		kr, err := memberlist.NewKeyring(a.cfg.AcceptKeys, a.cfg.Key)
 		if err != nil {
-			return configErrorf("group: --key-file: %v", err)
+			return configErrorf("group: Config.Key: %v", err)
 		}
 		mc.Keyring = kr
 		mc.SecretKey = a.cfg.Key

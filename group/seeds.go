@@ -48,7 +48,7 @@ const maxSeedName = 253
 func parseSeed(s string) (seedSpec, error) {
 	if name, ok := strings.CutPrefix(s, srvPrefix); ok {
 		if err := checkSeedName(name); err != nil {
-			return seedSpec{}, configErrorf("group: --join %q: %v", s, err)
+			return seedSpec{}, configErrorf("group: Config.Join %q: %v", s, err)
 		}
 		return seedSpec{srv: true, host: name}, nil
 	}
@@ -59,20 +59,20 @@ func parseSeed(s string) (seedSpec, error) {
 	if strings.Contains(s, ":") {
 		h, p, err := net.SplitHostPort(s)
 		if err != nil {
-			return seedSpec{}, configErrorf("group: --join %q: want host:port ([addr]:port for IPv6), host, or srv:NAME: %v", s, err)
+			return seedSpec{}, configErrorf("group: Config.Join %q: want host:port ([addr]:port for IPv6), host, or srv:NAME: %v", s, err)
 		}
 		n, err := strconv.Atoi(p)
 		if err != nil || n < 1 || n > 65535 {
-			return seedSpec{}, configErrorf("group: --join %q: port %q out of range (1-65535)", s, p)
+			return seedSpec{}, configErrorf("group: Config.Join %q: port %q out of range (1-65535)", s, p)
 		}
 		host, port = h, n
 	}
 	if host == "" {
-		return seedSpec{}, configErrorf("group: --join %q: empty host", s)
+		return seedSpec{}, configErrorf("group: Config.Join %q: empty host", s)
 	}
 	if net.ParseIP(host) == nil {
 		if err := checkSeedName(host); err != nil {
-			return seedSpec{}, configErrorf("group: --join %q: %v", s, err)
+			return seedSpec{}, configErrorf("group: Config.Join %q: %v", s, err)
 		}
 	}
 	return seedSpec{host: host, port: port}, nil
@@ -202,7 +202,7 @@ func (a *Agent) checkSelfSeeds() error {
 			if s.port == 0 {
 				how = "; a seed without a port uses this node's gossip port"
 			}
-			first = configErrorf("group: --join %q is this node's own gossip address (%s%s): give another node's address",
+			first = configErrorf("group: Config.Join %q is this node's own gossip address (%s%s): give another node's address",
 				s.String(), net.JoinHostPort(ip.String(), strconv.Itoa(own)), how)
 		}
 	}

@@ -28,14 +28,14 @@ func TestSelfSeed(t *testing.T) {
 		seed string
 		want string // "" when New must accept it
 	}{
-		{"127.0.0.1", `--join "127.0.0.1" is this node's own gossip address (127.0.0.1:` + strconv.Itoa(gp) + `; a seed without a port uses this node's gossip port)`},
-		{"localhost", `--join "localhost" is this node's own gossip address`},
+		{"127.0.0.1", `Config.Join "127.0.0.1" is this node's own gossip address (127.0.0.1:` + strconv.Itoa(gp) + `; a seed without a port uses this node's gossip port)`},
+		{"localhost", `Config.Join "localhost" is this node's own gossip address`},
 		{"127.0.0.1:" + strconv.Itoa(gp), `is this node's own gossip address (127.0.0.1:` + strconv.Itoa(gp) + `)`},
 		{"127.0.0.1:" + strconv.Itoa(gp+1), ""},
 		{"192.0.2.1", ""},
 		// The same list on every node names this one too: fine.
 		{"127.0.0.1," + "127.0.0.1:" + strconv.Itoa(gp+1), ""},
-		{"localhost,127.0.0.1", `--join "localhost" is this node's own gossip address`},
+		{"localhost,127.0.0.1", `Config.Join "localhost" is this node's own gossip address`},
 	} {
 		t.Run(tc.seed, func(t *testing.T) {
 			c := cfg

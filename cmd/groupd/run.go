@@ -314,17 +314,23 @@ func classify(err error) error {
 		errors.Is(err, syscall.EACCES),
 		errors.Is(err, syscall.EPERM),
 		errors.Is(err, syscall.EROFS):
-		// group's messages name the flag; its package prefix would
-		// read "groupd: group: --port ...".
+		// group's messages name Config's fields, which become flags;
+		// its package prefix would read "groupd: group: --port ...".
 		if errors.Is(err, group.ErrPersist) {
 			break // a full disk at start: let a supervisor restart us
 		}
-		return cli.Exit(strings.TrimPrefix(err.Error(), "group: "), exitConfig)
+		return cli.Exit(agentMessage(err), exitConfig)
 	case errors.Is(err, group.ErrDuplicateID):
 		// The agent logged which ID, and where the other process is.
-		return cli.Exit(strings.TrimPrefix(err.Error(), "group: ")+": give every node its own --id", exitConfig)
+		return cli.Exit(agentMessage(err)+": give every node its own --id", exitConfig)
 	}
-	return cli.Exit(strings.TrimPrefix(err.Error(), "group: "), exitFailure)
+	return cli.Exit(agentMessage(err), exitFailure)
+}
+
+// agentMessage is an error of the agent in the command line's words:
+// without group's prefix, naming flags rather than Config's fields.
+func agentMessage(err error) string {
+	return flagTerms(strings.TrimPrefix(err.Error(), "group: "))
 }
 
 // isTerminal reports whether w is a terminal.
@@ -465,9 +471,9 @@ func configFromFlags(c *cli.Context) (group.Config, runSettings, error) {
 		*f.Field(&cfg.Timing) = d
 	}
 	if err := cfg.Timing.Validate(); err != nil {
-		// "invitation: alive-timeout (...) must be >= alive-interval
-		// (...)" names the flags without their dashes.
-		return cfg, rs, badConfig("%s", flagNames(strings.TrimPrefix(err.Error(), "invitation: ")))
+		// "invitation: Timing.AliveTimeout (...) must be >=
+		// Timing.AliveInterval (...)" names the fields.
+		return cfg, rs, badConfig("%s", flagTerms(strings.TrimPrefix(err.Error(), "invitation: ")))
 	}
 
 	if path := c.String("key-file"); path != "" {
@@ -483,19 +489,6 @@ func configFromFlags(c *cli.Context) (group.Config, runSettings, error) {
 	}
 	cfg.MinCounter = c.Uint64("min-counter")
 	return cfg, rs, nil
-}
-
-// flagNames prefixes the interval names in msg with "--".
-func flagNames(msg string) string {
-	words := strings.Split(msg, " ")
-	for i, w := range words {
-		for _, f := range intervalFlags {
-			if w == f.Name {
-				words[i] = "--" + w
-			}
-		}
-	}
-	return strings.Join(words, " ")
 }
 
 // readKeyFile reads and parses --key-file: one key per line (wire.ParseKeys),

@@ -441,3 +441,54 @@ func TestEnvNamesKnown(t *testing.T) {
 		t.Errorf("%s (in %s) is neither a flag's variable nor in otherEnv: groupd run would warn about it", n, path)
 	}
 }
+
+// TestRunErrorsInUserTerms: an error about a value names it as the user
+// gave it: the variable it came from, or the flag that was set (--port,
+// whose gossip port is port+1, not --gossip-port, which was not given).
+func TestRunErrorsInUserTerms(t *testing.T) {
+	aFile := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(aFile, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	base := []string{"run", "--log-level", "error", "--multicast", "off", "--bind", "127.0.0.1", "--api", "127.0.0.1:0"}
+	run := func(t *testing.T, args ...string) string {
+		t.Helper()
+		ctx, cancel := contextWithTimeout(t, 10*time.Second)
+		defer cancel()
+		code, _, errOut := runCLIContext(t, ctx, append(append([]string(nil), base...), args...)...)
+		if code != exitConfig {
+			t.Errorf("exit %d, want %d; stderr:\n%s", code, exitConfig, errOut)
+		}
+		return errOut
+	}
+	t.Run("data dir from the environment", func(t *testing.T) {
+		t.Setenv("GROUPD_DATA_DIR", aFile)
+		errOut := run(t, "--port", strconv.Itoa(freeUDPPort(t)), "--gossip-port", strconv.Itoa(freeUDPPort(t)))
+		wantLastLine(t, errOut, "groupd: --data-dir (from GROUPD_DATA_DIR) "+aFile+" is not a directory")
+	})
+	t.Run("data dir on the command line", func(t *testing.T) {
+		errOut := run(t, "--data-dir", aFile, "--port", strconv.Itoa(freeUDPPort(t)), "--gossip-port", strconv.Itoa(freeUDPPort(t)))
+		wantLastLine(t, errOut, "groupd: --data-dir "+aFile+" is not a directory")
+	})
+	t.Run("gossip port of --port in use", func(t *testing.T) {
+		// A port whose next one is taken.
+		var port int
+		for i := 0; i < 50 && port == 0; i++ {
+			busy, err := net.ListenPacket("udp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer busy.Close()
+			p := busy.LocalAddr().(*net.UDPAddr).Port - 1
+			if c, err := net.ListenPacket("udp", "127.0.0.1:"+strconv.Itoa(p)); err == nil {
+				c.Close()
+				port = p
+			}
+		}
+		if port == 0 {
+			t.Skip("found no free port below a busy one")
+		}
+		errOut := run(t, "--data-dir", t.TempDir(), "--port", strconv.Itoa(port))
+		wantLastLine(t, errOut, fmt.Sprintf("groupd: --port %d: its gossip port %d (--port+1; --gossip-port sets another): ", port, port+1))
+	})
+}
