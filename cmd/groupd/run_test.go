@@ -492,3 +492,41 @@ func TestRunErrorsInUserTerms(t *testing.T) {
 		wantLastLine(t, errOut, fmt.Sprintf("groupd: --port %d: its gossip port %d (--port+1; --gossip-port sets another): ", port, port+1))
 	})
 }
+
+// TestEmptyEnvIsUnset: a variable set to "" counts as unset for every flag
+// of every command, strings included (GROUPD_DATA_DIR= was "--data-dir is
+// empty"); the help still lists the variable.
+func TestEmptyEnvIsUnset(t *testing.T) {
+	for _, c := range newApp([]string{"groupd"}, nil, nil).Commands {
+		for _, f := range c.Flags {
+			if df, ok := f.(cli.DocGenerationFlag); ok {
+				for _, env := range df.GetEnvVars() {
+					t.Setenv(env, "")
+				}
+			}
+		}
+	}
+	cfg, err := parseRun(t)
+	if err != nil {
+		t.Fatalf("every variable empty: %v", err)
+	}
+	want := group.DefaultLANConfig()
+	cfg.Logger, want.Logger = zerolog.Logger{}, zerolog.Logger{}
+	if !reflect.DeepEqual(cfg, want) {
+		t.Errorf("every variable empty:\n got %+v\nwant the defaults %+v", cfg, want)
+	}
+	// Every type of flag of every command drops an empty variable.
+	app := newApp([]string{"groupd"}, nil, nil)
+	for _, c := range app.Commands {
+		preferCommandLine(c, nil)
+		for _, f := range c.Flags {
+			if df, ok := f.(cli.DocGenerationFlag); ok && len(df.GetEnvVars()) > 0 {
+				t.Errorf("%s --%s (%T) keeps its empty variable %v", c.Name, f.Names()[0], f, df.GetEnvVars())
+			}
+		}
+	}
+	_, out, _ := runCLI(t, "run", "--help")
+	if !strings.Contains(out, "[$GROUPD_DATA_DIR]") {
+		t.Errorf("with GROUPD_DATA_DIR empty, run --help does not list it:\n%s", out)
+	}
+}
