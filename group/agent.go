@@ -237,6 +237,7 @@ func New(cfg Config) (*Agent, error) {
 	if err := a.checkSelfSeeds(); err != nil {
 		return nil, err
 	}
+	a.warnProtocolPortSeeds()
 	if cfg.API != "" {
 		if err := a.openAPI(); err != nil {
 			return nil, err

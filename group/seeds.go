@@ -209,6 +209,53 @@ func (a *Agent) checkSelfSeeds() error {
 	return first
 }
 
+// protocolPortSeed returns, for a seed that names a wire protocol port
+// rather than a gossip port, the address it most likely meant: the same
+// host at that port + 1, as a node's gossip port is by default. Else "". A
+// join there fails only with "connection refused": nothing listens for
+// memberlist's TCP there. A protocol port is this node's own, DefaultPort,
+// or the wire address of a node heard of (addrs are what the seed resolved
+// to).
+func (a *Agent) protocolPortSeed(s seedSpec, addrs []string) string {
+	if s.srv || s.port == 0 || s.port == 65535 {
+		return ""
+	}
+	gossip := 0
+	if _, p, err := net.SplitHostPort(a.gossipAddr); err == nil {
+		gossip, _ = strconv.Atoi(p)
+	}
+	if s.port == gossip {
+		return ""
+	}
+	known := s.port == DefaultPort || a.tr != nil && a.tr.Addr() != nil && s.port == a.tr.Addr().Port
+	if ip := net.ParseIP(s.host); ip != nil {
+		addrs = append(addrs, s.String())
+	}
+	for _, ad := range addrs {
+		if known {
+			break
+		}
+		if u, err := net.ResolveUDPAddr("udp", ad); err == nil && u.IP != nil {
+			known = a.peers.isWireAddr(u)
+		}
+	}
+	if !known {
+		return ""
+	}
+	return net.JoinHostPort(s.host, strconv.Itoa(s.port+1))
+}
+
+// warnProtocolPortSeeds warns, once at start, about every seed that names
+// a protocol port (protocolPortSeed).
+func (a *Agent) warnProtocolPortSeeds() {
+	for _, s := range a.seeds {
+		if try := a.protocolPortSeed(s, nil); try != "" {
+			a.log.Warn().Str("seed", s.String()).Str("try", try).
+				Msg("seed " + s.String() + " looks like a protocol port: seeds name a node's gossip port (its protocol port + 1 by default), so try " + try)
+		}
+	}
+}
+
 // ownIP reports whether memberlist's socket, bound to Config.Bind, answers
 // at ip: the bind address itself, the advertised one, and, bound to every
 // address, loopback and any address of this host. (A socket bound to

@@ -113,7 +113,7 @@ func runCommand() *cli.Command {
 		&cli.StringFlag{Name: "multicast", EnvVars: env("multicast"), Category: disco, Value: lan.Multicast,
 			Usage: "multicast `GROUPS` for beacons, one per family (IPv6 [addr]:port), or off (then use --join)"},
 		&cli.StringSliceFlag{Name: "join", EnvVars: env("join"), Category: disco,
-			Usage: "`SEEDS` to join: HOST[:PORT], a DNS name (all its A/AAAA) or srv:NAME (repeat or comma-separate)"},
+			Usage: "`SEEDS` to join: HOST[:GOSSIP-PORT], GOSSIP-PORT being the other node's --gossip-port (its --port + 1 by default: 7951, not 7950; left out, this node's), HOST an address or a DNS name (all its A/AAAA records); or srv:NAME (repeat or comma-separate)"},
 		&cli.DurationFlag{Name: "resolve-interval", EnvVars: env("resolve-interval"), Category: disco,
 			DefaultText: fmt.Sprintf("%v (lan), %v (fast)", lan.ResolveInterval, fast.ResolveInterval),
 			Usage:       "resolve --join names again every `DURATION` (and at every attempt to join them)"},
