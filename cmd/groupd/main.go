@@ -10,6 +10,7 @@
 //	groupd version             version, commit and Go version (also groupd --version)
 //	groupd timeline EVENTS.ndjson -o OUT.svg [--faults FAULTS.ndjson]
 //	                           draw recorded events as an SVG timeline
+//	groupd completion SHELL    a completion script for bash, zsh or fish
 //	groupd help [CMD]          the help of groupd or of CMD (also groupd [CMD] --help)
 //
 // Exit codes: 0 success; 1 runtime failure or no daemon answering; 2 bad
@@ -111,6 +112,9 @@ func newApp(args []string, stdout, stderr io.Writer) *cli.App {
 		ErrWriter:       stderr,
 		HideVersion:     true,
 		HideHelpCommand: true,
+		// groupd ... --generate-bash-completion prints the words that may
+		// come next: the completion scripts (completion.go) ask it.
+		EnableBashCompletion: true,
 		// Errors are printed once by run, which also picks the exit code;
 		// urfave/cli must neither print them nor call os.Exit.
 		ExitErrHandler: func(*cli.Context, error) {},
@@ -126,6 +130,7 @@ func newApp(args []string, stdout, stderr io.Writer) *cli.App {
 			uiCommand(),
 			versionCommand(),
 			timelineCommand(),
+			completionCommand(),
 			helpCommand(),
 		},
 		// urfave/cli's own --version prints "groupd version X" through
@@ -162,6 +167,7 @@ func newApp(args []string, stdout, stderr io.Writer) *cli.App {
 		}
 		cmd.HideHelpCommand = true
 	}
+	setCompleters(app, args)
 	return app
 }
 
