@@ -36,21 +36,34 @@ func init() { cli.FlagStringer = flagHelp }
 // helpWidth - flagColumn with each further line starting with a tab (the
 // help's tabwriter lines them up under the usage).
 func flagHelp(f cli.Flag) string {
-	df, ok := f.(cli.DocGenerationFlag)
-	if !ok {
+	names, placeholder, words := flagParts(f)
+	if names == nil {
 		return ""
 	}
-	placeholder, usage := flag.UnquoteUsage(&flag.Flag{Usage: df.GetUsage()})
-	names := make([]string, 0, len(f.Names()))
-	for _, n := range f.Names() {
-		names = append(names, dashed(n))
-	}
 	left := strings.Join(names, ", ")
-	if df.TakesValue() {
+	if placeholder != "" {
 		left += " " + placeholder
 	}
 	// The default and the variable are kept whole on their line.
-	words := strings.Fields(usage)
+	return fmt.Sprintf("%-*s\t%s", namesWidth, left, strings.Join(wrapWords(words, helpWidth-flagColumn), "\n\t"))
+}
+
+// flagParts is what the help shows of a flag: its names (--output, -o),
+// its placeholder (FILE, "" for a bool), and the words of its usage, its
+// default and its variables.
+func flagParts(f cli.Flag) (names []string, placeholder string, words []string) {
+	df, ok := f.(cli.DocGenerationFlag)
+	if !ok {
+		return nil, "", nil
+	}
+	placeholder, usage := flag.UnquoteUsage(&flag.Flag{Usage: df.GetUsage()})
+	for _, n := range f.Names() {
+		names = append(names, dashed(n))
+	}
+	if !df.TakesValue() {
+		placeholder = ""
+	}
+	words = strings.Fields(usage)
 	// A zero default says nothing a flag's usage does not (0: off).
 	if d := df.GetDefaultText(); d != "" && d != "0" && d != "false" {
 		words = append(words, "(default: "+d+")")
@@ -58,7 +71,7 @@ func flagHelp(f cli.Flag) string {
 	if env := df.GetEnvVars(); len(env) > 0 {
 		words = append(words, "[$"+strings.Join(env, ", $")+"]")
 	}
-	return fmt.Sprintf("%-*s\t%s", namesWidth, left, strings.Join(wrapWords(words, helpWidth-flagColumn), "\n\t"))
+	return names, placeholder, words
 }
 
 // wrapWords joins words into lines of at most width bytes; a single

@@ -53,7 +53,10 @@ value. Nodes on different profiles work together: inside a group, the
 coordinator's intervals apply, and each node logs the difference once.
 
 Without --key-file, traffic is not authenticated and groupd warns at start.
-Generate a key with: head -c 32 /dev/urandom | base64 > /etc/groupd/key
+Generate a key with:
+
+   head -c 32 /dev/urandom | base64 > /etc/groupd/key
+
 The key file may hold several keys, one per line: the first seals, all are
 accepted; that is how a key is rotated without a flag day (see README.md).
 
@@ -120,7 +123,8 @@ func runCommand() *cli.Command {
 		&cli.StringFlag{Name: "start-at", EnvVars: env("start-at"), Category: disco,
 			Usage: "open the sockets now but start the protocol at `TIME` (RFC 3339, or Unix seconds): lab cold starts"},
 		&cli.StringFlag{Name: "data-dir", EnvVars: env("data-dir"), Category: data, Value: lan.DataDir,
-			Usage: "`DIR` for the node's durable state (node id, group-number counter)"},
+			DefaultText: "/var/lib/groupd as root, else $XDG_STATE_HOME/groupd",
+			Usage:       "`DIR` for the node's durable state (node id, group-number counter)"},
 		&cli.Uint64Flag{Name: "min-counter", EnvVars: env("min-counter"), Category: data,
 			Usage: "raise the saved group-number counter to at least `N` at start (to recover from lost or corrupt state)"},
 		&cli.StringFlag{Name: "api", EnvVars: env("api"), Category: api, Value: lan.API,
