@@ -55,7 +55,7 @@ func (a *Agent) openAPI() error {
 		a.apiAddr = "unix:" + addr
 	default:
 		if ln, err = net.Listen("tcp", addr); err != nil {
-			return configErrorf("group: --api %s: %w", addr, err)
+			return configErrorf("group: Config.API %s: %w", addr, err)
 		}
 		a.apiAddr = ln.Addr().String()
 		if tcp, ok := ln.Addr().(*net.TCPAddr); ok && !tcp.IP.IsLoopback() {
@@ -76,25 +76,25 @@ func (a *Agent) openAPI() error {
 func listenUnix(path string) (net.Listener, error) {
 	if fi, err := os.Lstat(path); err == nil {
 		if fi.Mode()&os.ModeSocket == 0 {
-			return nil, configErrorf("group: --api unix:%s exists and is not a socket", path)
+			return nil, configErrorf("group: Config.API unix:%s exists and is not a socket", path)
 		}
 		if c, err := net.DialTimeout("unix", path, 200*time.Millisecond); err == nil {
 			c.Close()
-			return nil, configErrorf("group: --api unix:%s is in use by another process", path)
+			return nil, configErrorf("group: Config.API unix:%s is in use by another process", path)
 		}
 		if err := os.Remove(path); err != nil {
-			return nil, configErrorf("group: --api unix:%s: remove stale socket: %w", path, err)
+			return nil, configErrorf("group: Config.API unix:%s: remove stale socket: %w", path, err)
 		}
 	}
 	ln, err := net.Listen("unix", path)
 	if err != nil {
-		return nil, configErrorf("group: --api unix:%s: %w", path, err)
+		return nil, configErrorf("group: Config.API unix:%s: %w", path, err)
 	}
 	// The API shows the group's state: owner only. (Listen creates the
 	// socket with the umask; tighten it before anyone can use it.)
 	if err := os.Chmod(path, 0o600); err != nil {
 		ln.Close()
-		return nil, configErrorf("group: --api unix:%s: chmod: %w", path, err)
+		return nil, configErrorf("group: Config.API unix:%s: chmod: %w", path, err)
 	}
 	return ln, nil
 }

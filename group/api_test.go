@@ -350,7 +350,7 @@ func TestAPIListeners(t *testing.T) {
 		defer ln.Close()
 		cfg := newTestConfig(t)
 		cfg.API = ln.Addr().String()
-		if _, err := New(cfg); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "--api") {
+		if _, err := New(cfg); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "Config.API "+cfg.API+": ") {
 			t.Errorf("New on a used API port: %v", err)
 		}
 	})

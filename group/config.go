@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -319,7 +320,7 @@ func ConfigForProfile(name string) (Config, error) {
 	case ProfileFast:
 		return DefaultFastConfig(), nil
 	}
-	return Config{}, configErrorf("group: unknown --profile %q (want lan or fast)", name)
+	return Config{}, configErrorf("group: unknown profile %q (want lan or fast)", name)
 }
 
 // DefaultDataDir is the contract's default data dir: /var/lib/groupd when
@@ -353,34 +354,34 @@ func (c Config) gossipPort() int {
 }
 
 // Validate checks every field that can be checked without touching the
-// system and returns the first problem, as one line naming the flag, in
-// an error wrapping ErrConfig. New calls it; it also checks what needs
+// system and returns the first problem, as one line naming the field
+// (Config.Port), in an error wrapping ErrConfig. New calls it; it also checks what needs
 // the system (interfaces, ports, the data dir).
 func (c Config) Validate() error {
 	for _, p := range []struct {
-		flag string
-		v    int
-	}{{"--port", c.Port}, {"--gossip-port", c.GossipPort}} {
+		field string
+		v     int
+	}{{"Config.Port", c.Port}, {"Config.GossipPort", c.GossipPort}} {
 		if p.v < 0 || p.v > 65535 {
-			return configErrorf("group: %s %d out of range (0-65535)", p.flag, p.v)
+			return configErrorf("group: %s %d out of range (0-65535)", p.field, p.v)
 		}
 	}
 	if gp := c.gossipPort(); gp > 65535 {
-		return configErrorf("group: --gossip-port defaults to --port+1 = %d, out of range; set --gossip-port", gp)
+		return configErrorf("group: Config.Port %d: its gossip port %d (Config.Port+1) is out of range; set Config.GossipPort", c.Port, gp)
 	} else if gp != 0 && gp == c.Port {
-		return configErrorf("group: --gossip-port %d is the same as --port", gp)
+		return configErrorf("group: Config.GossipPort %d is the same as Config.Port", gp)
 	}
-	bind, err := parseIP("--bind", c.Bind, true)
+	bind, err := parseIP("Config.Bind", c.Bind, true)
 	if err != nil {
 		return err
 	}
 	if c.Advertise != "" {
-		adv, err := parseIP("--advertise", c.Advertise, false)
+		adv, err := parseIP("Config.Advertise", c.Advertise, false)
 		if err != nil {
 			return err
 		}
 		if !covers(bind, adv) {
-			return configErrorf("group: --advertise %s is %s, but --bind %s is %s only: bind :: for both",
+			return configErrorf("group: Config.Advertise %s is %s, but Config.Bind %s is %s only: bind :: for both",
 				c.Advertise, familyName(adv.To4() == nil), c.Bind, familyName(adv.To4() != nil))
 		}
 	}
@@ -393,10 +394,10 @@ func (c Config) Validate() error {
 		}
 	}
 	if c.ResolveInterval < 0 {
-		return configErrorf("group: --resolve-interval must be > 0, got %v", c.ResolveInterval)
+		return configErrorf("group: Config.ResolveInterval must be > 0, got %v", c.ResolveInterval)
 	}
 	if strings.TrimSpace(c.DataDir) == "" {
-		return configErrorf("group: --data-dir is empty")
+		return configErrorf("group: Config.DataDir is empty")
 	}
 	if c.API != "" {
 		if _, _, err := parseAPI(c.API); err != nil {
@@ -406,31 +407,30 @@ func (c Config) Validate() error {
 	switch c.Profile {
 	case "", ProfileLAN, ProfileFast:
 	default:
-		return configErrorf("group: unknown --profile %q (want lan or fast)", c.Profile)
+		return configErrorf("group: Config.Profile %q: want lan or fast", c.Profile)
 	}
 	if err := c.Timing.Validate(); err != nil {
-		// invitation's message names the flag; drop its package prefix.
 		return configErrorf("group: %s", trimInvitation(err))
 	}
 	if _, err := invitation.ParseElection(string(c.Election)); err != nil {
-		return configErrorf("group: --election %q: want bully or ring", c.Election)
+		return configErrorf("group: Config.Election %q: want bully or ring", c.Election)
 	}
 	if err := validateQuorum(c.Quorum); err != nil {
 		return err
 	}
 	if c.Key != nil && len(c.Key) != wire.KeySize {
-		return configErrorf("group: --key-file must hold %d bytes (base64), got %d", wire.KeySize, len(c.Key))
+		return configErrorf("group: Config.Key is %d bytes, want %d", len(c.Key), wire.KeySize)
 	}
 	for i, k := range c.AcceptKeys {
 		if len(k) != wire.KeySize {
-			return configErrorf("group: --key-file: key %d must hold %d bytes (base64), got %d", i+2, wire.KeySize, len(k))
+			return configErrorf("group: Config.AcceptKeys[%d] is %d bytes, want %d", i, len(k), wire.KeySize)
 		}
 	}
 	if c.HookTimeout < 0 {
-		return configErrorf("group: --hook-timeout must be > 0, got %v", c.HookTimeout)
+		return configErrorf("group: Config.HookTimeout must be > 0, got %v", c.HookTimeout)
 	}
 	if c.TickInterval < 0 {
-		return configErrorf("group: tick interval must be > 0, got %v", c.TickInterval)
+		return configErrorf("group: Config.TickInterval must be > 0, got %v", c.TickInterval)
 	}
 	return checkNameTags(c.Name, c.Tags)
 }
@@ -440,26 +440,32 @@ func (c Config) Validate() error {
 func parseAPI(s string) (network, addr string, err error) {
 	if path, ok := strings.CutPrefix(s, "unix:"); ok {
 		if path == "" {
-			return "", "", configErrorf("group: --api %q: empty socket path", s)
+			return "", "", configErrorf("group: Config.API %q: empty socket path", s)
 		}
 		return "unix", path, nil
 	}
 	host, port, err := net.SplitHostPort(s)
 	if err != nil {
-		return "", "", configErrorf("group: --api %q: want host:port or unix:/path: %v", s, err)
+		return "", "", configErrorf("group: Config.API %q: want host:port or unix:/path: %v", s, err)
 	}
 	if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
-		return "", "", configErrorf("group: --api %q: port %q out of range (0-65535)", s, port)
+		return "", "", configErrorf("group: Config.API %q: port %q out of range (0-65535)", s, port)
 	}
 	if host != "" && host != "localhost" && net.ParseIP(host) == nil {
-		return "", "", configErrorf("group: --api %q: host must be an IP address or localhost", s)
+		return "", "", configErrorf("group: Config.API %q: host must be an IP address or localhost", s)
 	}
 	return "tcp", s, nil
 }
 
-// trimInvitation drops package invitation's prefix from its errors, whose
-// messages name the flags.
-func trimInvitation(err error) string { return strings.TrimPrefix(err.Error(), "invitation: ") }
+// trimInvitation drops package invitation's prefix from its errors, and
+// names its fields as Config's: Timing.Lease becomes Config.Timing.Lease.
+func trimInvitation(err error) string {
+	return invitationField.ReplaceAllString(strings.TrimPrefix(err.Error(), "invitation: "), "Config.$1")
+}
+
+// invitationField is a field of invitation's Timing or Quorum in its
+// messages.
+var invitationField = regexp.MustCompile(`\b((?:Timing|Quorum)\.[A-Z])`)
 
 // memberlistConfig returns memberlist's configuration for this node:
 // DefaultLANConfig, relaxed. Memberlist is groupd's slow, cheap failure

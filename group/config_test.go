@@ -21,20 +21,20 @@ func TestValidate(t *testing.T) {
 		{"lan defaults", func(*Config) {}, ""},
 		{"fast defaults", func(c *Config) { *c = DefaultFastConfig() }, ""},
 		{"port 0 means any", func(c *Config) { c.Port = 0 }, ""},
-		{"port too big", func(c *Config) { c.Port = 70000 }, "--port 70000 out of range"},
-		{"port negative", func(c *Config) { c.Port = -1 }, "--port -1 out of range"},
-		{"gossip port too big", func(c *Config) { c.GossipPort = 65536 }, "--gossip-port 65536 out of range"},
-		{"gossip default overflows", func(c *Config) { c.Port = 65535 }, "--port+1 = 65536"},
-		{"gossip same as port", func(c *Config) { c.GossipPort = c.Port }, "same as --port"},
-		{"bind not an IP", func(c *Config) { c.Bind = "eth0" }, `--bind "eth0" is not an IP address`},
+		{"port too big", func(c *Config) { c.Port = 70000 }, "Config.Port 70000 out of range"},
+		{"port negative", func(c *Config) { c.Port = -1 }, "Config.Port -1 out of range"},
+		{"gossip port too big", func(c *Config) { c.GossipPort = 65536 }, "Config.GossipPort 65536 out of range"},
+		{"gossip default overflows", func(c *Config) { c.Port = 65535 }, "Config.Port 65535: its gossip port 65536 (Config.Port+1) is out of range; set Config.GossipPort"},
+		{"gossip same as port", func(c *Config) { c.GossipPort = c.Port }, "Config.GossipPort 7950 is the same as Config.Port"},
+		{"bind not an IP", func(c *Config) { c.Bind = "eth0" }, `Config.Bind "eth0" is not an IP address`},
 		{"bind IPv6", func(c *Config) { c.Bind = "::1" }, ""},
 		{"bind IPv6 any", func(c *Config) { c.Bind = "::" }, ""},
 		{"bind IPv4-mapped", func(c *Config) { c.Bind = "::ffff:10.0.0.1" }, ""},
 		{"bind link-local", func(c *Config) { c.Bind = "fe80::1" }, "is link-local"},
 		{"bind zone", func(c *Config) { c.Bind = "fe80::1%eth0" }, "a zone (%) is not accepted"},
 		{"advertise IPv6 any", func(c *Config) { c.Bind, c.Advertise = "::", "::" }, "must be a specific address"},
-		{"advertise IPv6 on IPv4", func(c *Config) { c.Advertise = "fd00::1" }, "--advertise fd00::1 is IPv6, but --bind 0.0.0.0 is IPv4 only"},
-		{"advertise IPv4 on IPv6", func(c *Config) { c.Bind, c.Advertise = "fd00::2", "10.0.0.1" }, "is IPv4, but --bind fd00::2 is IPv6 only"},
+		{"advertise IPv6 on IPv4", func(c *Config) { c.Advertise = "fd00::1" }, "Config.Advertise fd00::1 is IPv6, but Config.Bind 0.0.0.0 is IPv4 only"},
+		{"advertise IPv4 on IPv6", func(c *Config) { c.Bind, c.Advertise = "fd00::2", "10.0.0.1" }, "is IPv4, but Config.Bind fd00::2 is IPv6 only"},
 		{"advertise IPv6 dual", func(c *Config) { c.Bind, c.Advertise = "::", "fd00::1" }, ""},
 		{"advertise IPv4 dual", func(c *Config) { c.Bind, c.Advertise = "::", "10.0.0.1" }, ""},
 		{"advertise any", func(c *Config) { c.Advertise = "0.0.0.0" }, "must be a specific address"},
@@ -53,22 +53,22 @@ func TestValidate(t *testing.T) {
 		{"multicast port 0", func(c *Config) { c.Multicast = "239.1.1.1:0" }, "out of range"},
 		{"join ok", func(c *Config) { c.Join = []string{"10.0.0.2:7951", "node3"} }, ""},
 		{"join IPv6", func(c *Config) { c.Join = []string{"[fd00::2]:7951", "fd00::3"} }, ""},
-		{"join bad port", func(c *Config) { c.Join = []string{"10.0.0.2:x"} }, `--join "10.0.0.2:x"`},
+		{"join bad port", func(c *Config) { c.Join = []string{"10.0.0.2:x"} }, `Config.Join "10.0.0.2:x"`},
 		{"join empty host", func(c *Config) { c.Join = []string{":7951"} }, "empty host"},
-		{"no data dir", func(c *Config) { c.DataDir = " " }, "--data-dir is empty"},
+		{"no data dir", func(c *Config) { c.DataDir = " " }, "Config.DataDir is empty"},
 		{"api unix", func(c *Config) { c.API = "unix:/run/groupd.sock" }, ""},
 		{"api unix empty", func(c *Config) { c.API = "unix:" }, "empty socket path"},
 		{"api off", func(c *Config) { c.API = "" }, ""},
 		{"api bad", func(c *Config) { c.API = "localhost" }, "want host:port or unix:/path"},
 		{"api bad host", func(c *Config) { c.API = "example.com:7953" }, "must be an IP address or localhost"},
-		{"profile", func(c *Config) { c.Profile = "wan" }, `unknown --profile "wan"`},
-		{"interval zero", func(c *Config) { c.Timing.AliveInterval = 0 }, "alive-interval must be > 0"},
-		{"interval negative", func(c *Config) { c.Timing.BeaconInterval = -time.Second }, "beacon-interval must be > 0"},
-		{"interval relation", func(c *Config) { c.Timing.AliveTimeout = time.Millisecond }, "alive-timeout"},
-		{"key short", func(c *Config) { c.Key = make([]byte, 16) }, "must hold 32 bytes"},
+		{"profile", func(c *Config) { c.Profile = "wan" }, `Config.Profile "wan": want lan or fast`},
+		{"interval zero", func(c *Config) { c.Timing.AliveInterval = 0 }, "Config.Timing.AliveInterval must be > 0"},
+		{"interval negative", func(c *Config) { c.Timing.BeaconInterval = -time.Second }, "Config.Timing.BeaconInterval must be > 0"},
+		{"interval relation", func(c *Config) { c.Timing.AliveTimeout = time.Millisecond }, "Config.Timing.AliveTimeout (1ms) must be >= Config.Timing.AliveInterval + Config.Timing.AnswerTimeout"},
+		{"key short", func(c *Config) { c.Key = make([]byte, 16) }, "Config.Key is 16 bytes, want 32"},
 		{"key ok", func(c *Config) { c.Key = make([]byte, 32) }, ""},
-		{"hook timeout", func(c *Config) { c.HookTimeout = -1 }, "--hook-timeout"},
-		{"tick", func(c *Config) { c.TickInterval = -1 }, "tick interval"},
+		{"hook timeout", func(c *Config) { c.HookTimeout = -1 }, "Config.HookTimeout must be > 0"},
+		{"tick", func(c *Config) { c.TickInterval = -1 }, "Config.TickInterval must be > 0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := DefaultLANConfig()
@@ -91,6 +91,11 @@ func TestValidate(t *testing.T) {
 			}
 			if strings.Contains(err.Error(), "\n") {
 				t.Errorf("error %q is not one line", err)
+			}
+			// The library's errors name Config's fields; flags are
+			// the command line's (cmd/groupd maps one to the other).
+			if strings.Contains(err.Error(), "--") {
+				t.Errorf("error %q names a flag, not a Config field", err)
 			}
 		})
 	}
@@ -232,13 +237,13 @@ func TestNewErrors(t *testing.T) {
 		if c2.Port == 65535 {
 			t.Skip("port at the top of the range")
 		}
-		if _, err := New(c2); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "--port") {
+		if _, err := New(c2); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "Config.Port "+p+": listen") {
 			t.Fatalf("New on a used port: %v", err)
 		}
 		c3 := newTestConfig(t)
 		_, gp, _ := strings.Cut(a.Addrs().Gossip, ":")
 		c3.GossipPort = atoiOrFail(t, gp)
-		if _, err := New(c3); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "--gossip-port") {
+		if _, err := New(c3); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "Config.GossipPort "+gp+": ") {
 			t.Fatalf("New on a used gossip port: %v", err)
 		}
 	})
@@ -246,7 +251,7 @@ func TestNewErrors(t *testing.T) {
 		c := newTestConfig(t)
 		c.Multicast = DefaultMulticast
 		c.Interface = "nope0"
-		if _, err := New(c); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "--interface") {
+		if _, err := New(c); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), `Config.Interface "nope0"`) {
 			t.Fatalf("New with an unknown interface: %v", err)
 		}
 	})

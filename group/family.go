@@ -78,22 +78,22 @@ func familyName(v6 bool) string {
 
 // parseIP parses an IPv4 or IPv6 literal for flag; unspecified (0.0.0.0,
 // ::) is accepted only if allowAny. An IPv4-mapped IPv6 literal is IPv4.
-func parseIP(flag, s string, allowAny bool) (net.IP, error) {
+func parseIP(field, s string, allowAny bool) (net.IP, error) {
 	ip := net.ParseIP(s)
 	if ip == nil {
 		if strings.Contains(s, "%") {
-			return nil, configErrorf("group: %s %q: a zone (%%) is not accepted: give a routable address (memberlist carries no zone)", flag, s)
+			return nil, configErrorf("group: %s %q: a zone (%%) is not accepted: give a routable address (memberlist carries no zone)", field, s)
 		}
-		return nil, configErrorf("group: %s %q is not an IP address", flag, s)
+		return nil, configErrorf("group: %s %q is not an IP address", field, s)
 	}
 	if v4 := ip.To4(); v4 != nil {
 		ip = v4
 	}
 	if ip.IsUnspecified() && !allowAny {
-		return nil, configErrorf("group: %s %q must be a specific address, not %s", flag, s, ip)
+		return nil, configErrorf("group: %s %q must be a specific address, not %s", field, s, ip)
 	}
 	if ip.IsLinkLocalUnicast() {
-		return nil, configErrorf("group: %s %q is link-local: give a routable (global or ULA, fd00::/8) address, or :: for --bind (memberlist carries no zone)", flag, s)
+		return nil, configErrorf("group: %s %q is link-local: give a routable (global or ULA, fd00::/8) address, or :: for Config.Bind (memberlist carries no zone)", field, s)
 	}
 	return ip, nil
 }
@@ -106,22 +106,22 @@ func parseMulticast(s string) ([]*net.UDPAddr, error) {
 		g = strings.TrimSpace(g)
 		host, port, err := net.SplitHostPort(g)
 		if err != nil {
-			return nil, configErrorf("group: --multicast %q: want addr:port ([addr]:port for IPv6), comma-separated, or off: %v", s, err)
+			return nil, configErrorf("group: Config.Multicast %q: want addr:port ([addr]:port for IPv6), comma-separated, or off: %v", s, err)
 		}
 		ip := net.ParseIP(host)
 		if ip == nil || !ip.IsMulticast() {
-			return nil, configErrorf("group: --multicast %q: %q is not a multicast address (224.0.0.0/4 or ff00::/8)", s, host)
+			return nil, configErrorf("group: Config.Multicast %q: %q is not a multicast address (224.0.0.0/4 or ff00::/8)", s, host)
 		}
 		p, err := strconv.Atoi(port)
 		if err != nil || p < 1 || p > 65535 {
-			return nil, configErrorf("group: --multicast %q: port %q out of range (1-65535)", s, port)
+			return nil, configErrorf("group: Config.Multicast %q: port %q out of range (1-65535)", s, port)
 		}
 		if v4 := ip.To4(); v4 != nil {
 			ip = v4
 		}
 		a := &net.UDPAddr{IP: ip, Port: p}
 		if slices.ContainsFunc(out, func(o *net.UDPAddr) bool { return (o.IP.To4() == nil) == (ip.To4() == nil) }) {
-			return nil, configErrorf("group: --multicast %q: two %s groups; give at most one per family", s, familyName(ip.To4() == nil))
+			return nil, configErrorf("group: Config.Multicast %q: two %s groups; give at most one per family", s, familyName(ip.To4() == nil))
 		}
 		out = append(out, a)
 	}
@@ -151,7 +151,7 @@ func (c Config) multicastGroups(bind net.IP) ([]*net.UDPAddr, error) {
 		if v6 {
 			want = DefaultMulticast6
 		}
-		return nil, configErrorf("group: --multicast %s has no %s group, and --bind %s is %s: add one (e.g. %s) or set --multicast off",
+		return nil, configErrorf("group: Config.Multicast %s has no %s group, and Config.Bind %s is %s: add one (e.g. %s) or set Config.Multicast off",
 			c.Multicast, familyName(v6), c.Bind, familyName(v6), want)
 	}
 	return out, nil

@@ -348,8 +348,12 @@ func (a *Agent) attemptSeed(ctx context.Context, ml *memberlist.Memberlist, s se
 		log.Debug().Dur("retry_in", st.backoff).Msg("--join seed names only this node")
 	case seedFailed:
 		if !st.failing {
-			log.Warn().Err(why).Dur("retry_in", st.backoff).
-				Msg("cannot join --join seed; retrying with back-off, resolving it again each time (check the name or address, and that groupd runs there)")
+			w := log.Warn().Err(why).Dur("retry_in", st.backoff)
+			if try := a.protocolPortSeed(s, st.addrs); try != "" {
+				w = w.Str("try", try)
+			}
+			w.Msg("cannot join --join seed; retrying with back-off, resolving it again each time (check the name or address, " +
+				"that groupd runs there, and that the port is its gossip port, by default its protocol port + 1)")
 		} else {
 			log.Debug().Err(why).Dur("retry_in", st.backoff).Msg("--join seed still failing")
 		}

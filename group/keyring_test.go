@@ -54,7 +54,7 @@ func TestAcceptKeysValidated(t *testing.T) {
 	c := newTestConfig(t)
 	c.Key = bytes.Repeat([]byte{1}, wire.KeySize)
 	c.AcceptKeys = [][]byte{bytes.Repeat([]byte{2}, wire.KeySize), make([]byte, 16)}
-	if err := c.Validate(); err == nil || err.Error() != "group: --key-file: key 3 must hold 32 bytes (base64), got 16" {
+	if err := c.Validate(); err == nil || err.Error() != "group: Config.AcceptKeys[1] is 16 bytes, want 32" {
 		t.Fatalf("Validate: %v", err)
 	}
 }

@@ -280,8 +280,12 @@ func (p *publisher) leadershipNow(now time.Time) Leadership {
 // reader that falls behind finds the newest value, never a stale one
 // (values in between are replaced). The function ends the watch.
 //
-// The channel is closed when the watch ends or the agent stops (Run
-// returns; before it, WatchLeader returns a closed channel). A receive
+// The channel is open from WatchLeader until one of these closes it: the
+// function is called; Run ends (after the node has left its group, just
+// before Done is closed); or Close releases an agent that never ran. So a
+// watch may start before Run: it holds the leadership of a node not yet
+// running (not leading) and follows Run from its start. Once the agent
+// has stopped, WatchLeader returns a channel already closed. A receive
 // from the closed channel returns the zero Leadership at once, for ever,
 // so a reader must check: range over the channel, or stop when ok is
 // false, then wait for Done and ask Err why the agent stopped (nil after

@@ -69,33 +69,33 @@ var tagKey = regexp.MustCompile(`^[A-Za-z0-9_.\-]+$`)
 // checkNameTags validates Config.Name and Config.Tags.
 func checkNameTags(name string, tags map[string]string) error {
 	if len(name) > MaxNameLen {
-		return configErrorf("group: --name is %d bytes, over the %d-byte limit", len(name), MaxNameLen)
+		return configErrorf("group: Config.Name is %d bytes, over the %d-byte limit", len(name), MaxNameLen)
 	}
 	for _, r := range name {
 		if r < 0x20 || r == 0x7f {
-			return configErrorf("group: --name %q has a control character", name)
+			return configErrorf("group: Config.Name %q has a control character", name)
 		}
 	}
 	if len(tags) > MaxTags {
-		return configErrorf("group: %d --tag values, over the limit of %d", len(tags), MaxTags)
+		return configErrorf("group: Config.Tags has %d tags, over the limit of %d", len(tags), MaxTags)
 	}
 	total := 0
 	for k, v := range tags {
 		switch {
 		case len(k) == 0 || len(k) > MaxTagKeyLen || !tagKey.MatchString(k):
-			return configErrorf("group: --tag %q: the key must be 1-%d letters, digits, '_', '.' or '-'", k+"="+v, MaxTagKeyLen)
+			return configErrorf("group: Config.Tags %q: the key must be 1-%d letters, digits, '_', '.' or '-'", k+"="+v, MaxTagKeyLen)
 		case len(v) > MaxTagValueLen:
-			return configErrorf("group: --tag %s: the value is %d bytes, over the %d-byte limit", k, len(v), MaxTagValueLen)
+			return configErrorf("group: Config.Tags %s: the value is %d bytes, over the %d-byte limit", k, len(v), MaxTagValueLen)
 		}
 		for _, r := range v {
 			if r < 0x20 || r == 0x7f {
-				return configErrorf("group: --tag %s: the value has a control character", k)
+				return configErrorf("group: Config.Tags %s: the value has a control character", k)
 			}
 		}
 		total += 2 + len(k) + len(v)
 	}
 	if total > maxTagBytes {
-		return configErrorf("group: the tags take %d bytes, over the %d bytes the gossip meta has room for", total, maxTagBytes)
+		return configErrorf("group: Config.Tags take %d bytes, over the %d bytes the gossip meta has room for", total, maxTagBytes)
 	}
 	return nil
 }

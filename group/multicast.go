@@ -66,13 +66,13 @@ func selectInterfaces(name string, bind net.IP, v6 bool) ([]net.Interface, error
 	if name != "" {
 		ifi, err := net.InterfaceByName(name)
 		if err != nil {
-			return nil, configErrorf("group: --interface %q: %v", name, err)
+			return nil, configErrorf("group: Config.Interface %q: %v", name, err)
 		}
 		if ifi.Flags&net.FlagUp == 0 {
-			return nil, configErrorf("group: --interface %q is down", name)
+			return nil, configErrorf("group: Config.Interface %q is down", name)
 		}
 		if ifi.Flags&(net.FlagMulticast|net.FlagLoopback) == 0 {
-			return nil, configErrorf("group: --interface %q does not support multicast", name)
+			return nil, configErrorf("group: Config.Interface %q does not support multicast", name)
 		}
 		return []net.Interface{*ifi}, nil
 	}
@@ -86,7 +86,7 @@ func selectInterfaces(name string, bind net.IP, v6 bool) ([]net.Interface, error
 				return []net.Interface{ifi}, nil
 			}
 		}
-		return nil, configErrorf("group: --bind %s is not the address of any interface", bind)
+		return nil, configErrorf("group: Config.Bind %s is not the address of any interface", bind)
 	}
 	var picked []net.Interface
 	var loopback *net.Interface
@@ -116,7 +116,7 @@ func selectInterfaces(name string, bind net.IP, v6 bool) ([]net.Interface, error
 		}
 	}
 	if len(picked) == 0 {
-		return nil, configErrorf("group: no interface is up with an %s address for multicast; set --interface or --multicast off", familyName(v6))
+		return nil, configErrorf("group: no interface is up with an %s address for multicast; set Config.Interface, or Config.Multicast off", familyName(v6))
 	}
 	return picked, nil
 }
@@ -158,7 +158,7 @@ func chooseAdvertise(cfg Config, bind net.IP) (net.IP, error) {
 	if cfg.Advertise != "" {
 		// Config.Validate has refused an address of a family bind
 		// does not cover.
-		return parseIP("--advertise", cfg.Advertise, false)
+		return parseIP("Config.Advertise", cfg.Advertise, false)
 	}
 	fams := []bool{}
 	if v4 {
@@ -170,7 +170,7 @@ func chooseAdvertise(cfg Config, bind net.IP) (net.IP, error) {
 	if cfg.Interface != "" {
 		ifi, err := net.InterfaceByName(cfg.Interface)
 		if err != nil {
-			return nil, configErrorf("group: --interface %q: %v", cfg.Interface, err)
+			return nil, configErrorf("group: Config.Interface %q: %v", cfg.Interface, err)
 		}
 		for _, fam := range fams {
 			if ips := routable(ifaceIPs(*ifi, fam)); len(ips) > 0 && (bind.IsUnspecified() || ips[0].Equal(bind)) {
@@ -265,7 +265,7 @@ func openMulticast(group *net.UDPAddr, ifaces []net.Interface) (*mcastSocket, er
 	if v6 {
 		network = "udp6"
 		if linkLocalGroup(group.IP) && len(ifaces) != 1 {
-			return nil, configErrorf("group: --multicast %s is a link-local group: it needs exactly one interface (--interface), not %d", group, len(ifaces))
+			return nil, configErrorf("group: Config.Multicast %s is a link-local group: it needs exactly one interface (Config.Interface), not %d", group, len(ifaces))
 		}
 	}
 	lc := net.ListenConfig{Control: reusePort}
@@ -276,7 +276,7 @@ func openMulticast(group *net.UDPAddr, ifaces []net.Interface) (*mcastSocket, er
 		conn, err = lc.ListenPacket(context.Background(), network, zoned.String())
 	}
 	if err != nil {
-		return nil, configErrorf("group: --multicast %s: %w", group, err)
+		return nil, configErrorf("group: Config.Multicast %s: %w", group, err)
 	}
 	join := func(ifi *net.Interface) error {
 		return ipv4.NewPacketConn(conn).JoinGroup(ifi, &net.UDPAddr{IP: group.IP})
@@ -297,7 +297,7 @@ func openMulticast(group *net.UDPAddr, ifaces []net.Interface) (*mcastSocket, er
 	}
 	if len(joined) == 0 {
 		conn.Close()
-		return nil, configErrorf("group: --multicast %s: cannot join the group on any interface: %w", group, errors.Join(errs...))
+		return nil, configErrorf("group: Config.Multicast %s: cannot join the group on any interface: %w", group, errors.Join(errs...))
 	}
 	return &mcastSocket{group: group, ifaces: ifaces, conn: conn}, nil
 }
@@ -424,14 +424,14 @@ func bindWire(bind net.IP, port int) ([]*net.UDPConn, error) {
 		}
 		uc, err := net.ListenUDP(network, &net.UDPAddr{IP: bind, Port: port})
 		if err != nil {
-			return nil, configErrorf("group: --port %d: %w", port, err)
+			return nil, configErrorf("group: Config.Port %d: %w", port, err)
 		}
 		return []*net.UDPConn{uc}, nil
 	}
 	for attempt := 0; ; attempt++ {
 		u4, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4zero, Port: port})
 		if err != nil {
-			return nil, configErrorf("group: --port %d (IPv4): %w", port, err)
+			return nil, configErrorf("group: Config.Port %d (IPv4): %w", port, err)
 		}
 		p := portOf(u4)
 		u6, err := net.ListenUDP("udp6", &net.UDPAddr{IP: net.IPv6unspecified, Port: p})
@@ -440,7 +440,7 @@ func bindWire(bind net.IP, port int) ([]*net.UDPConn, error) {
 		}
 		u4.Close()
 		if port != 0 || attempt+1 == gossipBindAttempts {
-			return nil, configErrorf("group: --port %s (IPv6): %w", strconv.Itoa(p), err)
+			return nil, configErrorf("group: Config.Port %s (IPv6): %w", strconv.Itoa(p), err)
 		}
 	}
 }

@@ -167,6 +167,19 @@ func sameUDPAddr(a, b *net.UDPAddr) bool {
 	return a.IP.Equal(b.IP) && a.Port == b.Port && a.Zone == b.Zone
 }
 
+// isWireAddr reports whether addr is another node's wire protocol address,
+// as its packets or its gossip meta gave it.
+func (b *peerBook) isWireAddr(addr *net.UDPAddr) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, p := range b.m {
+		if p.udpAddr != nil && sameUDPAddr(p.udpAddr, addr) || p.metaAddr != nil && sameUDPAddr(p.metaAddr, addr) {
+			return true
+		}
+	}
+	return false
+}
+
 // copyAddr returns src, reusing old when it is the same address.
 func copyAddr(old, src *net.UDPAddr) *net.UDPAddr {
 	if old != nil && sameUDPAddr(old, src) {

@@ -48,7 +48,7 @@ const maxSeedName = 253
 func parseSeed(s string) (seedSpec, error) {
 	if name, ok := strings.CutPrefix(s, srvPrefix); ok {
 		if err := checkSeedName(name); err != nil {
-			return seedSpec{}, configErrorf("group: --join %q: %v", s, err)
+			return seedSpec{}, configErrorf("group: Config.Join %q: %v", s, err)
 		}
 		return seedSpec{srv: true, host: name}, nil
 	}
@@ -59,20 +59,20 @@ func parseSeed(s string) (seedSpec, error) {
 	if strings.Contains(s, ":") {
 		h, p, err := net.SplitHostPort(s)
 		if err != nil {
-			return seedSpec{}, configErrorf("group: --join %q: want host:port ([addr]:port for IPv6), host, or srv:NAME: %v", s, err)
+			return seedSpec{}, configErrorf("group: Config.Join %q: want host:port ([addr]:port for IPv6), host, or srv:NAME: %v", s, err)
 		}
 		n, err := strconv.Atoi(p)
 		if err != nil || n < 1 || n > 65535 {
-			return seedSpec{}, configErrorf("group: --join %q: port %q out of range (1-65535)", s, p)
+			return seedSpec{}, configErrorf("group: Config.Join %q: port %q out of range (1-65535)", s, p)
 		}
 		host, port = h, n
 	}
 	if host == "" {
-		return seedSpec{}, configErrorf("group: --join %q: empty host", s)
+		return seedSpec{}, configErrorf("group: Config.Join %q: empty host", s)
 	}
 	if net.ParseIP(host) == nil {
 		if err := checkSeedName(host); err != nil {
-			return seedSpec{}, configErrorf("group: --join %q: %v", s, err)
+			return seedSpec{}, configErrorf("group: Config.Join %q: %v", s, err)
 		}
 	}
 	return seedSpec{host: host, port: port}, nil
@@ -202,11 +202,58 @@ func (a *Agent) checkSelfSeeds() error {
 			if s.port == 0 {
 				how = "; a seed without a port uses this node's gossip port"
 			}
-			first = configErrorf("group: --join %q is this node's own gossip address (%s%s): give another node's address",
+			first = configErrorf("group: Config.Join %q is this node's own gossip address (%s%s): give another node's address",
 				s.String(), net.JoinHostPort(ip.String(), strconv.Itoa(own)), how)
 		}
 	}
 	return first
+}
+
+// protocolPortSeed returns, for a seed that names a wire protocol port
+// rather than a gossip port, the address it most likely meant: the same
+// host at that port + 1, as a node's gossip port is by default. Else "". A
+// join there fails only with "connection refused": nothing listens for
+// memberlist's TCP there. A protocol port is this node's own, DefaultPort,
+// or the wire address of a node heard of (addrs are what the seed resolved
+// to).
+func (a *Agent) protocolPortSeed(s seedSpec, addrs []string) string {
+	if s.srv || s.port == 0 || s.port == 65535 {
+		return ""
+	}
+	gossip := 0
+	if _, p, err := net.SplitHostPort(a.gossipAddr); err == nil {
+		gossip, _ = strconv.Atoi(p)
+	}
+	if s.port == gossip {
+		return ""
+	}
+	known := s.port == DefaultPort || a.tr != nil && a.tr.Addr() != nil && s.port == a.tr.Addr().Port
+	if ip := net.ParseIP(s.host); ip != nil {
+		addrs = append(addrs, s.String())
+	}
+	for _, ad := range addrs {
+		if known {
+			break
+		}
+		if u, err := net.ResolveUDPAddr("udp", ad); err == nil && u.IP != nil {
+			known = a.peers.isWireAddr(u)
+		}
+	}
+	if !known {
+		return ""
+	}
+	return net.JoinHostPort(s.host, strconv.Itoa(s.port+1))
+}
+
+// warnProtocolPortSeeds warns, once at start, about every seed that names
+// a protocol port (protocolPortSeed).
+func (a *Agent) warnProtocolPortSeeds() {
+	for _, s := range a.seeds {
+		if try := a.protocolPortSeed(s, nil); try != "" {
+			a.log.Warn().Str("seed", s.String()).Str("try", try).
+				Msg("seed " + s.String() + " looks like a protocol port: seeds name a node's gossip port (its protocol port + 1 by default), so try " + try)
+		}
+	}
 }
 
 // ownIP reports whether memberlist's socket, bound to Config.Bind, answers

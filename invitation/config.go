@@ -3,6 +3,7 @@ package invitation
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/groupd/groupd/wire"
@@ -87,6 +88,18 @@ type TimingField struct {
 	Name  string
 	Usage string
 	Field func(*Timing) *time.Duration
+}
+
+// GoName is the field's name in Timing: AliveTimeout for alive-timeout.
+// Errors (Validate) name fields so.
+func (f TimingField) GoName() string {
+	var b strings.Builder
+	for _, w := range strings.Split(f.Name, "-") {
+		if w != "" {
+			b.WriteString(strings.ToUpper(w[:1]) + w[1:])
+		}
+	}
+	return b.String()
 }
 
 // TimingFields lists every field of Timing, in the order of the docs.
@@ -175,43 +188,44 @@ func (t Timing) Scale(num, den int64) Timing {
 }
 
 // Validate reports the first interval that is not positive or that breaks a
-// relation the protocol relies on. Messages name the flags.
+// relation the protocol relies on. Messages name the fields
+// (Timing.AliveTimeout); a command line maps them to its flags.
 func (t Timing) Validate() error {
 	for _, f := range TimingFields() {
 		if d := *f.Field(&t); d <= 0 {
-			return fmt.Errorf("invitation: %s must be > 0, got %v", f.Name, d)
+			return fmt.Errorf("invitation: Timing.%s must be > 0, got %v", f.GoName(), d)
 		}
 		if d := *f.Field(&t); d%time.Millisecond != 0 {
 			// Other nodes are told these values in whole milliseconds.
-			return fmt.Errorf("invitation: %s must be a whole number of milliseconds, got %v", f.Name, d)
+			return fmt.Errorf("invitation: Timing.%s must be a whole number of milliseconds, got %v", f.GoName(), d)
 		}
 	}
 	if t.AliveTimeout < t.AliveInterval+t.AnswerTimeout {
-		return fmt.Errorf("invitation: alive-timeout (%v) must be >= alive-interval + answer-timeout (%v)", t.AliveTimeout, t.AliveInterval+t.AnswerTimeout)
+		return fmt.Errorf("invitation: Timing.AliveTimeout (%v) must be >= Timing.AliveInterval + Timing.AnswerTimeout (%v)", t.AliveTimeout, t.AliveInterval+t.AnswerTimeout)
 	}
 	if t.MemberTimeout < 3*t.AliveInterval {
-		return fmt.Errorf("invitation: member-timeout (%v) must be >= 3 × alive-interval (%v)", t.MemberTimeout, 3*t.AliveInterval)
+		return fmt.Errorf("invitation: Timing.MemberTimeout (%v) must be >= 3 × Timing.AliveInterval (%v)", t.MemberTimeout, 3*t.AliveInterval)
 	}
 	if t.PeerTimeout < t.BeaconInterval {
-		return fmt.Errorf("invitation: peer-timeout (%v) must be >= beacon-interval (%v)", t.PeerTimeout, t.BeaconInterval)
+		return fmt.Errorf("invitation: Timing.PeerTimeout (%v) must be >= Timing.BeaconInterval (%v)", t.PeerTimeout, t.BeaconInterval)
 	}
 	if t.PeerTimeout < 2*t.AliveInterval {
-		return fmt.Errorf("invitation: peer-timeout (%v) must be >= 2 × alive-interval (%v)", t.PeerTimeout, 2*t.AliveInterval)
+		return fmt.Errorf("invitation: Timing.PeerTimeout (%v) must be >= 2 × Timing.AliveInterval (%v)", t.PeerTimeout, 2*t.AliveInterval)
 	}
 	if t.AckInterval < t.AliveInterval {
 		// Acknowledgements answer heartbeats: none come faster.
-		return fmt.Errorf("invitation: ack-interval (%v) must be >= alive-interval (%v)", t.AckInterval, t.AliveInterval)
+		return fmt.Errorf("invitation: Timing.AckInterval (%v) must be >= Timing.AliveInterval (%v)", t.AckInterval, t.AliveInterval)
 	}
 	if t.Lease < 3*t.AliveInterval {
 		// Acknowledgements in quorum mode come every 5/8 of the lease,
 		// on heartbeats: at least two heartbeats apart, so that one lost
 		// acknowledgement does not end the lease.
-		return fmt.Errorf("invitation: lease (%v) must be >= 3 × alive-interval (%v)", t.Lease, 3*t.AliveInterval)
+		return fmt.Errorf("invitation: Timing.Lease (%v) must be >= 3 × Timing.AliveInterval (%v)", t.Lease, 3*t.AliveInterval)
 	}
 	if ll, round := t.LeaderLease(), t.AckEvery(true)+t.AnswerTimeout; ll <= round {
 		// A lease must outlast one acknowledgement round and a retry of
 		// a missing acknowledgement, or one lost packet ends it.
-		return fmt.Errorf("invitation: lease-margin (%v) leaves the leader's lease (%v) no longer than an acknowledgement round and a retry (%v): lower it or raise lease",
+		return fmt.Errorf("invitation: Timing.LeaseMargin (%v) leaves the leader's lease (%v) no longer than an acknowledgement round and a retry (%v): lower it or raise Timing.Lease",
 			t.LeaseMargin, ll, round)
 	}
 	return nil
@@ -494,10 +508,10 @@ func (q Quorum) Holds(n int, tb bool) bool {
 // Validate reports a configuration the quorum cannot work with.
 func (q Quorum) Validate() error {
 	if q.Expect < 0 {
-		return fmt.Errorf("invitation: --expect must be >= 0, got %d", q.Expect)
+		return fmt.Errorf("invitation: Quorum.Expect must be >= 0, got %d", q.Expect)
 	}
 	if q.TieBreaker != 0 && q.Expect == 0 {
-		return fmt.Errorf("invitation: --tie-breaker needs --expect")
+		return fmt.Errorf("invitation: Quorum.TieBreaker needs Quorum.Expect")
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package invitation_test
 
 import (
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -37,19 +38,19 @@ func TestNewRejects(t *testing.T) {
 		{"boot 0", func(c *invitation.Config) { c.Boot = 0 }, "boot nonce must not be 0"},
 		{"unknown election", func(c *invitation.Config) { c.Election = "raft" }, `unknown election algorithm "raft"`},
 		{"zero interval", func(c *invitation.Config) { c.Timing = bad(func(t *invitation.Timing) { t.CheckInterval = 0 }) },
-			"check-interval must be > 0"},
+			"Timing.CheckInterval must be > 0"},
 		{"sub-millisecond interval", func(c *invitation.Config) {
 			c.Timing = bad(func(t *invitation.Timing) { t.AnswerTimeout += time.Microsecond })
-		}, "answer-timeout must be a whole number of milliseconds"},
+		}, "Timing.AnswerTimeout must be a whole number of milliseconds"},
 		{"alive timeout too short", func(c *invitation.Config) {
 			c.Timing = bad(func(t *invitation.Timing) { t.AliveTimeout = t.AliveInterval })
-		}, "alive-timeout (250ms) must be >= alive-interval + answer-timeout (350ms)"},
+		}, "Timing.AliveTimeout (250ms) must be >= Timing.AliveInterval + Timing.AnswerTimeout (350ms)"},
 		{"member timeout too short", func(c *invitation.Config) {
 			c.Timing = bad(func(t *invitation.Timing) { t.MemberTimeout = 2 * t.AliveInterval })
-		}, "member-timeout (500ms) must be >= 3 × alive-interval (750ms)"},
+		}, "Timing.MemberTimeout (500ms) must be >= 3 × Timing.AliveInterval (750ms)"},
 		{"peer timeout below beacon interval", func(c *invitation.Config) {
 			c.Timing = bad(func(t *invitation.Timing) { t.PeerTimeout = t.BeaconInterval - time.Millisecond })
-		}, "peer-timeout (999ms) must be >= beacon-interval (1s)"},
+		}, "Timing.PeerTimeout (999ms) must be >= Timing.BeaconInterval (1s)"},
 	}
 	if _, err := invitation.New(ok, time.Unix(0, 0)); err != nil {
 		t.Fatalf("a valid config: %v", err)
@@ -481,5 +482,26 @@ func TestNextTimer(t *testing.T) {
 	}
 	if asked == 0 || fired[0] != "are-you-there" || fired[len(fired)-1] != "alive" {
 		t.Fatalf("timers fired %v, %d AreYouThere sent; want are-you-there first, alive last", fired, asked)
+	}
+}
+
+// TestTimingFieldGoName: every TimingField's GoName is the Timing field its
+// Field points at, and the table covers every field of Timing.
+func TestTimingFieldGoName(t *testing.T) {
+	var tm invitation.Timing
+	v := reflect.ValueOf(&tm).Elem()
+	fields := invitation.TimingFields()
+	if len(fields) != v.NumField() {
+		t.Errorf("TimingFields lists %d fields, Timing has %d", len(fields), v.NumField())
+	}
+	for _, f := range fields {
+		sf := v.FieldByName(f.GoName())
+		if !sf.IsValid() {
+			t.Errorf("%s: Timing has no field %s", f.Name, f.GoName())
+			continue
+		}
+		if sf.Addr().Interface() != f.Field(&tm) {
+			t.Errorf("%s: GoName %s is not the field it points at", f.Name, f.GoName())
+		}
 	}
 }

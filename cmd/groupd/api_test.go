@@ -425,3 +425,31 @@ func TestPermissionDenied(t *testing.T) {
 	}
 	wantOneLine(t, errOut, "groupd: permission denied on "+addr+" (the socket is mode 0600")
 }
+
+// TestMembersLeaderStale: after a kill -9 of the leader, gossip still
+// says it leads for up to --member-timeout; the table shows it stale (not
+// heard), and yes only for the leader this node hears.
+func TestMembersLeaderStale(t *testing.T) {
+	ms := []group.Member{
+		{ID: 3, Name: "n3", Gossip: group.GossipAlive, Leader: true,
+			Reach: group.Reach{State: group.ReachLost, Basis: "heartbeat", AgeMS: 4200, WindowMS: 750}},
+		{ID: 2, Name: "n2", Gossip: group.GossipAlive, InGroup: true, Leader: true,
+			Reach: group.Reach{State: group.ReachUp, Basis: "heartbeat", AgeMS: 100, WindowMS: 750}},
+		{ID: 1, Name: "n1", Gossip: group.GossipAlive, InGroup: true, Reach: group.Reach{State: group.ReachSelf, AgeMS: -1}},
+		{ID: 4, Name: "n4", Gossip: group.GossipAlive, Leader: true}, // a daemon that does not report reach
+		{ID: 5, Name: "n5", Gossip: group.GossipAlive, Leader: true, Reach: group.Reach{State: group.ReachUnknown, AgeMS: -1}},
+	}
+	var b strings.Builder
+	if err := printMembers(&b, ms); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"1": "-", "2": "yes", "3": "stale", "4": "yes", "5": "stale"}
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	col := strings.Index(lines[0], "LEADER")
+	for _, l := range lines[1:] {
+		id := strings.Fields(l)[0]
+		if got := strings.Fields(l[col:])[0]; got != want[id] {
+			t.Errorf("node %s: LEADER %q, want %q\n%s", id, got, want[id], b.String())
+		}
+	}
+}

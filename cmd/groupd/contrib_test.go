@@ -5,10 +5,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/urfave/cli/v2"
 )
 
 // TestContribEnv checks that contrib/groupd.env documents the variable of
@@ -158,6 +161,31 @@ func TestContribKubernetes(t *testing.T) {
 	for _, m := range regexp.MustCompile(`(?m)^\s+- --([a-z-]+)=`).FindAllStringSubmatch(y, -1) {
 		if !flags[m[1]] {
 			t.Errorf("groupd.yaml passes --%s, which groupd run does not know", m[1])
+		}
+	}
+	// Its own instruction, kubectl exec groupd-1 -- groupd status, works
+	// only if the client finds the API the daemon listens on without a
+	// flag (the image has no shell): both read GROUPD_API from the
+	// container's environment, set after POD_IP, which it uses.
+	if strings.Contains(y, "- --api=") {
+		t.Errorf("groupd.yaml passes --api to groupd run: groupd status under kubectl exec would not find the API")
+	}
+	api := strings.Index(y, `{name: GROUPD_API, value: "$(POD_IP):7953"}`)
+	if ip := strings.Index(y, "{name: POD_IP,"); api < 0 || ip < 0 || api < ip {
+		t.Errorf("groupd.yaml does not set GROUPD_API to $(POD_IP):7953 after POD_IP")
+	}
+	if !strings.Contains(y, "kubectl exec groupd-1 -- groupd status") {
+		t.Errorf("groupd.yaml lacks its kubectl exec instruction")
+	}
+	for _, c := range newApp([]string{"groupd"}, nil, nil).Commands {
+		switch c.Name {
+		case "run", "status", "members", "watch", "exec", "ui":
+		default:
+			continue
+		}
+		f, ok := lookupFlag(c.Flags, "api").(*cli.StringFlag)
+		if !ok || !slices.Contains(f.EnvVars, "GROUPD_API") {
+			t.Errorf("groupd %s --api does not read GROUPD_API", c.Name)
 		}
 	}
 	for _, want := range []string{"clusterIP: None", "publishNotReadyAddresses: true", "--id=$(POD_INDEX)", "apps.kubernetes.io/pod-index",

@@ -47,28 +47,47 @@ func commandLineFlags(flags []cli.Flag, args []string) map[string]bool {
 // that a flag on the command line wins over its variable even when the
 // variable holds a value that does not parse: urfave/cli reads the
 // environment before the command line, and would refuse it
-// (GROUPD_ID=abc groupd run --id 7).
+// (GROUPD_ID=abc groupd run --id 7). It also drops the variables that are
+// set but empty: an empty variable counts as unset, for every flag
+// (urfave/cli ignores an empty number or duration, but takes an empty
+// string, so GROUPD_DATA_DIR= was "--data-dir is empty"). A command line
+// asking for help keeps them all: the help lists them.
 func preferCommandLine(cmd *cli.Command, args []string) {
 	given := commandLineFlags(cmd.Flags, args)
+	if given["help"] {
+		return
+	}
 	for _, f := range cmd.Flags {
+		df, ok := f.(cli.DocGenerationFlag)
+		if !ok {
+			continue
+		}
+		var keep []string
 		if !given[f.Names()[0]] {
+			for _, env := range df.GetEnvVars() {
+				if v, set := os.LookupEnv(env); !set || v != "" {
+					keep = append(keep, env)
+				}
+			}
+		}
+		if len(keep) == len(df.GetEnvVars()) {
 			continue
 		}
 		switch f := f.(type) {
 		case *cli.StringFlag:
-			f.EnvVars = nil
+			f.EnvVars = keep
 		case *cli.StringSliceFlag:
-			f.EnvVars = nil
+			f.EnvVars = keep
 		case *cli.IntFlag:
-			f.EnvVars = nil
+			f.EnvVars = keep
 		case *cli.UintFlag:
-			f.EnvVars = nil
+			f.EnvVars = keep
 		case *cli.Uint64Flag:
-			f.EnvVars = nil
+			f.EnvVars = keep
 		case *cli.DurationFlag:
-			f.EnvVars = nil
+			f.EnvVars = keep
 		case *cli.BoolFlag:
-			f.EnvVars = nil
+			f.EnvVars = keep
 		}
 	}
 }

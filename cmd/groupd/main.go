@@ -10,9 +10,12 @@
 //	groupd version             version, commit and Go version (also groupd --version)
 //	groupd timeline EVENTS.ndjson -o OUT.svg [--faults FAULTS.ndjson]
 //	                           draw recorded events as an SVG timeline
+//	groupd completion SHELL    a completion script for bash, zsh or fish
+//	groupd help [CMD]          the help of groupd or of CMD (also groupd [CMD] --help)
 //
 // Exit codes: 0 success; 1 runtime failure or no daemon answering; 2 bad
-// configuration or usage (one line "groupd: <problem>" on stderr); 3 from
+// configuration or usage (one line "groupd: <problem>" on stderr; groupd
+// without a command prints its help there, as go does); 3 from
 // status when the daemon runs with --expect and the node is not in the
 // primary partition.
 package main
@@ -42,9 +45,8 @@ const (
 	exitNotPrimary = 3 // status: --expect is set and this node is not in the primary partition
 )
 
-// version is the release, set at link time with
-// -ldflags "-X main.version=v1.2.3". When unset, the module version from the
-// build info is used.
+// version overrides release at link time: -ldflags "-X main.version=1.2.3"
+// (a packager's own build). Empty: release.
 var version = ""
 
 // hupSignals delivers SIGHUP, which groupd ignores: it logs to stderr (the
@@ -71,6 +73,7 @@ func main() {
 // "groupd: <problem>". ctx is cancelled on SIGINT or SIGTERM.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	args = permuteTimelineArgs(args)
+	args = helpHelpArgs(args)
 	err := newApp(args, stdout, stderr).RunContext(ctx, args)
 	if err == nil {
 		return exitOK
@@ -82,7 +85,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if errors.As(err, &ec) {
 		code = ec.ExitCode()
 	}
-	fmt.Fprintf(stderr, "groupd: %s\n", oneLine(err.Error()))
+	if msg := oneLine(err.Error()); msg != "" { // "": the help said it
+		fmt.Fprintf(stderr, "groupd: %s\n", msg)
+	}
 	return code
 }
 
@@ -107,6 +112,9 @@ func newApp(args []string, stdout, stderr io.Writer) *cli.App {
 		ErrWriter:       stderr,
 		HideVersion:     true,
 		HideHelpCommand: true,
+		// groupd ... --generate-bash-completion prints the words that may
+		// come next: the completion scripts (completion.go) ask it.
+		EnableBashCompletion: true,
 		// Errors are printed once by run, which also picks the exit code;
 		// urfave/cli must neither print them nor call os.Exit.
 		ExitErrHandler: func(*cli.Context, error) {},
@@ -122,12 +130,17 @@ func newApp(args []string, stdout, stderr io.Writer) *cli.App {
 			uiCommand(),
 			versionCommand(),
 			timelineCommand(),
+			completionCommand(),
+			helpCommand(),
 		},
 		// urfave/cli's own --version prints "groupd version X" through
 		// a package-level printer; this one prints what `groupd
 		// version` does.
+		// --help is listed because urfave/cli adds it only when there is
+		// no command called help.
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "version", Usage: "print the version, commit and Go version, as groupd version does"},
+			cli.HelpFlag,
 		},
 		Action: func(c *cli.Context) error {
 			if c.Args().Present() {
@@ -136,7 +149,9 @@ func newApp(args []string, stdout, stderr io.Writer) *cli.App {
 			if c.Bool("version") {
 				return printVersion(c.App.Writer)
 			}
-			return cli.ShowAppHelp(c)
+			// No command: a usage error, as for the go command; `groupd
+			// help` and `groupd --help` print the same on stdout.
+			return showUsage(c)
 		},
 	}
 	for _, cmd := range app.Commands {
@@ -152,6 +167,7 @@ func newApp(args []string, stdout, stderr io.Writer) *cli.App {
 		}
 		cmd.HideHelpCommand = true
 	}
+	setCompleters(app, args)
 	return app
 }
 
@@ -186,21 +202,22 @@ type buildInfo struct {
 	GoVersion string
 }
 
+// readBuildInfo returns the version (main.version, else release), the
+// commit the go command stamped (vcs.revision and vcs.modified), else the
+// one stamped with -ldflags (main.commit), and the Go version.
+//
+// The module version of the build info is not used: a go build in a
+// checkout reports "(devel)" or a pseudo-version made from the last tag,
+// neither of which is the release the source says it is.
 func readBuildInfo() buildInfo {
 	bi := buildInfo{Version: version, GoVersion: runtime.Version()}
+	if bi.Version == "" {
+		bi.Version = release
+	}
 	info, ok := debug.ReadBuildInfo()
 	if !ok {
-		if bi.Version == "" {
-			bi.Version = "(unknown)"
-		}
 		bi.Commit = commit
 		return bi
-	}
-	if bi.Version == "" {
-		bi.Version = info.Main.Version
-	}
-	if bi.Version == "" {
-		bi.Version = "(devel)"
 	}
 	for _, s := range info.Settings {
 		switch s.Key {

@@ -44,7 +44,7 @@ func TestVersion(t *testing.T) {
 		t.Fatalf("version: exit %d, stderr %q", code, errOut)
 	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if len(lines) != 3 || !strings.HasPrefix(lines[0], "groupd ") ||
+	if len(lines) != 3 || lines[0] != "groupd "+release ||
 		!strings.HasPrefix(lines[1], "commit: ") || !strings.HasPrefix(lines[2], "go: go") {
 		t.Fatalf("version output:\n%s", out)
 	}
@@ -123,9 +123,68 @@ func TestHelp(t *testing.T) {
 			t.Errorf("run --help lacks %q", want)
 		}
 	}
-	code, out, _ = runCLI(t)
-	if code != exitOK || !strings.Contains(out, "status") {
-		t.Fatalf("no command: exit %d, output:\n%s", code, out)
+	// No command is a usage error, as for the go command: the help on
+	// stderr, exit 2.
+	code, out, errOut := runCLI(t)
+	_, help, _ := runCLI(t, "--help")
+	if code != exitConfig || out != "" || errOut != help || !strings.Contains(help, "status") {
+		t.Fatalf("no command: exit %d, stdout %q, stderr:\n%s\nwant exit 2 and the help on stderr:\n%s", code, out, errOut, help)
+	}
+}
+
+// TestHelpCommand: `groupd help` prints what `groupd --help` does, and
+// `groupd help CMD` what `groupd CMD --help` does, for every command.
+func TestHelpCommand(t *testing.T) {
+	cases := [][2][]string{{{"help"}, {"--help"}}, {{"help"}, {"-h"}}, {{"help", "--help"}, {"help", "help"}}}
+	for _, c := range newApp([]string{"groupd"}, nil, nil).Commands {
+		cases = append(cases, [2][]string{{"help", c.Name}, {c.Name, "--help"}})
+	}
+	for _, tc := range cases {
+		t.Run(strings.Join(tc[0], " "), func(t *testing.T) {
+			code, out, errOut := runCLI(t, tc[0]...)
+			_, want, _ := runCLI(t, tc[1]...)
+			if code != exitOK || errOut != "" || out != want || !strings.HasPrefix(out, "NAME:") {
+				t.Errorf("exit %d, stderr %q, stdout:\n%s\nwant what %q prints:\n%s", code, errOut, out, tc[1], want)
+			}
+		})
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"help", "frob"}, `groupd: help: unknown command "frob" (see groupd help)`},
+		{[]string{"help", "run", "status"}, `groupd: help takes one command, got ["run" "status"]`},
+	} {
+		code, out, errOut := runCLI(t, tc.args...)
+		if code != exitConfig || out != "" {
+			t.Errorf("%q: exit %d, stdout %q", tc.args, code, out)
+		}
+		wantOneLine(t, errOut, tc.want)
+	}
+}
+
+// TestVersionRelease: the release is 0.1.0 unless -ldflags -X main.version
+// overrides it; a commit built from a modified tree is marked +dirty.
+func TestVersionRelease(t *testing.T) {
+	if release != "0.1.0" {
+		t.Errorf("release = %q, want 0.1.0", release)
+	}
+	old := version
+	defer func() { version = old }()
+	version = "0.1.0-deb1"
+	if _, out, _ := runCLI(t, "version"); !strings.HasPrefix(out, "groupd 0.1.0-deb1\n") {
+		t.Errorf("with -X main.version=0.1.0-deb1, version printed:\n%s", out)
+	}
+	for _, tc := range []struct {
+		bi   buildInfo
+		want string
+	}{
+		{buildInfo{Commit: "2664401abc", Modified: true}, "2664401abc+dirty"},
+		{buildInfo{Commit: "2664401abc"}, "2664401abc"},
+	} {
+		if got := commitLine(tc.bi); got != tc.want {
+			t.Errorf("commitLine(%+v) = %q, want %q", tc.bi, got, tc.want)
+		}
 	}
 }
 

@@ -17,7 +17,11 @@ import (
 func membersCommand() *cli.Command {
 	return queryCommand("members", "list the nodes this node knows (from the local API)",
 		"Asks the daemon at --api for GET /v1/members and prints a table, or with --json the\n"+
-			"array as the API returns it, on one line. Exits 1 when no daemon answers.",
+			"array as the API returns it, on one line. Exits 1 when no daemon answers.\n\n"+
+			"REACH is this node's own evidence that it hears the node (self, up, lost, unknown).\n"+
+			"LEADER is yes for a node that announced it leads and is heard, stale for one that\n"+
+			"announced it but is no longer heard (killed or cut off; gossip drops it later),\n"+
+			"degraded for one that cannot save its state, - otherwise.",
 		"print the members as a JSON array, on one line", membersAction)
 }
 
@@ -54,22 +58,35 @@ func printMembers(w io.Writer, ms []group.Member) error {
 		if m.InGroup {
 			in = "yes"
 		}
-		lead := "-"
-		switch {
-		case m.Leader:
-			lead = "yes"
-		case m.Degraded:
-			lead = "degraded"
-		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s",
 			strconv.FormatUint(uint64(m.ID), 10), orDash(m.Name), m.Priority, orDash(m.Addr), orDash(m.Gossip), reachCell(m.Reach), in,
-			orDash(m.Group), lead, orDash(strings.Join(sortedKV(m.Tags), " ")))
+			orDash(m.Group), leaderCell(m), orDash(strings.Join(sortedKV(m.Tags), " ")))
 		if quorum {
 			fmt.Fprintf(tw, "\t%s", orDash(m.Quorum))
 		}
 		fmt.Fprintln(tw)
 	}
 	return tw.Flush()
+}
+
+// leaderCell renders a member's LEADER column: "yes" for a node that
+// announced it leads and that this node hears (reach self or up, or a
+// daemon too old to say), "stale" for one it announced it leads but this
+// node no longer hears (reach lost or unknown: a leader killed, or cut
+// off, that gossip has not yet declared dead, which takes up to
+// --member-timeout), "degraded" for a node that cannot save its state,
+// "-" for the rest. So two nodes never both show "yes" because one of
+// them died.
+func leaderCell(m group.Member) string {
+	switch {
+	case m.Leader && (m.Reach.State == group.ReachLost || m.Reach.State == group.ReachUnknown):
+		return "stale"
+	case m.Leader:
+		return "yes"
+	case m.Degraded:
+		return "degraded"
+	}
+	return "-"
 }
 
 // reachCell renders a member's reach: its state, and unless there is no

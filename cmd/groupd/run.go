@@ -53,11 +53,15 @@ value. Nodes on different profiles work together: inside a group, the
 coordinator's intervals apply, and each node logs the difference once.
 
 Without --key-file, traffic is not authenticated and groupd warns at start.
-Generate a key with: head -c 32 /dev/urandom | base64 > /etc/groupd/key
+Generate a key with:
+
+   head -c 32 /dev/urandom | base64 > /etc/groupd/key
+
 The key file may hold several keys, one per line: the first seals, all are
 accepted; that is how a key is rotated without a flag day (see README.md).
 
-Logs go to stderr (JSON lines, or --log-format console).
+Logs go to stderr: lines for people on a terminal, JSON lines elsewhere (a
+file, a pipe, the journal); --log-format console or json picks one.
 
 Signals: SIGINT and SIGTERM make the node leave the group (memberlist Leave)
 and exit 0 within 2 s. SIGHUP is ignored: there are no log files to reopen.
@@ -112,14 +116,15 @@ func runCommand() *cli.Command {
 		&cli.StringFlag{Name: "multicast", EnvVars: env("multicast"), Category: disco, Value: lan.Multicast,
 			Usage: "multicast `GROUPS` for beacons, one per family (IPv6 [addr]:port), or off (then use --join)"},
 		&cli.StringSliceFlag{Name: "join", EnvVars: env("join"), Category: disco,
-			Usage: "`SEEDS` to join: HOST[:PORT], a DNS name (all its A/AAAA) or srv:NAME (repeat or comma-separate)"},
+			Usage: "`SEEDS` to join: HOST[:GOSSIP-PORT], GOSSIP-PORT being the other node's --gossip-port (its --port + 1 by default: 7951, not 7950; left out, this node's), HOST an address or a DNS name (all its A/AAAA records); or srv:NAME (repeat or comma-separate)"},
 		&cli.DurationFlag{Name: "resolve-interval", EnvVars: env("resolve-interval"), Category: disco,
 			DefaultText: fmt.Sprintf("%v (lan), %v (fast)", lan.ResolveInterval, fast.ResolveInterval),
 			Usage:       "resolve --join names again every `DURATION` (and at every attempt to join them)"},
 		&cli.StringFlag{Name: "start-at", EnvVars: env("start-at"), Category: disco,
 			Usage: "open the sockets now but start the protocol at `TIME` (RFC 3339, or Unix seconds): lab cold starts"},
 		&cli.StringFlag{Name: "data-dir", EnvVars: env("data-dir"), Category: data, Value: lan.DataDir,
-			Usage: "`DIR` for the node's durable state (node id, group-number counter)"},
+			DefaultText: "/var/lib/groupd as root, else $XDG_STATE_HOME/groupd",
+			Usage:       "`DIR` for the node's durable state (node id, group-number counter)"},
 		&cli.Uint64Flag{Name: "min-counter", EnvVars: env("min-counter"), Category: data,
 			Usage: "raise the saved group-number counter to at least `N` at start (to recover from lost or corrupt state)"},
 		&cli.StringFlag{Name: "api", EnvVars: env("api"), Category: api, Value: lan.API,
@@ -144,8 +149,8 @@ func runCommand() *cli.Command {
 			Usage: "`PACKETS` per second accepted from one source address before decoding; the rest is dropped (0: no limit)"},
 		&cli.StringFlag{Name: "log-level", EnvVars: env("log-level"), Category: logging, Value: "info",
 			Usage: "`LEVEL`: debug, info, warn or error"},
-		&cli.StringFlag{Name: "log-format", EnvVars: env("log-format"), Category: logging, Value: "json",
-			Usage: "`FORMAT`: json or console"},
+		&cli.StringFlag{Name: "log-format", EnvVars: env("log-format"), Category: logging, Value: "auto",
+			Usage: "`FORMAT`: console (lines for people), json (one object a line), or auto: console when stderr is a terminal, else json"},
 		&cli.BoolFlag{Name: "pprof", EnvVars: env("pprof"), Category: logging,
 			Usage: "serve Go's profiler at /debug/pprof/ on the API (its address's access rules apply)"},
 	}
@@ -234,8 +239,8 @@ func runAction(c *cli.Context) error {
 	// and, without a key, the warning that traffic is not authenticated.
 	bi := readBuildInfo()
 	start := log.Info().Str("version", bi.Version).Str("go", bi.GoVersion)
-	if bi.Commit != "" {
-		start = start.Str("commit", bi.Commit)
+	if id := bi.commitID(); id != "" {
+		start = start.Str("commit", id)
 	}
 	start.Uint64("node", uint64(agent.ID())).Str("data_dir", cfg.DataDir).Msg("groupd " + bi.Version)
 	if cfg.Key != nil && rs.keyMode&0o077 != 0 {
@@ -313,20 +318,33 @@ func classify(err error) error {
 		errors.Is(err, syscall.EACCES),
 		errors.Is(err, syscall.EPERM),
 		errors.Is(err, syscall.EROFS):
-		// group's messages name the flag; its package prefix would
-		// read "groupd: group: --port ...".
+		// group's messages name Config's fields, which become flags;
+		// its package prefix would read "groupd: group: --port ...".
 		if errors.Is(err, group.ErrPersist) {
 			break // a full disk at start: let a supervisor restart us
 		}
-		return cli.Exit(strings.TrimPrefix(err.Error(), "group: "), exitConfig)
+		return cli.Exit(agentMessage(err), exitConfig)
 	case errors.Is(err, group.ErrDuplicateID):
 		// The agent logged which ID, and where the other process is.
-		return cli.Exit(strings.TrimPrefix(err.Error(), "group: ")+": give every node its own --id", exitConfig)
+		return cli.Exit(agentMessage(err)+": give every node its own --id", exitConfig)
 	}
-	return cli.Exit(strings.TrimPrefix(err.Error(), "group: "), exitFailure)
+	return cli.Exit(agentMessage(err), exitFailure)
 }
 
-// newLogger returns the daemon's logger writing to w.
+// agentMessage is an error of the agent in the command line's words:
+// without group's prefix, naming flags rather than Config's fields.
+func agentMessage(err error) string {
+	return flagTerms(strings.TrimPrefix(err.Error(), "group: "))
+}
+
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && isatty.IsTerminal(f.Fd())
+}
+
+// newLogger returns the daemon's logger writing to w, in format auto,
+// console or json (auto: console on a terminal, else json).
 func newLogger(w io.Writer, level, format string) (zerolog.Logger, error) {
 	// zerolog's own names, in any case. groupd offers four of them:
 	// trace floods the journal, and fatal, panic and disabled would hide
@@ -336,16 +354,19 @@ func newLogger(w io.Writer, level, format string) (zerolog.Logger, error) {
 	if err != nil || lvl < zerolog.DebugLevel || lvl > zerolog.ErrorLevel || !strings.EqualFold(level, lvl.String()) {
 		return zerolog.Nop(), badConfig("--log-level %q: want debug, info, warn or error", level)
 	}
+	tty := isTerminal(w)
+	if format == "auto" {
+		format = "json"
+		if tty {
+			format = "console"
+		}
+	}
 	switch format {
 	case "json":
 	case "console":
-		cw := zerolog.ConsoleWriter{Out: w, TimeFormat: "15:04:05.000", NoColor: true}
-		if f, ok := w.(*os.File); ok && isatty.IsTerminal(f.Fd()) {
-			cw.NoColor = false
-		}
-		w = cw
+		w = zerolog.ConsoleWriter{Out: w, TimeFormat: "15:04:05.000", NoColor: !tty}
 	default:
-		return zerolog.Nop(), badConfig("--log-format %q: want json or console", format)
+		return zerolog.Nop(), badConfig("--log-format %q: want auto, console or json", format)
 	}
 	return zerolog.New(w).Level(lvl).With().Timestamp().Logger(), nil
 }
@@ -454,9 +475,9 @@ func configFromFlags(c *cli.Context) (group.Config, runSettings, error) {
 		*f.Field(&cfg.Timing) = d
 	}
 	if err := cfg.Timing.Validate(); err != nil {
-		// "invitation: alive-timeout (...) must be >= alive-interval
-		// (...)" names the flags without their dashes.
-		return cfg, rs, badConfig("%s", flagNames(strings.TrimPrefix(err.Error(), "invitation: ")))
+		// "invitation: Timing.AliveTimeout (...) must be >=
+		// Timing.AliveInterval (...)" names the fields.
+		return cfg, rs, badConfig("%s", flagTerms(strings.TrimPrefix(err.Error(), "invitation: ")))
 	}
 
 	if path := c.String("key-file"); path != "" {
@@ -472,19 +493,6 @@ func configFromFlags(c *cli.Context) (group.Config, runSettings, error) {
 	}
 	cfg.MinCounter = c.Uint64("min-counter")
 	return cfg, rs, nil
-}
-
-// flagNames prefixes the interval names in msg with "--".
-func flagNames(msg string) string {
-	words := strings.Split(msg, " ")
-	for i, w := range words {
-		for _, f := range intervalFlags {
-			if w == f.Name {
-				words[i] = "--" + w
-			}
-		}
-	}
-	return strings.Join(words, " ")
 }
 
 // readKeyFile reads and parses --key-file: one key per line (wire.ParseKeys),

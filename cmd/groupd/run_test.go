@@ -241,7 +241,7 @@ func TestRunBadConfig(t *testing.T) {
 		{"key missing", nil, []string{"--key-file", "/nonexistent/key"}, "groupd: --key-file: open /nonexistent/key: no such file or directory"},
 		{"key is a dir", nil, []string{"--key-file", t.TempDir()}, "is not a regular file"},
 		{"log level", nil, []string{"--log-level", "trace"}, `groupd: --log-level "trace": want debug, info, warn or error`},
-		{"log format", nil, []string{"--log-format", "xml"}, `groupd: --log-format "xml": want json or console`},
+		{"log format", nil, []string{"--log-format", "xml"}, `groupd: --log-format "xml": want auto, console or json`},
 		{"extra argument", nil, []string{"now"}, `run takes no arguments, got "now"`},
 		// Checked by group.Config.Validate / group.New.
 		{"port out of range", nil, []string{"--port", "70000"}, "--port 70000"},
@@ -439,5 +439,94 @@ func TestEnvNamesKnown(t *testing.T) {
 			continue
 		}
 		t.Errorf("%s (in %s) is neither a flag's variable nor in otherEnv: groupd run would warn about it", n, path)
+	}
+}
+
+// TestRunErrorsInUserTerms: an error about a value names it as the user
+// gave it: the variable it came from, or the flag that was set (--port,
+// whose gossip port is port+1, not --gossip-port, which was not given).
+func TestRunErrorsInUserTerms(t *testing.T) {
+	aFile := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(aFile, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	base := []string{"run", "--log-level", "error", "--multicast", "off", "--bind", "127.0.0.1", "--api", "127.0.0.1:0"}
+	run := func(t *testing.T, args ...string) string {
+		t.Helper()
+		ctx, cancel := contextWithTimeout(t, 10*time.Second)
+		defer cancel()
+		code, _, errOut := runCLIContext(t, ctx, append(append([]string(nil), base...), args...)...)
+		if code != exitConfig {
+			t.Errorf("exit %d, want %d; stderr:\n%s", code, exitConfig, errOut)
+		}
+		return errOut
+	}
+	t.Run("data dir from the environment", func(t *testing.T) {
+		t.Setenv("GROUPD_DATA_DIR", aFile)
+		errOut := run(t, "--port", strconv.Itoa(freeUDPPort(t)), "--gossip-port", strconv.Itoa(freeUDPPort(t)))
+		wantLastLine(t, errOut, "groupd: --data-dir (from GROUPD_DATA_DIR) "+aFile+" is not a directory")
+	})
+	t.Run("data dir on the command line", func(t *testing.T) {
+		errOut := run(t, "--data-dir", aFile, "--port", strconv.Itoa(freeUDPPort(t)), "--gossip-port", strconv.Itoa(freeUDPPort(t)))
+		wantLastLine(t, errOut, "groupd: --data-dir "+aFile+" is not a directory")
+	})
+	t.Run("gossip port of --port in use", func(t *testing.T) {
+		// A port whose next one is taken.
+		var port int
+		for i := 0; i < 50 && port == 0; i++ {
+			busy, err := net.ListenPacket("udp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer busy.Close()
+			p := busy.LocalAddr().(*net.UDPAddr).Port - 1
+			if c, err := net.ListenPacket("udp", "127.0.0.1:"+strconv.Itoa(p)); err == nil {
+				c.Close()
+				port = p
+			}
+		}
+		if port == 0 {
+			t.Skip("found no free port below a busy one")
+		}
+		errOut := run(t, "--data-dir", t.TempDir(), "--port", strconv.Itoa(port))
+		wantLastLine(t, errOut, fmt.Sprintf("groupd: --port %d: its gossip port %d (--port+1; --gossip-port sets another): ", port, port+1))
+	})
+}
+
+// TestEmptyEnvIsUnset: a variable set to "" counts as unset for every flag
+// of every command, strings included (GROUPD_DATA_DIR= was "--data-dir is
+// empty"); the help still lists the variable.
+func TestEmptyEnvIsUnset(t *testing.T) {
+	for _, c := range newApp([]string{"groupd"}, nil, nil).Commands {
+		for _, f := range c.Flags {
+			if df, ok := f.(cli.DocGenerationFlag); ok {
+				for _, env := range df.GetEnvVars() {
+					t.Setenv(env, "")
+				}
+			}
+		}
+	}
+	cfg, err := parseRun(t)
+	if err != nil {
+		t.Fatalf("every variable empty: %v", err)
+	}
+	want := group.DefaultLANConfig()
+	cfg.Logger, want.Logger = zerolog.Logger{}, zerolog.Logger{}
+	if !reflect.DeepEqual(cfg, want) {
+		t.Errorf("every variable empty:\n got %+v\nwant the defaults %+v", cfg, want)
+	}
+	// Every type of flag of every command drops an empty variable.
+	app := newApp([]string{"groupd"}, nil, nil)
+	for _, c := range app.Commands {
+		preferCommandLine(c, nil)
+		for _, f := range c.Flags {
+			if df, ok := f.(cli.DocGenerationFlag); ok && len(df.GetEnvVars()) > 0 {
+				t.Errorf("%s --%s (%T) keeps its empty variable %v", c.Name, f.Names()[0], f, df.GetEnvVars())
+			}
+		}
+	}
+	_, out, _ := runCLI(t, "run", "--help")
+	if !strings.Contains(out, "[$GROUPD_DATA_DIR]") {
+		t.Errorf("with GROUPD_DATA_DIR empty, run --help does not list it:\n%s", out)
 	}
 }

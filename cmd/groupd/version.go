@@ -10,6 +10,11 @@ import (
 	"time"
 )
 
+// release is groupd's version: the one place it is written. A release
+// commit sets it and is tagged v<release>; `groupd version` prints it, and
+// -ldflags "-X main.version=..." overrides it (main.go).
+const release = "0.1.0"
+
 // commit is the source's commit, set at link time with
 // -ldflags "-X main.commit=$(git describe --always --dirty)" where the go
 // command cannot stamp it: GOFLAGS=-buildvcs=false, a git worktree (whose
@@ -43,13 +48,20 @@ func sourceDescribe() (desc, dir string) {
 	return strings.TrimSpace(string(out)), dir
 }
 
+// commitID is the commit the binary was built from, "+dirty" when the
+// tree had uncommitted changes (as the go command marks a pseudo-version),
+// or "" when none was stamped.
+func (bi buildInfo) commitID() string {
+	if bi.Commit != "" && bi.Modified {
+		return bi.Commit + "+dirty"
+	}
+	return bi.Commit
+}
+
 // commitLine is what `groupd version` prints after "commit: ".
 func commitLine(bi buildInfo) string {
-	switch {
-	case bi.Commit != "" && bi.Modified:
-		return bi.Commit + " (modified)"
-	case bi.Commit != "":
-		return bi.Commit
+	if id := bi.commitID(); id != "" {
+		return id
 	}
 	if desc, dir := sourceDescribe(); desc != "" {
 		return desc + " (no commit stamped in this binary: git describe of its source, " + dir + ", now; " + noStampHint + ")"
