@@ -12,7 +12,10 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/groupd/groupd/internal/cgroup"
@@ -60,8 +63,9 @@ import (
 // pid left), so that daemons of one host never share one; each guard's is
 // exec-N inside it, made anew (a directory that exists is skipped, never
 // used). A guard's directory is removed once it is empty, the agent's when
-// it stops. A daemon that crashes leaves them behind (with what exec, if
-// it lives, did not stop).
+// it stops. A daemon that is killed leaves them behind (with what exec, if
+// it lives, did not stop); the next agent that makes its directory there
+// removes those of daemons that are gone, if they are empty.
 
 const (
 	// maxGuards bounds the guards that live at once.
@@ -235,6 +239,16 @@ func (gs *guards) createLocked() (*cgroup.Group, error) {
 		if errors.Is(err, fs.ErrExist) {
 			continue
 		}
+		if errors.Is(err, fs.ErrNotExist) && gs.parent != nil {
+			// The agent's directory went (removed from outside while
+			// empty): make it again.
+			gs.parent = nil
+			if parent, err = gs.parentLocked(); err != nil {
+				return nil, err
+			}
+			gs.next--
+			continue
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -261,6 +275,7 @@ func (gs *guards) parentLocked() (*cgroup.Group, error) {
 		}
 		base = self
 	}
+	removeStale(base)
 	name := filepath.Join(base, fmt.Sprintf("groupd-%d", os.Getpid()))
 	for k := 1; k <= maxGuards; k++ {
 		dir := name
@@ -278,6 +293,54 @@ func (gs *guards) parentLocked() (*cgroup.Group, error) {
 		return g, nil
 	}
 	return nil, fmt.Errorf("cgroup: %s and %s-2 .. -%d all exist", name, name, maxGuards)
+}
+
+// removeStale removes from base the directories groupd-PID and
+// groupd-PID-K of daemons that are gone (no process PID): what a daemon
+// that was killed left behind. The kernel removes no group that has a
+// process in it (or below it), so nothing that runs is touched; a group
+// it cannot remove stays.
+func removeStale(base string) {
+	ents, err := os.ReadDir(base)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		pid, ok := guardDirPID(e.Name())
+		if !ok || !e.IsDir() || pid == os.Getpid() || processExists(pid) {
+			continue
+		}
+		if g, err := cgroup.Open(filepath.Join(base, e.Name())); err == nil {
+			_ = g.Remove()
+		}
+	}
+}
+
+// guardDirPID parses an agent's directory name, groupd-PID or
+// groupd-PID-K.
+func guardDirPID(name string) (int, bool) {
+	rest, ok := strings.CutPrefix(name, "groupd-")
+	if !ok {
+		return 0, false
+	}
+	rest, k, _ := strings.Cut(rest, "-")
+	pid, err := strconv.Atoi(rest)
+	if err != nil || pid <= 0 || strconv.Itoa(pid) != rest {
+		return 0, false
+	}
+	if k != "" {
+		if n, err := strconv.Atoi(k); err != nil || n < 2 || strconv.Itoa(n) != k {
+			return 0, false
+		}
+	}
+	return pid, true
+}
+
+// processExists reports whether a process pid exists (in this process's
+// pid namespace).
+func processExists(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
 // leadershipEnded is the publisher's call (publish.go, leadership) when

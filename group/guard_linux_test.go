@@ -449,3 +449,62 @@ func TestGuardKeepsDead(t *testing.T) {
 	}
 	t.Logf("killed %v after its start", time.Since(at).Round(time.Microsecond))
 }
+
+// TestGuardRemovesStale: an agent making its directory removes the empty
+// ones of daemons that are gone, and nothing else: not one of a live
+// process, not one with a process in it, not another name.
+func TestGuardRemovesStale(t *testing.T) {
+	base := guardBase(t)
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Fatal(err)
+	}
+	dead := gone.Process.Pid // gone, and not reused within the test (pids grow)
+	mk := func(name string) string {
+		t.Helper()
+		g, err := cgroup.Create(filepath.Join(base, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g.Path()
+	}
+	stale := mk(fmt.Sprintf("groupd-%d", dead))
+	staleK := mk(fmt.Sprintf("groupd-%d-2", dead))
+	staleSub := mk(fmt.Sprintf("groupd-%d-3", dead))
+	mk(fmt.Sprintf("groupd-%d-3/exec-7", dead))
+	busy := mk(fmt.Sprintf("groupd-%d-4", dead))
+	busyExec := mk(fmt.Sprintf("groupd-%d-4/exec-1", dead))
+	live := mk("groupd-1") // init's
+	other := mk(fmt.Sprintf("mine-%d", dead))
+	tr := startTree(t, busyExec)
+
+	gl := newGuardLab(t, false, base)
+	gl.lead(5, time.Time{})
+	first := gl.register(t)
+	for _, d := range []string{stale, staleK, staleSub} {
+		if _, err := os.Stat(d); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s (a gone daemon's, empty) is still there: %v", d, err)
+		}
+	}
+	for _, d := range []string{busy, busyExec, live, other} {
+		if _, err := os.Stat(d); err != nil {
+			t.Errorf("%s was removed: %v", d, err)
+		}
+	}
+	tr.alive(t, "in a gone daemon's directory that had a process in it")
+	// The agent's own directory removed from outside while empty: the
+	// next guard makes it again.
+	first.Close()
+	waitFor(t, 5*time.Second, "the first guard's cgroup to go", func() bool {
+		_, err := os.Stat(first.Info.Cgroup)
+		return errors.Is(err, fs.ErrNotExist)
+	})
+	parent := filepath.Dir(first.Info.Cgroup)
+	if err := unix.Rmdir(parent); err != nil {
+		t.Fatal(err)
+	}
+	g := gl.register(t)
+	if filepath.Dir(g.Info.Cgroup) != parent {
+		t.Errorf("the guard after the agent's directory went is in %s, want %s made again", g.Info.Cgroup, parent)
+	}
+}

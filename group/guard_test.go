@@ -213,3 +213,16 @@ func FuzzGuardRequest(f *testing.F) {
 		}
 	})
 }
+
+func TestGuardDirPID(t *testing.T) {
+	for name, want := range map[string]int{
+		"groupd-77": 77, "groupd-77-2": 77, "groupd-77-64": 77,
+		"groupd-": 0, "groupd-x": 0, "groupd-077": 0, "groupd-77-1": 0, "groupd-77-02": 0,
+		"groupd-77-2-3": 0, "groupd--2": 0, "groupd-0": 0, "exec-1": 0, "groupd-77x": 0,
+	} {
+		pid, ok := guardDirPID(name)
+		if ok != (want != 0) || pid != want && ok {
+			t.Errorf("guardDirPID(%q) = %d, %v; want %d", name, pid, ok, want)
+		}
+	}
+}
