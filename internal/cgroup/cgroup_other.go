@@ -22,6 +22,8 @@ func Open(string) (*Group, error) { return nil, ErrUnsupported }
 // Create fails off Linux.
 func Create(string) (*Group, error) { return nil, ErrUnsupported }
 
+// Every method of Group fails off Linux (no Group is ever made there).
+
 func (g *Group) Check() error                    { return ErrUnsupported }
 func (g *Group) Dir() (*os.File, error)          { return nil, ErrUnsupported }
 func (g *Group) Add(int) error                   { return ErrUnsupported }
