@@ -1,6 +1,6 @@
 // Package client talks to a groupd daemon's local HTTP API: the one client
 // of GET /v1/status, /v1/members, /v1/events, /v1/leader, /metrics and
-// /healthz, used
+// /healthz, and of POST /v1/exec (`groupd exec`'s guard), used
 // by the groupd command, the benchmarks, the timeline and the tests.
 //
 // The API's JSON shapes are package schema's types (Status, Member, Event,
@@ -65,6 +65,7 @@ var (
 // HTTPError is an answer with a status other than 200.
 type HTTPError struct {
 	Addr   string
+	Method string // "" for GET
 	Path   string
 	Status string // "503 Service Unavailable"
 	Code   int
@@ -72,7 +73,11 @@ type HTTPError struct {
 }
 
 func (e *HTTPError) Error() string {
-	return fmt.Sprintf("daemon at %s answered GET %s with %s: %s", e.Addr, e.Path, e.Status, e.Body)
+	m := e.Method
+	if m == "" {
+		m = http.MethodGet
+	}
+	return fmt.Sprintf("daemon at %s answered %s %s with %s: %s", e.Addr, m, e.Path, e.Status, e.Body)
 }
 
 // Client is a client of one daemon's API. It is safe for concurrent use.
@@ -362,3 +367,117 @@ func (s *Stream) Next() (schema.Event, error) {
 
 // Close ends the stream.
 func (s *Stream) Close() error { return s.resp.Body.Close() }
+
+// Guard is an open POST /v1/exec: the daemon's guard over the command
+// `groupd exec` runs (schema.ExecGuard). It lives while the connection
+// stays open: closing it (Close, or this process's death) tells the daemon
+// to kill whatever is left in the guard's cgroup.
+type Guard struct {
+	// Info is the daemon's first line: the guard's ID, term and cgroup.
+	Info   schema.ExecGuard
+	c      *Client
+	resp   *http.Response
+	sc     *bufio.Scanner
+	cancel context.CancelFunc
+}
+
+// Guard asks the daemon to guard a command exec is about to start in
+// req.Term. ctx bounds the registration only (until the daemon's first
+// line): the guard then lives until Close, whatever becomes of ctx. The
+// daemon refuses with an *HTTPError: 409 when this node does not lead in
+// that term, 429 when it keeps too many guards, 501 when it cannot make a
+// cgroup here (no cgroup v2, not permitted; the body says which), 503 when
+// it stops, 404 or 405 when it predates guards.
+func (c *Client) Guard(ctx context.Context, req schema.ExecGuardRequest) (*Guard, error) {
+	const path = "/v1/exec"
+	body, err := json.Marshal(req)
+	if err != nil {
+		return nil, fmt.Errorf("POST %s: %w", path, err)
+	}
+	// The request's own context outlives ctx once registered: cancelling
+	// it would close the connection, and the daemon would kill the
+	// command.
+	life, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	detach := context.AfterFunc(ctx, cancel)
+	fail := func(err error) (*Guard, error) {
+		cancel()
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("POST %s: %w", path, context.Cause(ctx))
+		}
+		return nil, err
+	}
+	hreq, err := http.NewRequestWithContext(life, http.MethodPost, c.base+path, strings.NewReader(string(body)))
+	if err != nil {
+		return fail(fmt.Errorf("POST %s: %w", path, err))
+	}
+	hreq.Header.Set("Content-Type", "application/json")
+	resp, err := c.hc.Do(hreq)
+	if err != nil {
+		return fail(c.connError(err))
+	}
+	if resp.StatusCode != http.StatusOK {
+		defer resp.Body.Close()
+		line, _ := bufio.NewReader(io.LimitReader(resp.Body, 512)).ReadString('\n')
+		line = strings.TrimSpace(line)
+		if line == "" {
+			line = "(no body)"
+		}
+		return fail(&HTTPError{Addr: c.addr, Method: http.MethodPost, Path: path, Status: resp.Status, Code: resp.StatusCode, Body: line})
+	}
+	g := &Guard{c: c, resp: resp, sc: bufio.NewScanner(resp.Body), cancel: cancel}
+	g.sc.Buffer(make([]byte, 4096), 64<<10)
+	first, err := g.next()
+	if err == nil && first.Cgroup == "" {
+		err = fmt.Errorf("daemon at %s opened guard %d without a cgroup", c.addr, first.ID)
+	}
+	if err == nil && !detach() {
+		err = context.Cause(ctx) // ctx ended just as the first line came
+	}
+	if err != nil {
+		resp.Body.Close()
+		return fail(err)
+	}
+	g.Info = first
+	return g, nil
+}
+
+// next reads the guard's next line.
+func (g *Guard) next() (schema.ExecGuard, error) {
+	for g.sc.Scan() {
+		if len(strings.TrimSpace(g.sc.Text())) == 0 {
+			continue
+		}
+		var e schema.ExecGuard
+		if err := json.Unmarshal(g.sc.Bytes(), &e); err != nil {
+			return schema.ExecGuard{}, fmt.Errorf("daemon at %s sent a guard line that is not valid: %w", g.c.addr, err)
+		}
+		return e, nil
+	}
+	if err := g.sc.Err(); err != nil {
+		return schema.ExecGuard{}, fmt.Errorf("lost the guard's stream from daemon at %s: %w", g.c.addr, err)
+	}
+	return schema.ExecGuard{}, io.EOF
+}
+
+// End waits until the daemon ends the guard and returns its last line
+// (End says why). A stream that breaks without one (the daemon died, or
+// Close was called) is an error: io.EOF, or what broke it.
+func (g *Guard) End() (schema.ExecGuard, error) {
+	for {
+		e, err := g.next()
+		if err != nil {
+			return e, err
+		}
+		if e.End != "" {
+			return e, nil
+		}
+	}
+}
+
+// Close ends the guard: the connection closes, and the daemon kills
+// whatever is left in its cgroup and removes it.
+func (g *Guard) Close() error {
+	err := g.resp.Body.Close()
+	g.cancel()
+	return err
+}

@@ -24,6 +24,9 @@
 //     faults (lost or restored state, duplicate IDs, a keyed node wiped,
 //     mixed timing and elections, a full disk), and leader_test.go issue
 //     13's (a leader never flaps on joins, restarts and heals).
+//   - lease_test.go: exclusive leadership with `groupd exec` on every
+//     node (issue 23); exec_test.go: exec's child does not outlive a
+//     killed exec, nor a stopped one on a cut-off leader (issue 33).
 //   - ui_test.go and ui_replay_test.go: the live view in headless Chromium
 //     (issue 26): the lab view and every node's own page side by side
 //     through a partition, a one-way cut and the heals (TestUITopology),
@@ -99,8 +102,10 @@
 // GROUPD_FUZZ_DURATION set them directly. It also runs TestOperatorTrials
 // (20 wipes and 20 restores of a coordinator's data dir, with figures) and
 // TestLeaderKeepsLeadingSoak (20 rounds of joins and heals under one
-// leader, about 2.5 minutes), and stretches the quiet windows of the
-// mixed-timing tests from 15 s to 60 s.
+// leader, about 2.5 minutes), runs TestExecKill9 and TestExecStopCut for
+// 20 and 10 rounds instead of one (exec_test.go: a killed or stopped
+// `groupd exec`, issue 33's figures), and stretches the quiet windows of
+// the mixed-timing tests from 15 s to 60 s.
 //
 // # Running
 //

@@ -1,3 +1,5 @@
+//go:build linux
+
 package e2e
 
 // Issue 7 (hardening) on the lab: rogue nodes, replayed packets, a packet

@@ -1,3 +1,5 @@
+//go:build linux
+
 package e2e
 
 // Issue 12 (operator faults) on the lab: a data dir wiped or restored from

@@ -137,6 +137,7 @@ type Agent struct {
 	lease  lease      // a quorum-mode leader's lease, as the loop last computed it (primary.go)
 	clocks *bootClock // the monotonic clock's instants on the boot clock (primary.go)
 	names  nameBoard  // wakes waiters for other nodes' names (names.go)
+	guards guards     // `groupd exec`'s guards (guard.go)
 
 	started  atomic.Bool
 	running  atomic.Bool  // the loop runs: /healthz is ok unless persist_error
@@ -224,6 +225,7 @@ func New(cfg Config) (*Agent, error) {
 		leader:  func() float64 { return boolGauge(a.Status().IsLeader()) },
 		primary: func() float64 { return boolGauge(a.Status().Primary) }})
 	a.pub.init(a)
+	a.guards.a = a
 	if cfg.Key != nil {
 		s, err := wire.NewSealer(cfg.Key, cfg.AcceptKeys...)
 		if err != nil {
@@ -463,6 +465,9 @@ func (a *Agent) release() {
 	a.released = true
 	a.stopping.Store(true)
 	a.pub.close()
+	// Before the API's Shutdown: a guard's answer stays open until the
+	// guard ends.
+	a.guards.close()
 	if a.apiSrv != nil {
 		// Event streams ended with the subscriptions above, so
 		// Shutdown only waits for requests in flight.

@@ -18,7 +18,7 @@ import (
 	"github.com/groupd/groupd/wire"
 )
 
-// The local HTTP API (read-only):
+// The local HTTP API (read-only, but for exec's guards):
 //
 //	GET /v1/status   Status as JSON
 //	GET /v1/members  []Member as JSON; each with "reach", this node's own
@@ -29,6 +29,12 @@ import (
 //	GET /v1/leader   200 while this node is the leader to act on (in quorum
 //	                 mode: while it holds its lease), else 503; the term in
 //	                 X-Groupd-Term; LeaderAnswer as JSON
+//	POST /v1/exec    `groupd exec`'s guard over its command (guard.go):
+//	                 schema.ExecGuardRequest in (application/json, no
+//	                 Origin), a stream of schema.ExecGuard lines out, open
+//	                 until exec closes it; 400 a bad body, 409 this node
+//	                 does not lead in the term named, 429 too many guards,
+//	                 501 no cgroup can be made here, 503 stopping
 //	GET /metrics     Prometheus metrics (the agent's own registry)
 //	GET /healthz     200 "ok" while the event loop runs and the state can be
 //	                 saved; else 503 "not running" or "persist error: ..."
@@ -118,6 +124,7 @@ func (a *Agent) Handler() http.Handler {
 	})
 	mux.HandleFunc("GET /v1/events", a.serveEvents)
 	mux.HandleFunc("GET /v1/leader", a.serveLeader)
+	mux.HandleFunc("POST /v1/exec", a.serveExec)
 	// The live view only reads the endpoints above, with the same access
 	// rules: whoever can read the API can see the page.
 	mux.Handle("GET /ui/", ui.Handler())

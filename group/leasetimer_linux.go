@@ -9,6 +9,16 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// bootNanos reads CLOCK_BOOTTIME; 0 if it cannot be read (the monotonic
+// clock alone then).
+func bootNanos() int64 {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts); err != nil {
+		return 0
+	}
+	return ts.Nano()
+}
+
 // timerfdAlarm is a bootAlarm on a timerfd of CLOCK_BOOTTIME: it counts a
 // suspended host, and fires at once on the resume when its time passed
 // meanwhile. One goroutine waits on the file (the runtime's poller) and

@@ -221,19 +221,18 @@ func chooseAdvertise(cfg Config, bind net.IP) (net.IP, error) {
 // one host can bind the multicast port, and clears IP_MULTICAST_ALL or
 // IPV6_MULTICAST_ALL.
 func reusePort(network, _ string, c syscall.RawConn) error {
-	all := struct{ level, opt int }{unix.IPPROTO_IP, unix.IP_MULTICAST_ALL}
-	if network == "udp6" {
-		all.level, all.opt = unix.IPPROTO_IPV6, unix.IPV6_MULTICAST_ALL
+	opts := []struct{ level, opt, v int }{
+		{unix.SOL_SOCKET, unix.SO_REUSEADDR, 1},
+		{unix.SOL_SOCKET, unix.SO_REUSEPORT, 1},
+	}
+	if level, opt, ok := multicastAll(network); ok {
+		opts = append(opts, struct{ level, opt, v int }{level, opt, 0})
 	}
 	var serr error
 	err := c.Control(func(fd uintptr) {
-		for _, o := range []struct{ level, opt, v int }{
-			{unix.SOL_SOCKET, unix.SO_REUSEADDR, 1},
-			{unix.SOL_SOCKET, unix.SO_REUSEPORT, 1},
-			{all.level, all.opt, 0},
-		} {
+		for _, o := range opts {
 			if serr = unix.SetsockoptInt(int(fd), o.level, o.opt, o.v); serr != nil {
-				if o.opt == unix.IPV6_MULTICAST_ALL && o.level == unix.IPPROTO_IPV6 && errors.Is(serr, unix.ENOPROTOOPT) {
+				if network == "udp6" && o.level == unix.IPPROTO_IPV6 && errors.Is(serr, unix.ENOPROTOOPT) {
 					// Linux < 4.20: the socket also gets groups other
 					// programs joined on its port, which decode as
 					// garbage and are dropped and counted.

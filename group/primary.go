@@ -4,8 +4,6 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/groupd/groupd/invitation"
 )
 
@@ -42,15 +40,6 @@ func validateQuorum(q Quorum) error {
 // host: both clocks stop with it. A paused leader wakes believing its
 // lease runs while another node may have led meanwhile; fence what it does
 // with the term (docs/design.md §8).
-
-// bootNanos reads CLOCK_BOOTTIME; 0 where there is none (not Linux).
-func bootNanos() int64 {
-	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts); err != nil {
-		return 0 // not Linux, or no BOOTTIME: the monotonic clock alone
-	}
-	return ts.Nano()
-}
 
 // bootClock maps instants of the monotonic clock (time.Now's) to the boot
 // clock. The two run at one rate except across a suspend, where the boot

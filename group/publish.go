@@ -217,6 +217,10 @@ func (p *publisher) leadership(t time.Time, old, cur Status, was bool) {
 	o := old
 	o.Term = term
 	if was && now {
+		// exec stops a command started under the old term (its
+		// GROUPD_TERM is stale), and its guard sees to it if exec
+		// cannot.
+		p.a.guards.leadershipEnded(term, t)
 		p.transition(t, ReasonLeaderTerm, &o, cur, cur.Term)
 		return
 	}
@@ -225,6 +229,7 @@ func (p *publisher) leadership(t time.Time, old, cur Status, was bool) {
 		if end := old.LeaseUntil; cur.Expect > 0 && cur.Leader && !end.IsZero() && end.Before(stop) {
 			stop = end // the lease ran out then: the loop saw it late
 		}
+		p.a.guards.leadershipEnded(term, stop)
 		p.transition(stop, ReasonLeaderStop, &o, cur, term)
 	}
 	if now {

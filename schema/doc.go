@@ -1,5 +1,6 @@
 // Package schema defines the records that leave a groupd daemon: what its
-// API answers (Status, Member, LeaderAnswer), what its event stream prints
+// API answers (Status, Member, LeaderAnswer; ExecGuardRequest and
+// ExecGuard for `groupd exec`'s guard), what its event stream prints
 // (Event), and what the network lab writes beside those events (Mark),
 // each with its JSON form. It is the one definition of those shapes: the
 // daemon (package group) writes them, and every reader (client, timeline,

@@ -146,3 +146,19 @@ func TestLeaderAnswerJSON(t *testing.T) {
 		t.Errorf("lease_remaining_ms must be left out when unknown: %s", got)
 	}
 }
+
+func TestExecGuardJSON(t *testing.T) {
+	at := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+	req := ExecGuardRequest{Term: "7.4", GraceMS: 200, PollMS: 50}
+	if got, want := string(encode(t, req)), `{"term":"7.4","grace_ms":200,"poll_ms":50}`; got != want {
+		t.Errorf("request: got %s, want %s", got, want)
+	}
+	first := ExecGuard{ID: 3, Term: "7.4", Cgroup: "/sys/fs/cgroup/groupd-77/exec-3", Time: at}
+	if got, want := string(encode(t, first)), `{"id":3,"term":"7.4","cgroup":"/sys/fs/cgroup/groupd-77/exec-3","time":"2026-11-21T10:00:00Z"}`; got != want {
+		t.Errorf("first line: got %s, want %s", got, want)
+	}
+	last := ExecGuard{ID: 3, Term: "7.4", End: "the lease ran out", Killed: true, Time: at}
+	if got, want := string(encode(t, last)), `{"id":3,"term":"7.4","end":"the lease ran out","killed":true,"time":"2026-11-21T10:00:00Z"}`; got != want {
+		t.Errorf("last line: got %s, want %s", got, want)
+	}
+}

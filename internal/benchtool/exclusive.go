@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 // benchtool exclusive: exclusive leadership under faults, for groupd and

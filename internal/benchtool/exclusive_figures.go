@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 // The figures of one round of `benchtool exclusive`, computed from the

@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 // The implementations `benchtool exclusive` measures, on the processes of

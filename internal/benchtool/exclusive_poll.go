@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 // The pollers of `benchtool exclusive`: one goroutine per node asks it,

@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 // benchtool exclusive report: the tables of BENCHMARKS.md's "Exclusive

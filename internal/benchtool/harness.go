@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 // The harness every suite shares (suite, peers run, scale, loss,

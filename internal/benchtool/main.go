@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command benchtool is groupd's benchmark suite: the scripts of
 // scripts/bench only read their arguments and call it. It runs labs of
 // real daemons (internal/lab) and the simulator, writes one JSON object

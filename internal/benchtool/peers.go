@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 // benchtool peers: groupd beside its peers (corosync, serf, JGroups,

@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 // The processes of groupd and its peers on the lab's namespaces, one set

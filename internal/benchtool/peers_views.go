@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 // Parsers of the view output of groupd's peers (corosync, serf, JGroups,

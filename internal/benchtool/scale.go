@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 // The lab at scale (benchtool scale, scripts/bench/scale.sh, and the

@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 // benchtool suite: groupd's benchmark suite of issue 6 (scripts/bench/run.sh

@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 // The lab trials of groupd: a failover, a heal and a cold start, each

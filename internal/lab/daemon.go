@@ -183,7 +183,7 @@ func (nd *node) launch() error {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	} else {
 		// Dies with this process, whatever kills it.
-		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+		cmd.SysProcAttr = withParent()
 	}
 	launched := time.Now() // before the process exists: its events all come later
 	if err := inNetns(l.NS(nd.id), cmd.Start); err != nil {

@@ -1,0 +1,7 @@
+//go:build !linux
+
+package group
+
+// multicastAll: no such option off Linux, where a socket gets only the
+// groups it joined.
+func multicastAll(string) (level, opt int, ok bool) { return 0, 0, false }
