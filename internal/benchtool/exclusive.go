@@ -316,9 +316,9 @@ func (r *exclRunner) peerBlock(name string, current *exclPeer) error {
 			res, err := r.round(p, poller, fault, k)
 			if err == nil {
 				err = r.emit(res)
-				r.b.say("%s %-9s round %2d: overlap %7.0f ms, step-down %s, takeover %s, term violations %d (%s)%s",
+				r.b.say("%s %-9s round %2d: overlap %7.0f ms, step-down %s, takeover %s, gap %s, term violations %d (%s)%s",
 					name, fault, k, res.OverlapMS, showFig(res.StepDownS, res.Kept, "kept"), showFig(res.TakeoverS, false, "none"),
-					res.TermViolations, describeSpans(res.exclFigures), settledSay(res))
+					showMS(res.GapMS), res.TermViolations, describeSpans(res.exclFigures), settledSay(res))
 				if err != nil {
 					return err
 				}
@@ -343,6 +343,14 @@ func showFig(v *float64, kept bool, none string) string {
 		return none
 	}
 	return fmt.Sprintf("%.3fs", *v)
+}
+
+// showMS writes an optional figure in ms ("none" when absent).
+func showMS(v *float64) string {
+	if v == nil {
+		return "none"
+	}
+	return fmt.Sprintf("%.0f ms", *v)
 }
 
 func settledSay(res ExclRound) string {

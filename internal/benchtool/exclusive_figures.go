@@ -99,6 +99,17 @@ type exclFigures struct {
 	// another node; nil if none came in the window. NewLeader is it.
 	TakeoverS *float64 `json:"takeover_s"`
 	NewLeader int      `json:"new_leader,omitempty"`
+	// GapMS is the time between primary leaders, in ms: from the old
+	// leader's last primary-leader answer (the answer's arrival, before
+	// the fault when it gave none after it: a freeze, a kill) to the
+	// first primary-leader answer of another node (TakeoverS). Nil when
+	// the old leader kept leading or nobody took over. The design holds
+	// successive primary leaders LeaseMargin apart (docs/design.md §8):
+	// this is the figure that checks it, each end known to a poll
+	// interval. Negative would be an overlap. OldLastPLS is the old
+	// leader's answer it counts from, in seconds from the fault.
+	GapMS      *float64 `json:"gap_ms,omitempty"`
+	OldLastPLS *float64 `json:"old_last_pl_s,omitempty"`
 	// Terms are the distinct terms of primary-leader answers, in the
 	// order they were first seen ("TERM@NODE"); TermViolations counts the
 	// primary-leader answers whose term is lower than one already seen
@@ -136,15 +147,22 @@ func exclCompute(samples []exclSample, fault time.Time, leader int, poll time.Du
 	}
 	rel := func(t time.Time) float64 { return secs(t.Sub(fault)) }
 	f.overlap(byNode, poll, to, rel)
-	f.stepDown(byNode[leader], fault, rel)
+	oldLast := f.stepDown(byNode[leader], fault, rel)
 	in = sortedSamples(in)
 	// Takeover: the first primary-leader answer of another node.
+	var takeover time.Time
 	for _, s := range in {
 		if s.OK && s.PL && s.Node != leader && !s.At.Before(fault) {
 			d := rel(s.At)
-			f.TakeoverS, f.NewLeader = &d, s.Node
+			f.TakeoverS, f.NewLeader, takeover = &d, s.Node, s.At
 			break
 		}
+	}
+	// The gap between primary leaders, when the old one stepped down (or
+	// went silent for good) and another one followed.
+	if !f.Kept && f.StepDownS != nil && f.TakeoverS != nil && !oldLast.IsZero() {
+		g, l := float64(takeover.Sub(oldLast).Microseconds())/1000, rel(oldLast)
+		f.GapMS, f.OldLastPLS = &g, &l
 	}
 	f.terms(in, rel)
 	return f
@@ -234,12 +252,22 @@ func (f *exclFigures) overlap(byNode map[int][]exclSample, poll time.Duration, t
 	f.Spans = spans
 }
 
-// stepDown reads the old leader's answers from the fault on.
-func (f *exclFigures) stepDown(own []exclSample, fault time.Time, rel func(time.Time) float64) {
+// stepDown reads the old leader's answers from the fault on. It returns
+// the arrival of the old leader's last primary-leader answer before it
+// stepped down, including answers before the fault (zero if it gave
+// none in the window): where the gap to the next primary leader begins.
+func (f *exclFigures) stepDown(own []exclSample, fault time.Time, rel func(time.Time) float64) (lastPLAt time.Time) {
 	var after []exclSample
 	for _, s := range own {
 		if !s.At.Before(fault) {
 			after = append(after, s)
+		} else if s.OK {
+			// Before the fault: a primary-leader answer is the last one
+			// so far; any other answer ends what came before it.
+			lastPLAt = time.Time{}
+			if s.PL {
+				lastPLAt = s.At
+			}
 		}
 	}
 	var lastPL *exclSample
@@ -254,6 +282,9 @@ func (f *exclFigures) stepDown(own []exclSample, fault time.Time, rel func(time.
 			break
 		}
 		lastPL = s
+	}
+	if lastPL != nil {
+		lastPLAt = lastPL.At
 	}
 	switch {
 	case steppedDown || lastPL == nil:
@@ -270,6 +301,7 @@ func (f *exclFigures) stepDown(own []exclSample, fault time.Time, rel func(time.
 	default:
 		f.Kept = true
 	}
+	return lastPLAt
 }
 
 // terms checks the primary-leader answers' terms, by arrival: never lower

@@ -3,6 +3,7 @@ package main
 import (
 	"math"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -63,6 +64,8 @@ func TestExclCompute(t *testing.T) {
 		lastViol   *float64
 		spans      int
 		terms      []string
+		// gapMS: the gap between primary leaders (nil: none).
+		gapMS *float64
 	}{
 		{
 			name: "no fault effect: the leader stays, nobody else",
@@ -76,6 +79,8 @@ func TestExclCompute(t *testing.T) {
 				{4, -1, 1.5, "follower", exclTerm{}}, {4, 1.5, 3, "PL", t7},
 			},
 			stepDown: fptr(1.0), takeover: fptr(1.5), newLeader: 4, terms: []string{"5.5@5", "7.4@4"},
+			// From the old leader's last answer at +1.00 to node 4's first at +1.50.
+			gapMS: fptr(500),
 		},
 		{
 			name: "overlap: node 4 leads from +1.0, the old leader steps down at +3.0",
@@ -87,6 +92,8 @@ func TestExclCompute(t *testing.T) {
 			overlapMS: 2020, stepDown: fptr(3.0), takeover: fptr(1.0), newLeader: 4, spans: 1,
 			// Node 5's answers from +1.0 on carry 5.5 after 7.4 was seen: 101 of them.
 			violations: 101, firstViol: fptr(1.0), lastViol: fptr(3.0), terms: []string{"5.5@5", "7.4@4"},
+			// Node 4 first at +1.00, node 5 last at +3.00: an overlap is a negative gap.
+			gapMS: fptr(-2000),
 		},
 		{
 			name: "kill: the leader never answers again; node 4 at +0.7",
@@ -95,6 +102,8 @@ func TestExclCompute(t *testing.T) {
 				{4, -1, 0.7, "follower", exclTerm{}}, {4, 0.7, 3, "PL", t7},
 			},
 			stepDown: fptr(0), takeover: fptr(0.7), newLeader: 4, terms: []string{"5.5@5", "7.4@4"},
+			// From its last answer before the kill (-0.02), not from the fault.
+			gapMS: fptr(720),
 		},
 		{
 			name: "kill with a poll in flight: its answer at +0.02 is the step-down",
@@ -103,6 +112,7 @@ func TestExclCompute(t *testing.T) {
 				{4, -1, 0.7, "follower", exclTerm{}}, {4, 0.7, 3, "PL", t7},
 			},
 			stepDown: fptr(0.02), takeover: fptr(0.7), newLeader: 4, terms: []string{"5.5@5", "7.4@4"},
+			gapMS: fptr(680),
 		},
 		{
 			name: "freeze: silent for 3 s, then primary leader for 1 s after SIGCONT, then steps down",
@@ -112,7 +122,7 @@ func TestExclCompute(t *testing.T) {
 			},
 			// Both from 3.00 to 4.00 (node 5's last answer 3.98 + 20 ms).
 			overlapMS: 1000, stepDown: fptr(3.98), takeover: fptr(1.0), newLeader: 4, spans: 1,
-			violations: 50, terms: []string{"5.5@5", "7.4@4"},
+			violations: 50, terms: []string{"5.5@5", "7.4@4"}, gapMS: fptr(-2980),
 		},
 		{
 			name: "freeze, then the old leader merges the others and stays (new term): kept",
@@ -131,6 +141,7 @@ func TestExclCompute(t *testing.T) {
 				{3, -1, 1.2, "follower", exclTerm{}}, {3, 1.2, 3, "PL", t7},
 			},
 			stepDown: fptr(0.48), takeover: fptr(1.2), newLeader: 3, terms: []string{"5.5@5", "7.4@3"},
+			gapMS: fptr(720),
 		},
 		{
 			name: "an answer followed by silence holds one poll interval, not until the next answer",
@@ -140,7 +151,7 @@ func TestExclCompute(t *testing.T) {
 			},
 			// Both from 0.50 to 1.00 only.
 			overlapMS: 500, stepDown: fptr(0.98), takeover: fptr(0.5), newLeader: 4, spans: 1,
-			violations: 25, terms: []string{"5.5@5", "7.4@4"},
+			violations: 25, terms: []string{"5.5@5", "7.4@4"}, gapMS: fptr(-480),
 		},
 		{
 			name: "three at once count once",
@@ -151,7 +162,7 @@ func TestExclCompute(t *testing.T) {
 			// 5 and 4 from +1.0 to +2.0, 4 and 3 from +1.5 to +3.0: one span.
 			overlapMS: 2000, stepDown: fptr(1.98), takeover: fptr(1.0), newLeader: 4, spans: 1,
 			// 5.5 after 7.4 (from 1.0) and 7.4 after 8.3 (from 1.5).
-			violations: 50 + 75, terms: []string{"5.5@5", "7.4@4", "8.3@3"},
+			violations: 50 + 75, terms: []string{"5.5@5", "7.4@4", "8.3@3"}, gapMS: fptr(-980),
 		},
 		{
 			name: "keepalived: no terms, two masters for the whole split",
@@ -160,6 +171,38 @@ func TestExclCompute(t *testing.T) {
 				{3, -1, 3.6, "follower", exclTerm{}}, {3, 3.6, 5, "PL", exclTerm{}},
 			},
 			overlapMS: 1400, kept: true, takeover: fptr(3.6), newLeader: 3, spans: 1,
+		},
+		{
+			name: "gap: frozen at the fault, node 4 primary at +1.10; counted from the last answer before the freeze",
+			segs: []seg{
+				{5, -1, 0, "PL", t5}, {5, 0, 3, "none", exclTerm{}}, {5, 3, 5, "follower", exclTerm{}},
+				{4, -1, 1.1, "follower", exclTerm{}}, {4, 1.1, 5, "PL", t7},
+			},
+			stepDown: fptr(0), takeover: fptr(1.1), newLeader: 4, terms: []string{"5.5@5", "7.4@4"}, gapMS: fptr(1120),
+		},
+		{
+			name: "gap at the margin: the old leader's last answer at +0.98, node 4's first at +1.10",
+			segs: []seg{
+				{5, -1, 1, "PL", t5}, {5, 1, 3, "follower", exclTerm{}},
+				{4, -1, 1.1, "follower", exclTerm{}}, {4, 1.1, 3, "PL", t7},
+			},
+			stepDown: fptr(0.98), takeover: fptr(1.1), newLeader: 4, terms: []string{"5.5@5", "7.4@4"}, gapMS: fptr(120),
+		},
+		{
+			name: "gap: unanswered polls between the last primary-leader answer and the step-down do not move its start",
+			segs: []seg{
+				{5, -1, 0.5, "PL", t5}, {5, 0.5, 0.6, "none", exclTerm{}}, {5, 0.6, 3, "follower", exclTerm{}},
+				{4, -1, 0.8, "follower", exclTerm{}}, {4, 0.8, 3, "PL", t7},
+			},
+			stepDown: fptr(0.48), takeover: fptr(0.8), newLeader: 4, terms: []string{"5.5@5", "7.4@4"}, gapMS: fptr(320),
+		},
+		{
+			name: "no gap when nobody takes over",
+			segs: []seg{
+				{5, -1, 0.5, "PL", t5}, {5, 0.5, 3, "follower", exclTerm{}},
+				{4, -1, 3, "follower", exclTerm{}},
+			},
+			stepDown: fptr(0.48), terms: []string{"5.5@5"},
 		},
 	}
 	for _, tc := range cases {
@@ -189,6 +232,12 @@ func TestExclCompute(t *testing.T) {
 			}
 			if !slices.Equal(f.Terms, tc.terms) {
 				t.Errorf("terms %v, want %v", f.Terms, tc.terms)
+			}
+			if !sameMS(f.GapMS, tc.gapMS) {
+				t.Errorf("gap %v ms, want %v", show(f.GapMS), show(tc.gapMS))
+			}
+			if (f.GapMS == nil) != (f.OldLastPLS == nil) {
+				t.Errorf("gap %v ms counted from %v", show(f.GapMS), show(f.OldLastPLS))
 			}
 		})
 	}
@@ -255,6 +304,15 @@ func sameSecs(a, b *float64) bool {
 	return math.Abs(*a-*b) < 1e-6
 }
 
+// sameMS compares figures in ms, to a microsecond (the figures' own
+// resolution).
+func sameMS(a, b *float64) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return math.Abs(*a-*b) < 1e-3
+}
+
 func show(p *float64) any {
 	if p == nil {
 		return "none"
@@ -266,18 +324,50 @@ func show(p *float64) any {
 func TestExclRow(t *testing.T) {
 	rs := []ExclRound{
 		{Fault: "partition", FaultEndS: 20, Settled: true, Load: [3]float64{1, 0, 0}, PollMS: 20,
-			exclFigures: exclFigures{OverlapMS: 9000, StepDownS: fptr(10), TakeoverS: fptr(1), Terms: []string{"5.5@5", "7.3@3"},
+			exclFigures: exclFigures{OverlapMS: 9000, StepDownS: fptr(10), TakeoverS: fptr(1), GapMS: fptr(-9000), Terms: []string{"5.5@5", "7.3@3"},
 				TermViolations: 3, FirstViolation: "+1.000s: node 5 answered primary leader with term 5.5 after node 3's 7.3 (+1.000s)"}},
 		{Fault: "partition", FaultEndS: 20, Settled: true, Load: [3]float64{2, 0, 0}, PollMS: 20,
-			exclFigures: exclFigures{OverlapMS: 8000, StepDownS: fptr(21), TakeoverS: fptr(1.2), Terms: []string{"5.5@5"},
+			exclFigures: exclFigures{OverlapMS: 8000, StepDownS: fptr(21), TakeoverS: fptr(1.2), GapMS: fptr(-19800), Terms: []string{"5.5@5"},
 				TermViolations: 1, FirstViolationS: fptr(20.5)}},
 		{Fault: "partition", FaultEndS: 20, Load: [3]float64{1.5, 0, 0}, PollMS: 20,
 			exclFigures: exclFigures{OverlapMS: 12, Kept: true, Terms: []string{"5.5@5"}}},
 	}
 	// 12 ms of overlap is less than a poll: not counted as a round with overlap.
 	want := "| groupd | 3 (1 not settled) | 8000 (12–9000) | 2 of 3 | 15.50 (10.00–21.00); only after the heal in 1; kept leading in 1 of 3 | " +
-		"1.10 (1.00–1.20); none in 1 of 3 | 2 of 3 (1 only after the fault ended) | 1.00–2.00 |"
+		"1.10 (1.00–1.20); none in 1 of 3 | -14400 (-19800–-9000); in 2 of 3 | 2 of 3 (1 only after the fault ended) | 1.00–2.00 |"
 	if got := exclRow("groupd", rs); got != want {
 		t.Errorf("row\n got %s\nwant %s", got, want)
+	}
+}
+
+// TestExclGapTable: the least, median and most gap between primary
+// leaders per fault and over all faults; rounds without a gap (kept,
+// nobody took over) are counted, not measured; a fault without any gap
+// has no row, and rounds without any gap give no table.
+func TestExclGapTable(t *testing.T) {
+	round := func(fault string, gap *float64) ExclRound {
+		return ExclRound{Peer: "groupd", Fault: fault, PollMS: 20, exclFigures: exclFigures{GapMS: gap}}
+	}
+	rs := []ExclRound{
+		round("partition", fptr(340)), round("partition", fptr(180)), round("partition", nil),
+		round("kill", fptr(450)), round("kill", fptr(900)),
+		round("freeze", nil),
+	}
+	got := exclGapTable(rs)
+	for _, want := range []string{
+		"| groupd | partition | 2 of 3 | **180** | 260 | 340 |\n",
+		"| groupd | kill | 2 of 2 | **450** | 675 | 900 |\n",
+		"| groupd | **all faults** | 4 | **180** | 395 | 900 |\n",
+		"Resolution ±20 ms at each end",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("no %q in\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "freeze") {
+		t.Errorf("a row for a fault without gaps:\n%s", got)
+	}
+	if s := exclGapTable([]ExclRound{round("freeze", nil)}); s != "" {
+		t.Errorf("a table without gaps:\n%s", s)
 	}
 }

@@ -87,13 +87,14 @@ func exclMarkdown(rounds []ExclRound, notes []ExclNote, envs []ExclEnv) string {
 			continue
 		}
 		fmt.Fprintf(&b, "**%s** (%s)\n\n", fault, exclFaultSay(fault, rounds))
-		b.WriteString("| implementation | rounds | overlap ms, p50 (min–max) | rounds with overlap > 1 poll | step-down s, p50 (min–max) | takeover s, p50 (min–max) | term order broken | load (1 min) |\n")
-		b.WriteString("|---|---|---|---|---|---|---|---|\n")
+		b.WriteString("| implementation | rounds | overlap ms, p50 (min–max) | rounds with overlap > 1 poll | step-down s, p50 (min–max) | takeover s, p50 (min–max) | gap between primary leaders ms, p50 (min–max) | term order broken | load (1 min) |\n")
+		b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
 		for _, r := range rows {
 			b.WriteString(r + "\n")
 		}
 		b.WriteString("\n")
 	}
+	b.WriteString(exclGapTable(rounds))
 	if len(notes) > 0 {
 		b.WriteString("Notes of the runs:\n\n")
 		for _, n := range notes {
@@ -121,7 +122,7 @@ func exclFaultSay(fault string, rounds []ExclRound) string {
 }
 
 func exclRow(peer string, rs []ExclRound) string {
-	var overlap, stepdown, takeover []float64
+	var overlap, stepdown, takeover, gaps []float64
 	kept, none, withOverlap, unsettled, broken, brokenAfter, afterEnd := 0, 0, 0, 0, 0, 0, 0
 	hasTerms := false
 	lo, hi := math.Inf(1), math.Inf(-1)
@@ -148,6 +149,9 @@ func exclRow(peer string, rs []ExclRound) string {
 			takeover = append(takeover, *r.TakeoverS)
 		} else {
 			none++
+		}
+		if r.GapMS != nil {
+			gaps = append(gaps, *r.GapMS)
 		}
 		if !r.Settled {
 			unsettled++
@@ -185,8 +189,67 @@ func exclRow(peer string, rs []ExclRound) string {
 	if unsettled > 0 {
 		rounds += fmt.Sprintf(" (%d not settled)", unsettled)
 	}
-	return fmt.Sprintf("| %s | %s | %s | %d of %d | %s | %s | %s | %.2f–%.2f |",
-		peer, rounds, exclCell(overlap, fms), withOverlap, len(rs), sd, to, terms, lo, hi)
+	gap := exclCell(gaps, fms)
+	if len(gaps) > 0 && len(gaps) < len(rs) {
+		gap += fmt.Sprintf("; in %d of %d", len(gaps), len(rs))
+	}
+	return fmt.Sprintf("| %s | %s | %s | %d of %d | %s | %s | %s | %s | %.2f–%.2f |",
+		peer, rounds, exclCell(overlap, fms), withOverlap, len(rs), sd, to, gap, terms, lo, hi)
+}
+
+// exclGapTable is the gap between primary leaders (gap_ms) of every
+// round that has one, per implementation and fault and over all its
+// faults: the least, the median and the most. The least is the figure
+// that matters: the design holds successive primary leaders at least
+// LeaseMargin apart (docs/design.md §8). "" when no round has a gap.
+func exclGapTable(rounds []ExclRound) string {
+	var b strings.Builder
+	poll := 0.0
+	for _, peer := range exclPeers {
+		var all []float64
+		var rows []string
+		for _, fault := range exclFaults {
+			var gaps []float64
+			n := 0
+			for _, r := range rounds {
+				if r.Peer != peer || r.Fault != fault {
+					continue
+				}
+				n++
+				if r.GapMS != nil {
+					gaps = append(gaps, *r.GapMS)
+					poll = max(poll, r.PollMS)
+				}
+			}
+			if len(gaps) == 0 {
+				continue
+			}
+			all = append(all, gaps...)
+			rows = append(rows, fmt.Sprintf("| %s | %s | %d of %d | **%.0f** | %.0f | %.0f |", peer, fault, len(gaps), n,
+				slices.Min(gaps), medianOf(gaps), slices.Max(gaps)))
+		}
+		if len(all) == 0 {
+			continue
+		}
+		if b.Len() == 0 {
+			b.WriteString("**The least time between one primary leader's last answer and the next one's first** (gap_ms: from the old " +
+				"leader's last primary-leader answer to another node's first, in rounds where the old leader stepped down or went " +
+				"silent and another took over)\n\n")
+			b.WriteString("| implementation | fault | rounds with a gap | least gap ms | p50 ms | most ms |\n")
+			b.WriteString("|---|---|---|---|---|---|\n")
+		}
+		for _, r := range rows {
+			b.WriteString(r + "\n")
+		}
+		fmt.Fprintf(&b, "| %s | **all faults** | %d | **%.0f** | %.0f | %.0f |\n", peer, len(all), slices.Min(all), medianOf(all), slices.Max(all))
+	}
+	if b.Len() == 0 {
+		return ""
+	}
+	fmt.Fprintf(&b, "\nResolution ±%.0f ms at each end: both ends are the arrival of a poll's answer, and polls come every %.0f ms, "+
+		"so a node's change lies up to one poll interval from the answer that shows it (the figure can exceed the real gap by up "+
+		"to two intervals, and fall short of it by the answers' latency). A negative gap would be an overlap.\n\n", poll, poll)
+	return b.String()
 }
 
 // exclFirstViolation is when a round's first term violation came, from
