@@ -371,3 +371,103 @@ func TestExclGapTable(t *testing.T) {
 		t.Errorf("a table without gaps:\n%s", s)
 	}
 }
+
+// TestExclLapses: the lapses of a loss that lasts [0, 60) s, on synthetic
+// timelines of a bare quorum (nodes 2 and 3, node 3 leading).
+func TestExclLapses(t *testing.T) {
+	t3 := exclTerm{Seq: 5, ID: 3}
+	type lapse struct {
+		node     int
+		from, to float64 // to < 0: not ended
+	}
+	cases := []struct {
+		name    string
+		segs    []seg
+		want    []lapse
+		longest float64 // ms
+	}{
+		{
+			name: "no lapse",
+			segs: []seg{{3, -1, 62, "PL", t3}, {2, -1, 62, "follower", exclTerm{}}},
+		},
+		{
+			name: "two lapses: the leader is not primary for 300 ms, then for 100 ms",
+			segs: []seg{
+				{3, -1, 10, "PL", t3}, {3, 10, 10.3, "leader", t3}, {3, 10.3, 20, "PL", t3}, {3, 20, 20.1, "leader", t3}, {3, 20.1, 62, "PL", t3},
+				{2, -1, 62, "follower", exclTerm{}},
+			},
+			want: []lapse{{3, 10, 10.3}, {3, 20, 20.1}}, longest: 300,
+		},
+		{
+			name: "lapses before the loss and after it are not counted; one that begins during it is, to its end",
+			segs: []seg{
+				{3, -1, -0.5, "PL", t3}, {3, -0.5, -0.4, "leader", t3}, {3, -0.4, 59.9, "PL", t3}, {3, 59.9, 60.5, "leader", t3},
+				{3, 60.5, 61, "PL", t3}, {3, 61, 61.2, "leader", t3}, {3, 61.2, 62, "PL", t3},
+			},
+			want: []lapse{{3, 59.9, 60.5}}, longest: 600,
+		},
+		{
+			name: "unanswered polls are no lapse",
+			segs: []seg{{3, -1, 5, "PL", t3}, {3, 5, 5.5, "none", exclTerm{}}, {3, 5.5, 62, "PL", t3}},
+		},
+		{
+			name: "leadership moves to node 2 after 500 ms without a primary leader: one lapse",
+			segs: []seg{
+				{3, -1, 10, "PL", t3}, {3, 10, 62, "follower", exclTerm{}},
+				{2, -1, 10.5, "follower", exclTerm{}}, {2, 10.5, 62, "PL", exclTerm{Seq: 7, ID: 2}},
+			},
+			want: []lapse{{3, 10, 10.5}}, longest: 500,
+		},
+		{
+			name: "a handover with an overlap is no lapse",
+			segs: []seg{
+				{3, -1, 10.2, "PL", t3}, {3, 10.2, 62, "follower", exclTerm{}},
+				{2, -1, 10, "follower", exclTerm{}}, {2, 10, 62, "PL", exclTerm{Seq: 7, ID: 2}},
+			},
+		},
+		{
+			name: "a lapse that has not ended by the window's end",
+			segs: []seg{{3, -1, 50, "PL", t3}, {3, 50, 62, "leader", t3}},
+			want: []lapse{{3, 50, -1}},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := exclLossCompute(timeline(tc.segs...), at(0), at(0), at(60))
+			var got []lapse
+			for _, l := range f.List {
+				to := -1.0
+				if l.ToS != nil {
+					to = *l.ToS
+				}
+				got = append(got, lapse{l.Node, l.FromS, to})
+			}
+			if !slices.EqualFunc(got, tc.want, func(a, b lapse) bool {
+				return a.node == b.node && math.Abs(a.from-b.from) < 1e-6 && math.Abs(a.to-b.to) < 1e-6
+			}) {
+				t.Errorf("lapses %+v, want %+v", got, tc.want)
+			}
+			if f.Lapses != len(tc.want) || math.Abs(f.LapsesPerMin-float64(len(tc.want))) > 1e-9 || f.LossS != 60 {
+				t.Errorf("%d lapses (%.3f a minute) in %.1f s, want %d (a minute)", f.Lapses, f.LapsesPerMin, f.LossS, len(tc.want))
+			}
+			if math.Abs(f.LongestLapseMS-tc.longest) > 0.001 {
+				t.Errorf("longest lapse %.3f ms, want %.0f", f.LongestLapseMS, tc.longest)
+			}
+		})
+	}
+}
+
+// TestExclLossRow: the loss table's row sums the lapses over the minutes
+// of loss of every round.
+func TestExclLossRow(t *testing.T) {
+	round := func(lapses, stops int, lossS, longest float64, load float64) ExclRound {
+		return ExclRound{Fault: "loss", Settled: true, PollMS: 20, Load: [3]float64{load, 0, 0},
+			Loss: &exclLossFigures{LossPct: 10, Live: []int{2, 3}, Stopped: []int{1}, LossS: lossS, Lapses: lapses,
+				LongestLapseMS: longest, LeaderStops: &stops}}
+	}
+	rs := []ExclRound{round(1, 1, 60, 240, 0.5), round(0, 0, 60, 0, 0.7), round(2, 3, 60, 180, 1.1)}
+	want := "| groupd | 3 | 10 %, 2,3 | 60.0 (60.0–60.0) | 1, 0, 2 | **1.00** (3 in 3.0 min) | 240 | 1.33 (4) | 0 (0–0) | 0 of 3 | 0.50–1.10 |"
+	if got := exclLossRow("groupd", rs); got != want {
+		t.Errorf("row\n got %s\nwant %s", got, want)
+	}
+}

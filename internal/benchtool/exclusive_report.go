@@ -69,7 +69,7 @@ func fs3(v float64) string { return fmt.Sprintf("%.2f", v) }
 // exclMarkdown writes one table per fault, a row per implementation.
 func exclMarkdown(rounds []ExclRound, notes []ExclNote, envs []ExclEnv) string {
 	var b strings.Builder
-	for _, fault := range exclFaults {
+	for _, fault := range exclAllFaults {
 		var rows []string
 		for _, peer := range exclPeers {
 			var rs []ExclRound
@@ -81,12 +81,26 @@ func exclMarkdown(rounds []ExclRound, notes []ExclNote, envs []ExclEnv) string {
 			if len(rs) == 0 {
 				continue
 			}
-			rows = append(rows, exclRow(peer, rs))
+			if fault == "loss" {
+				rows = append(rows, exclLossRow(peer, rs))
+			} else {
+				rows = append(rows, exclRow(peer, rs))
+			}
 		}
 		if len(rows) == 0 {
 			continue
 		}
 		fmt.Fprintf(&b, "**%s** (%s)\n\n", fault, exclFaultSay(fault, rounds))
+		if fault == "loss" {
+			b.WriteString(exclLossHeader)
+			for _, r := range rows {
+				b.WriteString(r + "\n")
+			}
+			b.WriteString("\nA lapse: a primary leader answers that it no longer is one and, until the next primary-leader answer, " +
+				"nobody is (each end known to a poll interval; a lapse shorter than a poll can escape the polls, not groupd's " +
+				"leader-stop events, counted from the lab's history).\n\n")
+			continue
+		}
 		b.WriteString("| implementation | rounds | overlap ms, p50 (min–max) | rounds with overlap > 1 poll | step-down s, p50 (min–max) | takeover s, p50 (min–max) | gap between primary leaders ms, p50 (min–max) | term order broken | load (1 min) |\n")
 		b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
 		for _, r := range rows {
@@ -208,7 +222,7 @@ func exclGapTable(rounds []ExclRound) string {
 	for _, peer := range exclPeers {
 		var all []float64
 		var rows []string
-		for _, fault := range exclFaults {
+		for _, fault := range exclAllFaults {
 			var gaps []float64
 			n := 0
 			for _, r := range rounds {
@@ -250,6 +264,69 @@ func exclGapTable(rounds []ExclRound) string {
 		"so a node's change lies up to one poll interval from the answer that shows it (the figure can exceed the real gap by up "+
 		"to two intervals, and fall short of it by the answers' latency). A negative gap would be an overlap.\n\n", poll, poll)
 	return b.String()
+}
+
+// exclLossHeader heads the loss fault's table.
+const exclLossHeader = "| implementation | rounds | loss, live nodes | lasted s | lapses per round | **lapses a minute**, all rounds | " +
+	"longest lapse ms | leader-stop events a minute (history) | overlap ms, p50 (min–max) | term order broken | load (1 min) |\n" +
+	"|---|---|---|---|---|---|---|---|---|---|---|\n"
+
+// exclLossRow is a row of the loss fault's table: the lapses of every
+// round, and their rate over all the rounds' loss (the sum of the lapses
+// over the sum of the minutes).
+func exclLossRow(peer string, rs []ExclRound) string {
+	var overlap, lasted []float64
+	var per []string
+	lapses, stops, minutes, stopMinutes, longest := 0, 0, 0.0, 0.0, 0.0
+	unsettled, broken, withOverlap := 0, 0, 0
+	what := ""
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, r := range rs {
+		overlap = append(overlap, r.OverlapMS)
+		if r.OverlapMS > r.PollMS {
+			withOverlap++
+		}
+		if !r.Settled {
+			unsettled++
+		}
+		if r.TermViolations > 0 {
+			broken++
+		}
+		lo, hi = min(lo, r.Load[0]), max(hi, r.Load[0])
+		f := r.Loss
+		if f == nil {
+			per = append(per, "?")
+			continue
+		}
+		what = fmt.Sprintf("%g %%, %s", f.LossPct, joinInts(f.Live))
+		lasted = append(lasted, f.LossS)
+		per = append(per, strconv.Itoa(f.Lapses))
+		lapses += f.Lapses
+		minutes += f.LossS / 60
+		longest = max(longest, f.LongestLapseMS)
+		if f.LeaderStops != nil {
+			stops += *f.LeaderStops
+			stopMinutes += f.LossS / 60
+		}
+	}
+	rate, stopRate := "—", "—"
+	if minutes > 0 {
+		rate = fmt.Sprintf("**%.2f** (%d in %.1f min)", float64(lapses)/minutes, lapses, minutes)
+	}
+	if stopMinutes > 0 {
+		stopRate = fmt.Sprintf("%.2f (%d)", float64(stops)/stopMinutes, stops)
+	}
+	rounds := fmt.Sprint(len(rs))
+	if unsettled > 0 {
+		rounds += fmt.Sprintf(" (%d not settled)", unsettled)
+	}
+	ov := exclCell(overlap, fms)
+	if withOverlap > 0 {
+		ov += fmt.Sprintf("; more than a poll in %d", withOverlap)
+	}
+	return fmt.Sprintf("| %s | %s | %s | %s | %s | %s | %.0f | %s | %s | %d of %d | %.2f–%.2f |",
+		peer, rounds, what, exclCell(lasted, func(v float64) string { return fmt.Sprintf("%.1f", v) }), strings.Join(per, ", "),
+		rate, longest, stopRate, ov, broken, len(rs), lo, hi)
 }
 
 // exclFirstViolation is when a round's first term violation came, from
