@@ -288,7 +288,7 @@ func (r *exclRunner) env(labArgs []string) ExclEnv {
 	}
 	v := map[string]string{"kernel": unix.ByteSliceToString(uts.Release[:]), "iptables": version("iptables", "--version")}
 	if slices.Contains(o.peers, "groupd") {
-		v["groupd"] = r.b.commit() + " " + r.b.bin
+		v["groupd"] = r.b.groupdVersion()
 	}
 	if slices.Contains(o.peers, "corosync") {
 		v["corosync"] = version("corosync", "-v")
