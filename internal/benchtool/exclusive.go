@@ -700,22 +700,18 @@ func (r *exclRunner) round(p exclPeer, poller *exclPoller, fault string, k int) 
 	return res, nil
 }
 
-// leaderStops counts the leader-stop events of every groupd node with a
-// time in [from, to), from the lab's recorded history: each lapse of a
-// lease is one, however short (the polls see only those that last
-// across a poll).
+// leaderStops counts the leader-stop events of every groupd node seen in
+// [from, to) (exclLeaderStops), from the lab's recorded history: each
+// lapse of a lease is one, however short (the polls see only those that
+// last across a poll).
 func (r *exclRunner) leaderStops(from, to time.Time) (int, error) {
 	h, err := r.l.History()
 	if err != nil {
 		return 0, fmt.Errorf("the lab's history: %w", err)
 	}
-	n := 0
-	for _, ev := range h.Events(from, to) {
-		if ev.Reason == schema.ReasonLeaderStop {
-			n++
-		}
-	}
-	return n, nil
+	// Every event: a leader-stop's own time may lie long before the
+	// window it belongs to (exclLeaderStops).
+	return exclLeaderStops(h.Events(time.Time{}, time.Time{}), from, to), nil
 }
 
 // ---- cleanup ---------------------------------------------------------------

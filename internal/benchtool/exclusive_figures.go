@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/groupd/groupd/schema"
 	"github.com/groupd/groupd/wire"
 )
 
@@ -558,4 +559,27 @@ func exclLossCompute(samples []exclSample, fault, from, to time.Time) exclLossFi
 	}
 	f.List = lapses[:min(len(lapses), exclMaxSpans)]
 	return f
+}
+
+// exclLeaderStops counts the leader-stop events whose view was taken in
+// [from, to) (New.Time; the event's Time when that is missing). Not the
+// event's Time: a stop because a lease ran out is stamped with the end
+// of the lease in the node's last published view, and a lease renewed
+// without a change of view leaves that end behind (group/publish.go,
+// leadership): a lapse 23 s into a loss was stamped a second before the
+// loss began. The cost: a lease that ran out just before the loss ended
+// but that the node's loop saw only after it is not counted here (the
+// polls, which read the lease when they ask, count it).
+func exclLeaderStops(events []schema.Event, from, to time.Time) int {
+	n := 0
+	for _, ev := range events {
+		at := ev.New.Time
+		if at.IsZero() {
+			at = ev.Time
+		}
+		if ev.Reason == schema.ReasonLeaderStop && !at.Before(from) && at.Before(to) {
+			n++
+		}
+	}
+	return n
 }

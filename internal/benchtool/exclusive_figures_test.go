@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/groupd/groupd/schema"
 )
 
 // seg is a stretch of one node's polls in a synthetic timeline: one
@@ -469,5 +471,36 @@ func TestExclLossRow(t *testing.T) {
 	want := "| groupd | 3 | 10 %, 2,3 | 60.0 (60.0–60.0) | 1, 0, 2 | **1.00** (3 in 3.0 min) | 240 | 1.33 (4) | 0 (0–0) | 0 of 3 | 0.50–1.10 |"
 	if got := exclLossRow("groupd", rs); got != want {
 		t.Errorf("row\n got %s\nwant %s", got, want)
+	}
+}
+
+// TestExclLeaderStops: leader-stop events count by when the node saw its
+// leadership end (the view's time), whatever lease end they are stamped
+// with.
+func TestExclLeaderStops(t *testing.T) {
+	ev := func(reason string, stamp, seen float64) schema.Event {
+		e := schema.Event{Time: at(stamp), Reason: reason}
+		e.New.Time = at(seen)
+		return e
+	}
+	noView := schema.Event{Time: at(30), Reason: schema.ReasonLeaderStop}
+	cases := []struct {
+		name   string
+		events []schema.Event
+		want   int
+	}{
+		{"none", []schema.Event{ev(schema.ReasonLeaderStart, 5, 5), ev("lease", 23, 23)}, 0},
+		{"stamped with the lease's end, seen at once", []schema.Event{ev(schema.ReasonLeaderStop, 10, 10)}, 1},
+		{"stamped with a stale lease end before the loss, seen during it", []schema.Event{ev(schema.ReasonLeaderStop, -1.07, 23.01)}, 1},
+		// The loop saw late a lease that ran out during the loss: the
+		// polls count that one, this count does not.
+		{"seen only after the loss", []schema.Event{ev(schema.ReasonLeaderStop, 59.5, 60.2)}, 0},
+		{"seen before the loss", []schema.Event{ev(schema.ReasonLeaderStop, -3, -2)}, 0},
+		{"no view time: the event's own", []schema.Event{noView}, 1},
+	}
+	for _, tc := range cases {
+		if got := exclLeaderStops(tc.events, at(0), at(60)); got != tc.want {
+			t.Errorf("%s: %d leader-stops, want %d", tc.name, got, tc.want)
+		}
 	}
 }
