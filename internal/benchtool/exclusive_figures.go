@@ -583,3 +583,40 @@ func exclLeaderStops(events []schema.Event, from, to time.Time) int {
 	}
 	return n
 }
+
+// exclGapFromRuns is gap_ms read back from a round's recorded runs, for
+// results written before gap_ms was (2026-11-26, the lease before its
+// margin): a run's from_s and to_s are its first and last answers, so
+// the old leader's last primary-leader answer before its first other
+// answer after the fault, and the takeover, are where exclCompute finds
+// them. Nil where exclCompute gives none.
+func exclGapFromRuns(r ExclRound) *float64 {
+	if r.Kept || r.StepDownS == nil || r.TakeoverS == nil {
+		return nil
+	}
+	var own []exclRun
+	for _, x := range r.Runs {
+		if x.Node == r.LeaderBefore {
+			own = append(own, x)
+		}
+	}
+	sort.SliceStable(own, func(a, b int) bool { return own[a].FromS < own[b].FromS })
+	down := math.Inf(1)
+	for _, x := range own {
+		if x.FromS >= 0 && x.State != "primary-leader" && x.State != "no-answer" {
+			down = x.FromS
+			break
+		}
+	}
+	last, ok := math.Inf(-1), false
+	for _, x := range own {
+		if x.State == "primary-leader" && x.ToS < down {
+			last, ok = max(last, x.ToS), true
+		}
+	}
+	if !ok {
+		return nil
+	}
+	g := math.Round((*r.TakeoverS-last)*1e6) / 1e3
+	return &g
+}

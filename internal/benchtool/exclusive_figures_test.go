@@ -241,6 +241,12 @@ func TestExclCompute(t *testing.T) {
 			if (f.GapMS == nil) != (f.OldLastPLS == nil) {
 				t.Errorf("gap %v ms counted from %v", show(f.GapMS), show(f.OldLastPLS))
 			}
+			// The same gap, read back from the recorded runs (older results).
+			r := ExclRound{LeaderBefore: 5, exclFigures: f, Runs: exclRuns(samples, at(0), exclPoll, at(-1), at(10))}
+			r.GapMS = nil
+			if g := exclGapFromRuns(r); !sameMS(g, tc.gapMS) {
+				t.Errorf("gap from the runs %v ms, want %v", show(g), show(tc.gapMS))
+			}
 		})
 	}
 }

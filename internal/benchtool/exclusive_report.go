@@ -164,8 +164,8 @@ func exclRow(peer string, rs []ExclRound) string {
 		} else {
 			none++
 		}
-		if r.GapMS != nil {
-			gaps = append(gaps, *r.GapMS)
+		if g, _ := exclGap(r); g != nil {
+			gaps = append(gaps, *g)
 		}
 		if !r.Settled {
 			unsettled++
@@ -218,7 +218,7 @@ func exclRow(peer string, rs []ExclRound) string {
 // LeaseMargin apart (docs/design.md §8). "" when no round has a gap.
 func exclGapTable(rounds []ExclRound) string {
 	var b strings.Builder
-	poll := 0.0
+	poll, fromRuns := 0.0, 0
 	for _, peer := range exclPeers {
 		var all []float64
 		var rows []string
@@ -230,9 +230,12 @@ func exclGapTable(rounds []ExclRound) string {
 					continue
 				}
 				n++
-				if r.GapMS != nil {
-					gaps = append(gaps, *r.GapMS)
+				if g, runs := exclGap(r); g != nil {
+					gaps = append(gaps, *g)
 					poll = max(poll, r.PollMS)
+					if runs {
+						fromRuns++
+					}
 				}
 			}
 			if len(gaps) == 0 {
@@ -262,8 +265,24 @@ func exclGapTable(rounds []ExclRound) string {
 	}
 	fmt.Fprintf(&b, "\nResolution ±%.0f ms at each end: both ends are the arrival of a poll's answer, and polls come every %.0f ms, "+
 		"so a node's change lies up to one poll interval from the answer that shows it (the figure can exceed the real gap by up "+
-		"to two intervals, and fall short of it by the answers' latency). A negative gap would be an overlap.\n\n", poll, poll)
+		"to two intervals, and fall short of it by the answers' latency). A negative gap would be an overlap.", poll, poll)
+	if fromRuns > 0 {
+		fmt.Fprintf(&b, " %d of these rounds were recorded without gap_ms: their gap is read back from their recorded runs.", fromRuns)
+	}
+	b.WriteString("\n\n")
 	return b.String()
+}
+
+// exclGap is a round's gap_ms, or for a round recorded before gap_ms
+// was, the one its runs give (fromRuns).
+func exclGap(r ExclRound) (gap *float64, fromRuns bool) {
+	if r.GapMS != nil {
+		return r.GapMS, false
+	}
+	if g := exclGapFromRuns(r); g != nil {
+		return g, true
+	}
+	return nil, false
 }
 
 // exclLossHeader heads the loss fault's table.
