@@ -7,7 +7,7 @@ package main
 // namespaces (GROUPD_LAB_PREFIX, default px; GROUPD_LAB_SUBNET, default
 // 10.96.0). scripts/bench/exclusive.sh calls it.
 //
-//	benchtool exclusive run     --peers LIST --faults LIST --rounds K --out DIR [--force] [--no-install] [-- GROUPD-ARGS]
+//	benchtool exclusive run     --peers LIST --faults LIST --rounds K --out DIR [--nodes N] [--loss PCT --loss-for S] [--force] [--no-install] [-- GROUPD-ARGS]
 //	benchtool exclusive report  --in FILE[,FILE...] [-o FILE]
 //	benchtool exclusive cleanup --dir RUN --prefix P   (after a crash: what a run left)
 //
@@ -17,6 +17,12 @@ package main
 // wait until one primary leader is left for --stable, then compute the
 // figures from every node's polls (exclCompute) and restart a killed
 // leader. Every node is polled every --poll throughout.
+//
+// The loss fault (not run by default) is the lease under sustained loss:
+// the lowest nodes are killed until a bare quorum is left, and the
+// survivors lose --loss % of each other's packets for --loss-for; the
+// round counts the leader's lapses (exclLossCompute). Issue 33's figure
+// is --nodes 3: two nodes of three, 10 % loss, one minute.
 
 import (
 	"context"
@@ -37,8 +43,14 @@ import (
 	"github.com/groupd/groupd/schema"
 )
 
-// The faults, in the report's order.
+// The faults run by default, in the report's order.
 var exclFaults = []string{"partition", "freeze", "asym-out", "asym-in", "kill"}
+
+// exclAllFaults are every fault --faults accepts, in the report's order:
+// the defaults, then loss (a bare quorum under random loss, for the
+// lease's lapses), which runs only when asked for: a round lasts
+// --loss-for (a minute), and it measures what the others do not.
+var exclAllFaults = append(slices.Clone(exclFaults), "loss")
 
 // exclPeers are the implementations measured, in the report's order.
 var exclPeers = []string{"groupd", "corosync", "keepalived"}
@@ -75,6 +87,9 @@ type ExclRound struct {
 	// VIPLeft (keepalived, kill): the killed MASTER's namespace still held
 	// the VIP at the end of the window (kill -9 leaves it in the kernel).
 	VIPLeft *bool `json:"vip_left_by_killed_master,omitempty"`
+
+	// Loss: the loss fault's own figures (lapses a minute).
+	Loss *exclLossFigures `json:"loss,omitempty"`
 
 	Polls map[string]exclPollStat `json:"polls"`
 	Runs  []exclRun               `json:"runs"`
@@ -128,6 +143,8 @@ type exclOpts struct {
 	out           string
 	poll, timeout time.Duration
 	hold, freeze  time.Duration
+	lossPct       float64
+	lossFor       time.Duration
 	phase, pre    time.Duration
 	stable        time.Duration
 	settle, ready time.Duration
@@ -140,7 +157,7 @@ func parseExclOpts(args []string) (*exclOpts, error) {
 	o := &exclOpts{}
 	fs := flag.NewFlagSet("exclusive run", flag.ContinueOnError)
 	peers := fs.String("peers", strings.Join(exclPeers, ","), "implementations: "+strings.Join(exclPeers, ","))
-	faults := fs.String("faults", strings.Join(exclFaults, ","), "faults: "+strings.Join(exclFaults, ","))
+	faults := fs.String("faults", strings.Join(exclFaults, ","), "faults: "+strings.Join(exclAllFaults, ",")+" (loss only when named)")
 	noInstall := fs.Bool("no-install", false, "never apt-get install a missing peer")
 	fs.IntVar(&o.rounds, "rounds", 5, "rounds per peer and fault")
 	fs.IntVar(&o.n, "nodes", 5, "lab size (node N leads; the partition cuts off N and the nodes just below it, a minority)")
@@ -150,6 +167,9 @@ func parseExclOpts(args []string) (*exclOpts, error) {
 	o.hold, o.freeze = 20*time.Second, 3*time.Second
 	fs.Var(seconds{&o.hold}, "hold", "how long a partition, one-way cut or kill lasts before the heal (restart): seconds or a duration")
 	fs.Var(seconds{&o.freeze}, "freeze", "how long the leader is stopped (SIGSTOP .. SIGCONT): seconds or a duration")
+	fs.Float64Var(&o.lossPct, "loss", 10, "loss fault: percent of the packets between the live nodes dropped, each direction")
+	o.lossFor = 60 * time.Second
+	fs.Var(seconds{&o.lossFor}, "loss-for", "loss fault: how long the loss lasts: seconds or a duration")
 	fs.DurationVar(&o.phase, "phase", time.Second, "random wait in [0, phase) before the fault")
 	fs.DurationVar(&o.pre, "pre", time.Second, "the window starts this long before the fault")
 	fs.DurationVar(&o.stable, "stable", 2*time.Second, "one primary leader for this long ends a round, and node N alone for this long starts one")
@@ -164,7 +184,7 @@ func parseExclOpts(args []string) (*exclOpts, error) {
 	if o.peers, err = listFlag(*peers, exclPeers, "--peers"); err != nil {
 		return nil, err
 	}
-	if o.faults, err = listFlag(*faults, exclFaults, "--faults"); err != nil {
+	if o.faults, err = listFlag(*faults, exclAllFaults, "--faults"); err != nil {
 		return nil, err
 	}
 	switch {
@@ -174,6 +194,8 @@ func parseExclOpts(args []string) (*exclOpts, error) {
 		return nil, fmt.Errorf("--nodes %d: want 3 or more (a majority without the leader)", o.n)
 	case o.poll <= 0 || o.timeout <= 0:
 		return nil, errors.New("--poll and --answer-timeout must be positive")
+	case o.lossPct <= 0 || o.lossPct > 100 || o.lossFor <= 0:
+		return nil, fmt.Errorf("--loss %v --loss-for %v: want a loss in (0, 100] %% for a positive time", o.lossPct, o.lossFor)
 	}
 	return o, nil
 }
@@ -268,7 +290,7 @@ func (r *exclRunner) env(labArgs []string) ExclEnv {
 	}
 	v := map[string]string{"kernel": unix.ByteSliceToString(uts.Release[:]), "iptables": version("iptables", "--version")}
 	if slices.Contains(o.peers, "groupd") {
-		v["groupd"] = r.b.commit() + " " + r.b.bin
+		v["groupd"] = r.b.groupdVersion()
 	}
 	if slices.Contains(o.peers, "corosync") {
 		v["corosync"] = version("corosync", "-v")
@@ -281,6 +303,7 @@ func (r *exclRunner) env(labArgs []string) ExclEnv {
 		Lab: fmt.Sprintf("prefix %s, bridge %s, %v, run dir %s", r.b.env.Prefix, r.l.Bridge(), r.l.Config().Subnet, r.l.Dir()),
 		Settings: map[string]string{"poll": o.poll.String(), "answer_timeout": o.timeout.String(), "hold": o.hold.String(),
 			"freeze": o.freeze.String(), "phase": o.phase.String(), "pre": o.pre.String(), "stable": o.stable.String(),
+			"loss": strconv.FormatFloat(o.lossPct, 'f', -1, 64) + "%", "loss_for": o.lossFor.String(),
 			"groupd_args": "--profile lan " + strings.Join(labArgs, " "),
 			"partitions":  "iptables DROP rules on INPUT of the receivers, source-matched (internal/lab); loss/delay mechanism here: " + mech},
 		Versions: v, Load: load()}
@@ -318,9 +341,9 @@ func (r *exclRunner) peerBlock(name string, current *exclPeer) error {
 			res, err := r.round(p, poller, fault, k)
 			if err == nil {
 				err = r.emit(res)
-				r.b.say("%s %-9s round %2d: overlap %7.0f ms, step-down %s, takeover %s, term violations %d (%s)%s",
+				r.b.say("%s %-9s round %2d: overlap %7.0f ms, step-down %s, takeover %s, gap %s, term violations %d (%s)%s",
 					name, fault, k, res.OverlapMS, showFig(res.StepDownS, res.Kept, "kept"), showFig(res.TakeoverS, false, "none"),
-					res.TermViolations, describeSpans(res.exclFigures), settledSay(res))
+					showMS(res.GapMS), res.TermViolations, describeSpans(res.exclFigures), settledSay(res)+lossSay(res.Loss))
 				if err != nil {
 					return err
 				}
@@ -347,6 +370,26 @@ func showFig(v *float64, kept bool, none string) string {
 	return fmt.Sprintf("%.3fs", *v)
 }
 
+// showMS writes an optional figure in ms ("none" when absent).
+func showMS(v *float64) string {
+	if v == nil {
+		return "none"
+	}
+	return fmt.Sprintf("%.0f ms", *v)
+}
+
+// lossSay writes a loss round's lapses for the round's line.
+func lossSay(f *exclLossFigures) string {
+	if f == nil {
+		return ""
+	}
+	s := fmt.Sprintf("; %d lapses in %.0f s of %g%% loss (%.2f a minute)", f.Lapses, f.LossS, f.LossPct, f.LapsesPerMin)
+	if f.LeaderStops != nil {
+		s += fmt.Sprintf(", %d leader-stop events", *f.LeaderStops)
+	}
+	return s
+}
+
 func settledSay(res ExclRound) string {
 	if res.Settled {
 		return ""
@@ -354,10 +397,10 @@ func settledSay(res ExclRound) string {
 	return "; NOT settled"
 }
 
-// recover heals the network, restarts dead nodes and waits for the steady
-// state, after a failed round.
+// recover heals the network (partitions, cuts and loss), restarts dead
+// nodes and waits for the steady state, after a failed round.
 func (r *exclRunner) recover(p exclPeer, poller *exclPoller) error {
-	if _, err := r.l.Heal(true); err != nil {
+	if _, err := r.l.Heal(false); err != nil {
 		return err
 	}
 	for i := 1; i <= r.o.n; i++ {
@@ -374,7 +417,7 @@ func (r *exclRunner) recover(p exclPeer, poller *exclPoller) error {
 			}
 		}
 	}
-	return r.waitReady(p, poller)
+	return r.waitReady(p, poller, netlab.Span(1, r.o.n))
 }
 
 // fresh is how old a node's last answer may be and still count as its
@@ -382,11 +425,13 @@ func (r *exclRunner) recover(p exclPeer, poller *exclPoller) error {
 func (r *exclRunner) fresh() time.Duration { return max(10*r.o.poll, 500*time.Millisecond) }
 
 // steady says whether node N is the only primary leader and every node
-// answers and sees all N ("" if so, else why not).
-func (r *exclRunner) steady(poller *exclPoller) string {
+// of live answers and, when every node is live, sees all N ("" if so,
+// else why not). Nodes not in live (stopped by the loss fault) are not
+// asked about.
+func (r *exclRunner) steady(poller *exclPoller, live []int) string {
 	latest, _ := poller.now()
 	now := time.Now()
-	for i := 1; i <= r.o.n; i++ {
+	for _, i := range live {
 		s, ok := latest[i]
 		switch {
 		case !ok || !s.OK || now.Sub(s.At) > r.fresh():
@@ -395,22 +440,23 @@ func (r *exclRunner) steady(poller *exclPoller) string {
 			return fmt.Sprintf("node %d is not the primary leader", i)
 		case i != r.o.n && s.PL:
 			return fmt.Sprintf("node %d is a primary leader", i)
-		case !s.Full:
+		case !s.Full && len(live) == r.o.n:
 			return fmt.Sprintf("node %d does not see all %d", i, r.o.n)
 		}
 	}
 	return ""
 }
 
-// waitReady waits for the steady state to hold for --stable.
-func (r *exclRunner) waitReady(p exclPeer, poller *exclPoller) error {
+// waitReady waits for the steady state of the nodes of live to hold for
+// --stable.
+func (r *exclRunner) waitReady(p exclPeer, poller *exclPoller, live []int) error {
 	deadline := time.Now().Add(r.o.ready)
-	if err := p.ready(r.o.ready); err != nil {
+	if err := p.ready(live, r.o.ready); err != nil {
 		return fmt.Errorf("not steady: %w", err)
 	}
 	var since time.Time
 	for {
-		why := r.steady(poller)
+		why := r.steady(poller, live)
 		now := time.Now()
 		switch {
 		case why != "":
@@ -472,7 +518,7 @@ func sleepUntil(t time.Time) { time.Sleep(time.Until(t)) }
 func (r *exclRunner) round(p exclPeer, poller *exclPoller, fault string, k int) (res ExclRound, err error) {
 	o, l, n := r.o, r.l, r.o.n
 	leader := n
-	if err := r.waitReady(p, poller); err != nil {
+	if err := r.waitReady(p, poller, netlab.Span(1, n)); err != nil {
 		return res, fmt.Errorf("before the fault: %w", err)
 	}
 	latest, _ := poller.now()
@@ -483,6 +529,7 @@ func (r *exclRunner) round(p exclPeer, poller *exclPoller, fault string, k int) 
 
 	var tF, tEnd time.Time
 	var w netlab.Window
+	var lossLive, lossStopped []int
 	switch fault {
 	case "partition", "asym-out", "asym-in":
 		res.Mechanism = "iptables DROP on INPUT of the receivers (source match; unicast and multicast), every namespace at once"
@@ -566,6 +613,50 @@ func (r *exclRunner) round(p exclPeer, poller *exclPoller, fault string, k int) 
 		}()
 		sleepUntil(tF.Add(o.hold))
 		tEnd = time.Now()
+	case "loss":
+		// A bare quorum: with --expect N, a majority of N is left, so
+		// that every lost acknowledgement counts.
+		q := n/2 + 1
+		lossStopped, lossLive = netlab.Span(1, n-q), netlab.Span(n-q+1, n)
+		mech, err := l.Mechanism()
+		if err != nil {
+			return res, fmt.Errorf("loss: %w", err)
+		}
+		res.Mechanism = fmt.Sprintf("SIGKILL of node(s) %s; then each packet between the live nodes dropped with probability %g %% (%s; internal/lab Degrade)",
+			joinInts(lossStopped), o.lossPct, mech)
+		res.FaultSpec = fmt.Sprintf("%g%% loss between %s for %v, both directions; node(s) %s stopped (quorum %d of %d)",
+			o.lossPct, joinInts(lossLive), o.lossFor, joinInts(lossStopped), q, n)
+		defer func() {
+			for _, i := range lossStopped {
+				if serr := p.start(i); serr != nil && err == nil {
+					err = fmt.Errorf("restarting node %d after the round: %w", i, serr)
+				}
+			}
+		}()
+		for _, i := range lossStopped {
+			if _, err := p.kill(i); err != nil {
+				return res, fmt.Errorf("loss: stopping node %d: %w", i, err)
+			}
+		}
+		if err := r.waitReady(p, poller, lossLive); err != nil {
+			return res, fmt.Errorf("loss: with node(s) %s stopped: %w", joinInts(lossStopped), err)
+		}
+		w, notes, err := l.Degrade(netlab.Degradation{LossPct: o.lossPct, Nodes: lossLive})
+		tF = w.Start
+		if err != nil {
+			if _, herr := l.Heal(false); herr != nil {
+				err = errors.Join(err, herr)
+			}
+			return res, fmt.Errorf("loss: %w", err)
+		}
+		res.FaultCmdMS = float64(w.End.Sub(w.Start).Microseconds()) / 1000
+		res.Note = strings.Join(notes, "; ")
+		sleepUntil(tF.Add(o.lossFor))
+		hw, err := l.Heal(false)
+		if err != nil {
+			return res, fmt.Errorf("loss: heal: %w", err)
+		}
+		tEnd = hw.Start
 	}
 	one, since := r.waitOne(poller, tEnd.Add(o.settle))
 	to := time.Now()
@@ -580,9 +671,24 @@ func (r *exclRunner) round(p exclPeer, poller *exclPoller, fault string, k int) 
 		s := secs(since.Sub(tF))
 		res.SettledS = &s
 	} else {
-		res.Note = fmt.Sprintf("no single primary leader for %v within %v of the fault's end; polls: %s", o.stable, o.settle, poller.describe(n))
+		res.Note = strings.TrimPrefix(res.Note+"; "+fmt.Sprintf("no single primary leader for %v within %v of the fault's end; polls: %s",
+			o.stable, o.settle, poller.describe(n)), "; ")
 	}
 	res.exclFigures = exclCompute(samples, tF, leader, o.poll, from, to)
+	if fault == "loss" {
+		lf := exclLossCompute(samples, tF, tF, tEnd)
+		lf.LossPct, lf.Live, lf.Stopped = o.lossPct, lossLive, lossStopped
+		if p.name() == "groupd" {
+			stops, err := r.leaderStops(tF, tEnd)
+			if err != nil {
+				res.Note = strings.TrimPrefix(res.Note+"; leader-stop events not counted: "+err.Error(), "; ")
+			} else {
+				perMin := float64(stops) * 60 / lf.LossS
+				lf.LeaderStops, lf.LeaderStopsPerMin = &stops, &perMin
+			}
+		}
+		res.Loss = &lf
+	}
 	res.Runs = exclRuns(samples, tF, o.poll, from, to)
 	res.Polls = exclPollStats(samples, from, to)
 	res.Check = p.check()
@@ -594,6 +700,20 @@ func (r *exclRunner) round(p exclPeer, poller *exclPoller, fault string, k int) 
 	}
 	res.Load = load()
 	return res, nil
+}
+
+// leaderStops counts the leader-stop events of every groupd node seen in
+// [from, to) (exclLeaderStops), from the lab's recorded history: each
+// lapse of a lease is one, however short (the polls see only those that
+// last across a poll).
+func (r *exclRunner) leaderStops(from, to time.Time) (int, error) {
+	h, err := r.l.History()
+	if err != nil {
+		return 0, fmt.Errorf("the lab's history: %w", err)
+	}
+	// Every event: a leader-stop's own time may lie long before the
+	// window it belongs to (exclLeaderStops).
+	return exclLeaderStops(h.Events(time.Time{}, time.Time{}), from, to), nil
 }
 
 // ---- cleanup ---------------------------------------------------------------

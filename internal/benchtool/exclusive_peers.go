@@ -35,8 +35,9 @@ type exclPeer interface {
 	// leaderDef says what its "primary leader" is, for the record.
 	leaderDef() string
 	// ready waits (up to timeout) for what the polls cannot show
-	// (groupd: the lab's convergence check); nil when nothing.
-	ready(timeout time.Duration) error
+	// (groupd: the lab's convergence check among the nodes of live, the
+	// others stopped); nil when nothing.
+	ready(live []int, timeout time.Duration) error
 	// check cross-checks the polled state with the peer's own tool after
 	// a round ("" when it has none).
 	check() string
@@ -92,9 +93,8 @@ type exclGroupd struct {
 func (g *exclGroupd) leaderDef() string {
 	return "leader AND primary (GET /v1/leader 200, or /v1/status leader && primary), --expect " + strconv.Itoa(g.n)
 }
-func (g *exclGroupd) ready(timeout time.Duration) error {
-	all := netlab.Span(1, g.n)
-	_, _, err := g.l.WaitFor("converge", all, timeout, netlab.Converged(all))
+func (g *exclGroupd) ready(live []int, timeout time.Duration) error {
+	_, _, err := g.l.WaitFor("converge", live, timeout, netlab.Converged(live))
 	return err
 }
 func (g *exclGroupd) check() string { return "" }
@@ -133,7 +133,7 @@ func (c *exclCorosync) leaderDef() string {
 func (c *exclCorosync) source() string {
 	return "corosync-quorumtool -m per node (its last status block), answered while corosync runs; -s cross-check after each round"
 }
-func (c *exclCorosync) ready(time.Duration) error { return nil }
+func (c *exclCorosync) ready([]int, time.Duration) error { return nil }
 
 // monitor keeps `corosync-quorumtool -m` running for node i's corosync nd
 // (it fails until corosync serves IPC, and ends with it) and mirrors its
@@ -318,7 +318,7 @@ func (k *exclKeepalived) leaderDef() string {
 func (k *exclKeepalived) source() string {
 	return "keepalived: VIP on the node's interfaces (netlink dump in its namespace), answered while its keepalived processes exist"
 }
-func (k *exclKeepalived) ready(time.Duration) error { return nil }
+func (k *exclKeepalived) ready([]int, time.Duration) error { return nil }
 
 func (k *exclKeepalived) probe(_ context.Context, i int) (exclSample, error) {
 	pids, err := k.pids(i)

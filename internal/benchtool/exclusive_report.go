@@ -71,7 +71,7 @@ func fs3(v float64) string { return fmt.Sprintf("%.2f", v) }
 // exclMarkdown writes one table per fault, a row per implementation.
 func exclMarkdown(rounds []ExclRound, notes []ExclNote, envs []ExclEnv) string {
 	var b strings.Builder
-	for _, fault := range exclFaults {
+	for _, fault := range exclAllFaults {
 		var rows []string
 		for _, peer := range exclPeers {
 			var rs []ExclRound
@@ -83,19 +83,34 @@ func exclMarkdown(rounds []ExclRound, notes []ExclNote, envs []ExclEnv) string {
 			if len(rs) == 0 {
 				continue
 			}
-			rows = append(rows, exclRow(peer, rs))
+			if fault == "loss" {
+				rows = append(rows, exclLossRow(peer, rs))
+			} else {
+				rows = append(rows, exclRow(peer, rs))
+			}
 		}
 		if len(rows) == 0 {
 			continue
 		}
 		fmt.Fprintf(&b, "**%s** (%s)\n\n", fault, exclFaultSay(fault, rounds))
-		b.WriteString("| implementation | rounds | overlap ms, p50 (min–max) | rounds with overlap > 1 poll | step-down s, p50 (min–max) | takeover s, p50 (min–max) | term order broken | load (1 min) |\n")
-		b.WriteString("|---|---|---|---|---|---|---|---|\n")
+		if fault == "loss" {
+			b.WriteString(exclLossHeader)
+			for _, r := range rows {
+				b.WriteString(r + "\n")
+			}
+			b.WriteString("\nA lapse: a primary leader answers that it no longer is one and, until the next primary-leader answer, " +
+				"nobody is (each end known to a poll interval; a lapse shorter than a poll can escape the polls, not groupd's " +
+				"leader-stop events, counted from the lab's history).\n\n")
+			continue
+		}
+		b.WriteString("| implementation | rounds | overlap ms, p50 (min–max) | rounds with overlap > 1 poll | step-down s, p50 (min–max) | takeover s, p50 (min–max) | gap between primary leaders ms, p50 (min–max) | term order broken | load (1 min) |\n")
+		b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
 		for _, r := range rows {
 			b.WriteString(r + "\n")
 		}
 		b.WriteString("\n")
 	}
+	b.WriteString(exclGapTable(rounds))
 	if len(notes) > 0 {
 		b.WriteString("Notes of the runs:\n\n")
 		for _, n := range notes {
@@ -123,7 +138,7 @@ func exclFaultSay(fault string, rounds []ExclRound) string {
 }
 
 func exclRow(peer string, rs []ExclRound) string {
-	var overlap, stepdown, takeover []float64
+	var overlap, stepdown, takeover, gaps []float64
 	kept, none, withOverlap, unsettled, broken, brokenAfter, afterEnd := 0, 0, 0, 0, 0, 0, 0
 	hasTerms := false
 	lo, hi := math.Inf(1), math.Inf(-1)
@@ -150,6 +165,9 @@ func exclRow(peer string, rs []ExclRound) string {
 			takeover = append(takeover, *r.TakeoverS)
 		} else {
 			none++
+		}
+		if g, _ := exclGap(r); g != nil {
+			gaps = append(gaps, *g)
 		}
 		if !r.Settled {
 			unsettled++
@@ -187,8 +205,149 @@ func exclRow(peer string, rs []ExclRound) string {
 	if unsettled > 0 {
 		rounds += fmt.Sprintf(" (%d not settled)", unsettled)
 	}
-	return fmt.Sprintf("| %s | %s | %s | %d of %d | %s | %s | %s | %.2f–%.2f |",
-		peer, rounds, exclCell(overlap, fms), withOverlap, len(rs), sd, to, terms, lo, hi)
+	gap := exclCell(gaps, fms)
+	if len(gaps) > 0 && len(gaps) < len(rs) {
+		gap += fmt.Sprintf("; in %d of %d", len(gaps), len(rs))
+	}
+	return fmt.Sprintf("| %s | %s | %s | %d of %d | %s | %s | %s | %s | %.2f–%.2f |",
+		peer, rounds, exclCell(overlap, fms), withOverlap, len(rs), sd, to, gap, terms, lo, hi)
+}
+
+// exclGapTable is the gap between primary leaders (gap_ms) of every
+// round that has one, per implementation and fault and over all its
+// faults: the least, the median and the most. The least is the figure
+// that matters: the design holds successive primary leaders at least
+// LeaseMargin apart (docs/design.md §8). "" when no round has a gap.
+func exclGapTable(rounds []ExclRound) string {
+	var b strings.Builder
+	poll, fromRuns := 0.0, 0
+	for _, peer := range exclPeers {
+		var all []float64
+		var rows []string
+		for _, fault := range exclAllFaults {
+			var gaps []float64
+			n := 0
+			for _, r := range rounds {
+				if r.Peer != peer || r.Fault != fault {
+					continue
+				}
+				n++
+				if g, runs := exclGap(r); g != nil {
+					gaps = append(gaps, *g)
+					poll = max(poll, r.PollMS)
+					if runs {
+						fromRuns++
+					}
+				}
+			}
+			if len(gaps) == 0 {
+				continue
+			}
+			all = append(all, gaps...)
+			rows = append(rows, fmt.Sprintf("| %s | %s | %d of %d | **%.0f** | %.0f | %.0f |", peer, fault, len(gaps), n,
+				slices.Min(gaps), medianOf(gaps), slices.Max(gaps)))
+		}
+		if len(all) == 0 {
+			continue
+		}
+		if b.Len() == 0 {
+			b.WriteString("**The least time between one primary leader's last answer and the next one's first** (gap_ms: from the old " +
+				"leader's last primary-leader answer to another node's first, in rounds where the old leader stepped down or went " +
+				"silent and another took over)\n\n")
+			b.WriteString("| implementation | fault | rounds with a gap | least gap ms | p50 ms | most ms |\n")
+			b.WriteString("|---|---|---|---|---|---|\n")
+		}
+		for _, r := range rows {
+			b.WriteString(r + "\n")
+		}
+		fmt.Fprintf(&b, "| %s | **all faults** | %d | **%.0f** | %.0f | %.0f |\n", peer, len(all), slices.Min(all), medianOf(all), slices.Max(all))
+	}
+	if b.Len() == 0 {
+		return ""
+	}
+	fmt.Fprintf(&b, "\nResolution ±%.0f ms at each end: both ends are the arrival of a poll's answer, and polls come every %.0f ms, "+
+		"so a node's change lies up to one poll interval from the answer that shows it (the figure can exceed the real gap by up "+
+		"to two intervals, and fall short of it by the answers' latency). A negative gap would be an overlap.", poll, poll)
+	if fromRuns > 0 {
+		fmt.Fprintf(&b, " %d of these rounds were recorded without gap_ms: their gap is read back from their recorded runs.", fromRuns)
+	}
+	b.WriteString("\n\n")
+	return b.String()
+}
+
+// exclGap is a round's gap_ms, or for a round recorded before gap_ms
+// was, the one its runs give (fromRuns).
+func exclGap(r ExclRound) (gap *float64, fromRuns bool) {
+	if r.GapMS != nil {
+		return r.GapMS, false
+	}
+	if g := exclGapFromRuns(r); g != nil {
+		return g, true
+	}
+	return nil, false
+}
+
+// exclLossHeader heads the loss fault's table.
+const exclLossHeader = "| implementation | rounds | loss, live nodes | lasted s | lapses per round | **lapses a minute**, all rounds | " +
+	"longest lapse ms | leader-stop events a minute (history) | overlap ms, p50 (min–max) | term order broken | load (1 min) |\n" +
+	"|---|---|---|---|---|---|---|---|---|---|---|\n"
+
+// exclLossRow is a row of the loss fault's table: the lapses of every
+// round, and their rate over all the rounds' loss (the sum of the lapses
+// over the sum of the minutes).
+func exclLossRow(peer string, rs []ExclRound) string {
+	var overlap, lasted []float64
+	var per []string
+	lapses, stops, minutes, stopMinutes, longest := 0, 0, 0.0, 0.0, 0.0
+	unsettled, broken, withOverlap := 0, 0, 0
+	what := ""
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, r := range rs {
+		overlap = append(overlap, r.OverlapMS)
+		if r.OverlapMS > r.PollMS {
+			withOverlap++
+		}
+		if !r.Settled {
+			unsettled++
+		}
+		if r.TermViolations > 0 {
+			broken++
+		}
+		lo, hi = min(lo, r.Load[0]), max(hi, r.Load[0])
+		f := r.Loss
+		if f == nil {
+			per = append(per, "?")
+			continue
+		}
+		what = fmt.Sprintf("%g %%, %s", f.LossPct, joinInts(f.Live))
+		lasted = append(lasted, f.LossS)
+		per = append(per, strconv.Itoa(f.Lapses))
+		lapses += f.Lapses
+		minutes += f.LossS / 60
+		longest = max(longest, f.LongestLapseMS)
+		if f.LeaderStops != nil {
+			stops += *f.LeaderStops
+			stopMinutes += f.LossS / 60
+		}
+	}
+	rate, stopRate := "—", "—"
+	if minutes > 0 {
+		rate = fmt.Sprintf("**%.2f** (%d in %.1f min)", float64(lapses)/minutes, lapses, minutes)
+	}
+	if stopMinutes > 0 {
+		stopRate = fmt.Sprintf("%.2f (%d)", float64(stops)/stopMinutes, stops)
+	}
+	rounds := fmt.Sprint(len(rs))
+	if unsettled > 0 {
+		rounds += fmt.Sprintf(" (%d not settled)", unsettled)
+	}
+	ov := exclCell(overlap, fms)
+	if withOverlap > 0 {
+		ov += fmt.Sprintf("; more than a poll in %d", withOverlap)
+	}
+	return fmt.Sprintf("| %s | %s | %s | %s | %s | %s | %.0f | %s | %s | %d of %d | %.2f–%.2f |",
+		peer, rounds, what, exclCell(lasted, func(v float64) string { return fmt.Sprintf("%.1f", v) }), strings.Join(per, ", "),
+		rate, longest, stopRate, ov, broken, len(rs), lo, hi)
 }
 
 // exclFirstViolation is when a round's first term violation came, from

@@ -151,6 +151,17 @@ func (b *bench) commit() string {
 	return fmt.Sprintf("%s (%d uncommitted paths)", git("rev-parse", "--short", "HEAD"), dirty)
 }
 
+// groupdVersion says which groupd the run uses: built from the tree (its
+// commit at build time), or GROUPD_BIN, which the run did not build and
+// whose source the tree's commit does not tell (a binary of an older
+// commit, run for comparison).
+func (b *bench) groupdVersion() string {
+	if b.env.Bin != "" {
+		return fmt.Sprintf("GROUPD_BIN %s (not built by this run; the tree was at %s)", b.bin, b.commit())
+	}
+	return fmt.Sprintf("%s at build time, %s", b.commit(), b.bin)
+}
+
 // writeEnv writes env.txt: the machine, the versions, the load; extra
 // lines come after the lab line.
 func (b *bench) writeEnv(extra ...string) error {
@@ -174,7 +185,7 @@ func (b *bench) writeEnv(extra ...string) error {
 		fmt.Sprintf("machine:    %d CPU (%s), %s MiB RAM", runtime.NumCPU(), cpu, mem),
 		"kernel:     " + unix.ByteSliceToString(uts.Release[:]),
 		"go:         " + runtime.Version(),
-		fmt.Sprintf("groupd:     %s at build time, %s", b.commit(), b.bin),
+		"groupd:     " + b.groupdVersion(),
 		fmt.Sprintf("lab:        prefix %s, subnet %s, run dir %s", b.env.Prefix, b.env.Subnet, b.env.Dir),
 	}, extra...)
 	lines = append(lines, "load:       "+loadString()+" at start (1, 5, 15 min)")
