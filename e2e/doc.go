@@ -24,6 +24,11 @@
 //     faults (lost or restored state, duplicate IDs, a keyed node wiped,
 //     mixed timing and elections, a full disk), and leader_test.go issue
 //     13's (a leader never flaps on joins, restarts and heals).
+//   - lease_test.go and quorum_test.go: exclusive leadership (issues 23
+//     and 33), judged on every node's /v1/leader polled every 20 ms: never
+//     two primary leaders, through faults and through quorum settings that
+//     disagree (tie-breakers, a too small or changing --expect, a
+//     duplicate ID on the other side of a split).
 //   - ui_test.go and ui_replay_test.go: the live view in headless Chromium
 //     (issue 26): the lab view and every node's own page side by side
 //     through a partition, a one-way cut and the heals (TestUITopology),
@@ -99,8 +104,11 @@
 // GROUPD_FUZZ_DURATION set them directly. It also runs TestOperatorTrials
 // (20 wipes and 20 restores of a coordinator's data dir, with figures) and
 // TestLeaderKeepsLeadingSoak (20 rounds of joins and heals under one
-// leader, about 2.5 minutes), and stretches the quiet windows of the
-// mixed-timing tests from 15 s to 60 s.
+// leader, about 2.5 minutes), the TestQuorum...Soak tests (10 rounds of
+// each case of quorum_test.go, with splits held 3 s instead of 1 s: about
+// 6 minutes, the rolling change of --expect being the longest; and 10
+// duplicate IDs refused with multicast and 10 without), and stretches the
+// quiet windows of the mixed-timing tests from 15 s to 60 s.
 //
 // # Running
 //
