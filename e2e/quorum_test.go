@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -635,7 +636,8 @@ func quorumDuplicateSides(t *testing.T, rounds int) {
 	p := l.pollLeases(l.all()) // node 6 too: the intruder, while it runs
 	p.waitLeader(t, "the first primary leader", []int{5}, time.Time{}, 30*time.Second)
 	a, b := []int{1, 2, 3}, []int{4, 5}
-	var exits []string
+	exits := map[string]int{}
+	outcomes := map[string]int{}
 	claims := 0 // participants' statuses saying primary beside the intruder
 	for r := range rounds {
 		what := fmt.Sprintf("round %d", r+1)
@@ -652,7 +654,7 @@ func quorumDuplicateSides(t *testing.T, rounds int) {
 		dup := time.Now()
 		t.Logf("%s: a second process with ID 2 started at %v (node 6's namespace, a fresh data dir)", what, l.Addr(6))
 		// The intruder meets 4 and 5: it joins their group (or is refused).
-		joined := "did not join the side of 4 and 5 within 15 s"
+		joined, outcome := "did not join the side of 4 and 5 within 15 s", "did not join 4 and 5"
 		if _, seen, err := l.WaitFor(what+": the intruder joins 4 and 5", []int{5}, 15*time.Second, func(sts map[int]group.Status) string {
 			if !l.Alive(6) || slices.Contains(sts[5].Members, 2) {
 				return ""
@@ -660,10 +662,12 @@ func quorumDuplicateSides(t *testing.T, rounds int) {
 			return "node 5's group does not list ID 2"
 		}); err == nil {
 			joined = fmt.Sprintf("in node 5's group %.3fs after its start", seen.Sub(dup).Seconds())
+			outcome = "joined 4 and 5"
 			if !l.Alive(6) {
-				joined = "gone"
+				joined, outcome = "gone before it joined 4 and 5", "gone before joining"
 			}
 		}
+		outcomes[outcome]++
 		time.Sleep(quorumHold) // the fault's duration, not a synchronisation
 		// No primary leader on the side of 4 and 5 (the polls show it too:
 		// no overlap with node 3's).
@@ -714,14 +718,23 @@ func quorumDuplicateSides(t *testing.T, rounds int) {
 				t.Errorf("%s: the intruder exited by itself with code %d, want 2 (a duplicate ID)", what, code)
 			}
 		}
-		exits = append(exits, exit)
+		exits[exit]++
 		t.Logf("%s: the intruder ran %.3fs: %s; last lines of its log:\n%s", what, time.Since(dup).Seconds(), exit, l.LogTail(6, 6))
 		h := l.heal()
 		l.healed(what, p, five, h, dup)
 	}
 	f := l.judgeExclusive(p, p.end())
-	t.Logf("figures: a duplicate ID on the other side of a split (5 nodes, --expect 5, 1,2,3|4,5 + a second ID 2): %d rounds, %s; the intruders: %v; participants beside the intruder whose status said primary (their member list's majority, not a lease) at the end of a hold: %d",
-		rounds, f, exits, claims)
+	t.Logf("figures: a duplicate ID on the other side of a split (5 nodes, --expect 5, 1,2,3|4,5 + a second ID 2): %d rounds, %s; the intruders: %s; %s; participants beside the intruder whose status said primary (their member list's majority, not a lease) at the end of a hold: %d",
+		rounds, f, counted(outcomes), counted(exits), claims)
+}
+
+// counted writes what happened how often: "10× joined 4 and 5".
+func counted(m map[string]int) string {
+	var ss []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		ss = append(ss, fmt.Sprintf("%d× %s", m[k], strings.TrimSpace(k)))
+	}
+	return strings.Join(ss, ", ")
 }
 
 // ---------------------------------------------------------------- a duplicate ID, refused
