@@ -105,7 +105,7 @@
 // (20 wipes and 20 restores of a coordinator's data dir, with figures) and
 // TestLeaderKeepsLeadingSoak (20 rounds of joins and heals under one
 // leader, about 2.5 minutes), the TestQuorum...Soak tests (10 rounds of
-// each case of quorum_test.go, with splits held 3 s instead of 1 s: about
+// each case of quorum_test.go, with splits held 3 s instead of 1 s or 0: about
 // 6 minutes, the rolling change of --expect being the longest; and 10
 // duplicate IDs refused with multicast and 10 without), and stretches the
 // quiet windows of the mixed-timing tests from 15 s to 60 s.

@@ -48,8 +48,15 @@ import (
 
 // quorumHold is how long a split is held once its sides have settled:
 // 1 s by default (the sides take about 1.5 s to settle), so that the
-// default suite stays quick, and 3 s in the soaks.
-var quorumHold = map[bool]time.Duration{false: time.Second, true: 3 * time.Second}[long()]
+// default suite stays quick, and 3 s in the soaks. rollingHold is the
+// rolling change's, which splits five times a round: none by default (the
+// split lasts until both sides have settled and been checked, about 2 s,
+// a new leader elected on the side of three where the old one is on the
+// side of two), 3 s in the soak.
+var (
+	quorumHold  = map[bool]time.Duration{false: time.Second, true: 3 * time.Second}[long()]
+	rollingHold = map[bool]time.Duration{false: 0, true: 3 * time.Second}[long()]
+)
 
 // quorumRounds is the rounds of a ...Soak twin.
 const quorumRounds = 10
@@ -234,10 +241,10 @@ func notPrimary(ids []int) lab.Cond {
 // splitRound splits the lab's nodes into sides a and b, waits until the
 // sides have settled (converged among themselves, primary as primaryA and
 // primaryB say, the primary side's leader answering primary leader), holds
-// the split for quorumHold, heals it and waits until all of ids are one
+// the split for hold, heals it and waits until all of ids are one
 // group under their highest, primary, with its primary leader answering.
 // It returns the views during the split.
-func (l *tlab) splitRound(what string, p *leasePoller, ids, a, b []int, primaryA, primaryB bool) map[int]group.Status {
+func (l *tlab) splitRound(what string, p *leasePoller, ids, a, b []int, primaryA, primaryB bool, hold time.Duration) map[int]group.Status {
 	t := l.t
 	t.Helper()
 	w := l.partition(a, b)
@@ -252,13 +259,13 @@ func (l *tlab) splitRound(what string, p *leasePoller, ids, a, b []int, primaryA
 	}
 	t.Logf("%s: split %s | %s; settled %.3fs after the split%s (primary: %s %v, %s %v)", what, list(a), list(b),
 		seen.Sub(w.Start).Seconds(), applying(w), list(a), primaryA, list(b), primaryB)
-	hold := time.Now()
-	time.Sleep(quorumHold) // the fault's duration, not a synchronisation
+	held := time.Now()
+	time.Sleep(hold) // the fault's duration, not a synchronisation
 	// The sides must still be as they settled at the end of the hold.
 	during, _ := l.waitFor(what+": the sides after the hold", ids, 5*time.Second,
 		lab.All(sideSettled(a, primaryA), sideSettled(b, primaryB)))
 	h := l.heal()
-	l.healed(what, p, ids, h, hold)
+	l.healed(what, p, ids, h, held)
 	return during
 }
 
@@ -433,7 +440,7 @@ func quorumTieBreakers(t *testing.T, rounds int) {
 	a, b := []int{1, 2}, []int{3, 4}
 	for r := range rounds {
 		what := fmt.Sprintf("round %d", r+1)
-		during := l.splitRound(what, p, all, a, b, false, false)
+		during := l.splitRound(what, p, all, a, b, false, false, quorumHold)
 		// Both sides still name the other's setting during the split.
 		if why, names := namedMismatches(all, setting, during); why != "" {
 			t.Errorf("%s: during the split: %s (named: %s)", what, why, names)
@@ -499,7 +506,7 @@ func quorumExpectSmall(t *testing.T, rounds int) {
 	p.waitLeader(t, "the first primary leader", []int{4}, time.Time{}, 30*time.Second)
 	for r := range rounds {
 		what := fmt.Sprintf("round %d", r+1)
-		during := l.splitRound(what, p, all, []int{1, 2}, []int{3, 4}, false, false)
+		during := l.splitRound(what, p, all, []int{1, 2}, []int{3, 4}, false, false, quorumHold)
 		for _, i := range all {
 			if r := during[i].Rule; r == nil || r.Voters != 4 {
 				t.Errorf("%s: during the split node %d counts by %+v, want 4 voters", what, i, r)
@@ -582,7 +589,7 @@ func quorumRollingExpect(t *testing.T, rounds int) {
 			l.expectRule(what+": every node counts 5 voters", all, 5, 0)
 			two := []int{k, k%5 + 1}
 			three := slices.DeleteFunc(slices.Clone(all), func(i int) bool { return slices.Contains(two, i) })
-			l.splitRound(what, p, all, two, three, false, true)
+			l.splitRound(what, p, all, two, three, false, true, rollingHold)
 		}
 	}
 	final := rounds%2*5 + (1-rounds%2)*3
