@@ -24,9 +24,13 @@
 //     faults (lost or restored state, duplicate IDs, a keyed node wiped,
 //     mixed timing and elections, a full disk), and leader_test.go issue
 //     13's (a leader never flaps on joins, restarts and heals).
-//   - lease_test.go: exclusive leadership with `groupd exec` on every
-//     node (issue 23); exec_test.go: exec's child does not outlive a
-//     killed exec, nor a stopped one on a cut-off leader (issue 33).
+//   - lease_test.go and quorum_test.go: exclusive leadership (issues 23
+//     and 33), judged on every node's /v1/leader polled every 20 ms: never
+//     two primary leaders, through faults and through quorum settings that
+//     disagree (tie-breakers, a too small or changing --expect, a
+//     duplicate ID on the other side of a split); exec_test.go: exec's
+//     child does not outlive a killed exec, nor a stopped one on a cut-off
+//     leader (issue 33).
 //   - ui_test.go and ui_replay_test.go: the live view in headless Chromium
 //     (issue 26): the lab view and every node's own page side by side
 //     through a partition, a one-way cut and the heals (TestUITopology),
@@ -104,8 +108,12 @@
 // TestLeaderKeepsLeadingSoak (20 rounds of joins and heals under one
 // leader, about 2.5 minutes), runs TestExecKill9 and TestExecStopCut for
 // 20 and 10 rounds instead of one (exec_test.go: a killed or stopped
-// `groupd exec`, issue 33's figures), and stretches the quiet windows of
-// the mixed-timing tests from 15 s to 60 s.
+// `groupd exec`, issue 33's figures), the TestQuorum...Soak tests (10
+// rounds of each case of quorum_test.go, with splits held 3 s instead of
+// 1 s or 0: about 6 minutes, the rolling change of --expect being the
+// longest; and 10 duplicate IDs refused with multicast and 10 without),
+// and stretches the quiet windows of the mixed-timing tests from 15 s to
+// 60 s.
 //
 // # Running
 //
