@@ -134,3 +134,50 @@ func TestLeaderTermOneEvent(t *testing.T) {
 		t.Errorf("WatchLeader says %+v, want leading in %s", l, v2.Term)
 	}
 }
+
+// TestLeaderStopAtLeaseEnd: a lease renewed without a change of view, then
+// seen lapsed by the loop late: the leader-stop is stamped with the end of
+// the lease as last renewed, not with the end the view had at its last
+// change, which may lie long before (the exclusive benchmark's loss run
+// found one stamped 24 s early, before the loss began; an LP1 replay
+// would have ended the leadership there and could miss an overlap).
+func TestLeaderStopAtLeaseEnd(t *testing.T) {
+	cfg := newTestConfig(t)
+	cfg.ID = 1
+	cfg.Quorum = Quorum{Expect: 3}
+	a, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	events, stop := a.Subscribe()
+	defer stop()
+	p := &a.pub
+	now := time.Now()
+	u0 := now.Add(50 * time.Millisecond)
+	v := leaderView(1, u0)
+	p.change(now, invitation.Event{Reason: invitation.ReasonLease, New: v})
+	p.armLease(now, u0)
+	u2 := now.Add(time.Second) // renewed: no change of view
+	p.armLease(now, u2)
+	lapsed := v
+	lapsed.Primary, lapsed.LeaseUntil = false, time.Time{}
+	seen := now.Add(3 * time.Second) // the loop sees the lapse late
+	p.change(seen, invitation.Event{Reason: invitation.ReasonLease, Old: v, New: lapsed})
+	deadline := time.After(2 * time.Second)
+	for {
+		select {
+		case e := <-events:
+			if e.Reason != ReasonLeaderStop {
+				continue
+			}
+			if !e.Time.Equal(u2) {
+				t.Fatalf("leader-stop at %v, want the renewed lease's end %v (the view's was %v, the loop saw it at %v)",
+					e.Time.Sub(now), u2.Sub(now), u0.Sub(now), seen.Sub(now))
+			}
+			return
+		case <-deadline:
+			t.Fatal("no leader-stop")
+		}
+	}
+}

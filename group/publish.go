@@ -226,7 +226,12 @@ func (p *publisher) leadership(t time.Time, old, cur Status, was bool) {
 	}
 	if was {
 		stop := t
-		if end := old.LeaseUntil; cur.Expect > 0 && cur.Leader && !end.IsZero() && end.Before(stop) {
+		// The lease's end as last armed, not old.LeaseUntil: the view
+		// keeps the end of its last change, and renewals do not change
+		// the view, so that one may be long past (a leader-stop stamped
+		// before the loss that caused it, and an LP1 replay that ends
+		// the leadership too early).
+		if end, _ := p.a.lease.get(); cur.Expect > 0 && cur.Leader && !end.IsZero() && end.Before(stop) {
 			stop = end // the lease ran out then: the loop saw it late
 		}
 		p.a.guards.leadershipEnded(term, stop)
