@@ -11,7 +11,8 @@ import (
 // --expect): a leader is primary only while a majority of Expect nodes,
 // itself included, holds its lease (docs/design.md §8), so that two
 // leaders are never primary at once; a participant is primary while its
-// member list holds a majority. Operators of small LANs use it to keep the
+// member list holds a majority and its coordinator says it is primary.
+// Operators of small LANs use it to keep the
 // minority side of a partition passive (`groupd status` exits 3 there,
 // hooks see GROUPD_PRIMARY=0, /v1/leader answers 503). Expect must be at
 // least the number of nodes that may run.

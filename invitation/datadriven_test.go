@@ -527,6 +527,8 @@ func (h *harness) message(t *testing.T, d *datadriven.TestData) wire.Message {
 				m.Flags |= wire.FlagIncumbent
 			case "fresh":
 				m.Flags |= wire.FlagFresh
+			case "primary":
+				m.Flags |= wire.FlagPrimary
 			case "none", "":
 			default:
 				d.Fatalf(t, "unknown flag %q", f)

@@ -368,7 +368,9 @@ func (n *Node) updateLease(now time.Time) {
 
 // computeLease decides the primary flag (design §8): without a quorum,
 // every Normal node is primary; with one, a participant is while its
-// member list holds a quorum (its view: only a leader's flag is a lease),
+// member list holds a quorum and its coordinator's last message said the
+// coordinator is primary (wire.FlagPrimary: the member list may name a
+// process the leader does not count; only a leader's flag is a lease),
 // and a leader while itself, free of other grants, and members whose
 // grants it counts make a quorum under its rule (quorum.go), until the
 // grant that completes the quorum runs out.
@@ -389,7 +391,8 @@ func (n *Node) computeLease(now time.Time) (bool, time.Time) {
 				r.tie = 0
 			}
 		}
-		return r.holds(len(n.members), r.tie != 0 && n.hasMember(r.tie)), time.Time{}
+		held := r.holds(len(n.members), r.tie != 0 && n.hasMember(r.tie))
+		return held && (n.isCoordinator() || n.coordPrimary), time.Time{}
 	}
 	if now.Before(n.grantFreeAt(n.id)) {
 		return false, time.Time{}

@@ -151,6 +151,7 @@ type Node struct {
 	retermAbove     wire.GroupNumber // quorum mode: a member refused a grant for a term below this
 	owe             bool
 	coordIncumbent  bool // my coordinator's last message said it is incumbent
+	coordPrimary    bool // my coordinator's last message said it is primary (wire.FlagPrimary)
 	// pubUntil: a leader's lease end as published, which never moves
 	// earlier while it leads (updateLease).
 	pubUntil time.Time
@@ -327,6 +328,9 @@ func (n *Node) sendBoot(to wire.NodeID, boot uint64, body wire.Body) {
 	if n.noState {
 		flags |= wire.FlagFresh
 	}
+	if n.primary && n.isCoordinator() {
+		flags |= wire.FlagPrimary
+	}
 	n.out.Messages = append(n.out.Messages, wire.Envelope{To: to, ToBoot: boot, Msg: wire.Message{
 		Header: wire.Header{
 			Version:  wire.Version,
@@ -412,7 +416,7 @@ func (n *Node) resetRoles() {
 	n.nextLate = time.Time{}
 	n.lastAckReq = time.Time{}
 	n.lastReqBeat, n.ackRetryAt = 0, time.Time{}
-	n.owe, n.lastBeatNo, n.coordTerm, n.coordIncumbent = false, 0, wire.GroupNumber{}, false
+	n.owe, n.lastBeatNo, n.coordTerm, n.coordIncumbent, n.coordPrimary = false, 0, wire.GroupNumber{}, false, false
 	n.coordQ, n.coordLease, n.coordBoot = wire.Quorum{}, 0, 0
 	n.staleVersion = false
 	n.nextVersionAt = time.Time{}

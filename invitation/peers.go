@@ -84,6 +84,7 @@ func (n *Node) observe(now time.Time, m wire.Message) {
 	if m.From == n.group.ID && m.Group.ID == m.From {
 		n.coordDegraded = m.Flags&wire.FlagDegraded != 0
 		n.coordIncumbent = m.Flags&wire.FlagIncumbent != 0
+		n.coordPrimary = m.Flags&wire.FlagPrimary != 0
 		if !n.isCoordinator() && n.state == wire.StateNormal && n.pending == nil {
 			n.noteOutrank(now)
 		}

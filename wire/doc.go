@@ -22,7 +22,8 @@
 //	     2    8 From
 //	    10    1 Priority
 //	    11    1 Flags (bit 0: FlagDegraded, bit 1: FlagSettled, bit 2: FlagBroadcast,
-//	                  bit 3: FlagIncumbent, bit 4: FlagFresh; others carried unchanged)
+//	                  bit 3: FlagIncumbent, bit 4: FlagFresh,
+//	                  bit 5: FlagPrimary; others carried unchanged)
 //	    12    8 Boot (random per start of the sender's process)
 //	    20    8 Counter
 //	    28    8 Group.Seq (zero with Group.ID: the sender is booting)

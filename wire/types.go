@@ -278,6 +278,12 @@ const (
 	// fresh process of it as one more voter, and a leader counts none of
 	// its grants (design §8).
 	FlagFresh Flags = 1 << 4
+	// FlagPrimary: the sender coordinates a group and counts itself
+	// primary now (with a quorum: it holds its lease). Its participants
+	// call themselves primary only while their coordinator's last
+	// message said so (design §8): a participant's member list alone can
+	// count a process its leader does not (a second process of an ID).
+	FlagPrimary Flags = 1 << 5
 )
 
 // Header is carried by every message. The algorithm fills From, Priority,
