@@ -170,13 +170,14 @@ type Node struct {
 	// ID (rollSize processes in all), the rule they give (rule, stale
 	// while ruleDirty), the last one reported, and the peers whose
 	// settings differ from this node's, reported.
-	roll         map[wire.NodeID][]*voter
-	rollSize     int
-	rule         rule
-	ruleDirty    bool
-	reportedRule rule
-	remembered   rule // the rule saved before the last restart (Durable.Rule)
-	qmismatch    map[wire.NodeID]wire.Quorum
+	roll          map[wire.NodeID][]*voter
+	rollSize      int
+	rule          rule
+	ruleDirty     bool
+	reportedRule  rule
+	reportedExtra []wire.NodeID // the IDs with more than one process at the last NoticeQuorumRule
+	remembered    rule          // the rule saved before the last restart (Durable.Rule)
+	qmismatch     map[wire.NodeID]wire.Quorum
 
 	now time.Time // the last Step's time (NextDeadline reports only later times)
 

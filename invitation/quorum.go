@@ -124,7 +124,9 @@ func (n *Node) ownRule() rule {
 		return n.rule
 	}
 	q := n.q
-	voters := max(q.Expect, len(n.roll)+1)
+	// Every process counts: a second process of an ID is one more voter
+	// (its grants count for nothing, see countsGrant).
+	voters := max(q.Expect, n.rollSize+1)
 	agree := true
 	for _, ps := range n.roll {
 		for _, v := range ps {
@@ -177,11 +179,12 @@ func (n *Node) leaderRule() rule {
 // longer honours the tie-breaker: the operator should know why a
 // partition that would have been primary is not.
 func (n *Node) noteRule(r rule) {
-	if r == n.reportedRule || !n.q.Enabled() {
-		n.reportedRule = r
+	extra := n.extraVoters()
+	if r == n.reportedRule && slices.Equal(extra, n.reportedExtra) || !n.q.Enabled() {
+		n.reportedRule, n.reportedExtra = r, extra
 		return
 	}
-	n.reportedRule = r
+	n.reportedRule, n.reportedExtra = r, extra
 	// Saved, so that a restart does not forget it (a rule as configured
 	// saves as zero).
 	saved := wire.Quorum{}
@@ -193,7 +196,7 @@ func (n *Node) noteRule(r rule) {
 		n.requestSave(n.now)
 	}
 	n.notice(Notice{Kind: NoticeQuorumRule, Time: n.now, Peer: n.id, Voters: r.voters, Tie: r.tie,
-		Extra: n.extraVoters(), OurQuorum: wire.Quorum{Expect: uint32(n.q.Expect), TieBreaker: n.q.TieBreaker}})
+		Extra: extra, OurQuorum: wire.Quorum{Expect: uint32(n.q.Expect), TieBreaker: n.q.TieBreaker}})
 }
 
 // disputed reports whether the roll holds more than one process of id.

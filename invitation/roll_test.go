@@ -120,6 +120,39 @@ func equalIDs(a, b []wire.NodeID) bool {
 	return true
 }
 
+// TestRollSecondProcessCounts: a second process of an ID is one more
+// voter (design §8), and the rule's notice names the disputed ID even when
+// the number of voters does not change (e2e's TestQuorumDuplicateSides
+// found quorum_rule.extra empty while two processes of ID 2 ran).
+func TestRollSecondProcessCounts(t *testing.T) {
+	t0 := time.Unix(100, 0)
+	for _, tc := range []struct {
+		expect, voters int
+	}{{3, 4}, {5, 5}} {
+		n := rollNode(t, Quorum{Expect: tc.expect})
+		q := wire.Quorum{Expect: uint32(tc.expect), Voters: uint32(tc.expect), Home: 0x11}
+		n.noteVoter(t0, 1, 0xb1, false, q, true)
+		q.Home = 0x22
+		n.noteVoter(t0, 2, 0xb2, false, q, true)
+		n.ownRule()
+		n.out = Output{}
+		q.Home, q.Age = 0x99, 0
+		n.noteVoter(t0.Add(time.Minute), 2, 0xc2, true, q, true) // fresh, elsewhere, started after 0xb2 was heard
+		if r := n.ownRule(); r.voters != tc.voters {
+			t.Errorf("--expect %d, nodes 1, 2, 9 and a second process of 2: a majority of %d, want %d", tc.expect, r.voters, tc.voters)
+		}
+		var extra []wire.NodeID
+		for _, no := range n.out.Notices {
+			if no.Kind == NoticeQuorumRule {
+				extra = no.Extra
+			}
+		}
+		if !equalIDs(extra, []wire.NodeID{2}) {
+			t.Errorf("--expect %d: the rule's notice names %v as run by more than one process, want [2] (notices %v)", tc.expect, extra, n.out.Notices)
+		}
+	}
+}
+
 func TestRollForgets(t *testing.T) {
 	t0 := time.Unix(100, 0)
 	n := rollNode(t, Quorum{Expect: 3})
