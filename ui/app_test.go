@@ -293,6 +293,46 @@ return out;`
 	}
 }
 
+// mergeRecording is a merge seen by the lab view before every answer is
+// in: coordinator 3 has begun the new group 1795430402000.3 and still
+// holds its lease, while its members' last answers still name the old
+// group, primary (the lab view showed two primary badges for one leader,
+// e2e's TestUIPrimaryBadges once in CI).
+const mergeRecording = `{"time":"2026-11-26T10:00:00.000Z","kind":"start","spec":"1,2,3"}
+{"time":"2026-11-26T10:00:01.000Z","node":1,"new":{"id":1,"state":"normal","role":"participant","group":"1795430400100.3","coordinator":3,"members":[1,2,3],"expect":3,"primary":true}}
+{"time":"2026-11-26T10:00:01.000Z","node":2,"new":{"id":2,"state":"normal","role":"participant","group":"1795430400100.3","coordinator":3,"members":[1,2,3],"expect":3,"primary":true}}
+{"time":"2026-11-26T10:00:01.000Z","node":3,"new":{"id":3,"state":"normal","role":"coordinator","group":"1795430400100.3","coordinator":3,"members":[1,2,3],"expect":3,"primary":true,"leader":true}}
+{"time":"2026-11-26T10:00:02.000Z","node":3,"new":{"id":3,"state":"election","role":"coordinator","group":"1795430402000.3","coordinator":3,"members":[],"expect":3,"primary":true,"leader":true}}
+{"time":"2026-11-26T10:00:03.000Z","node":1,"new":{"id":1,"state":"normal","role":"participant","group":"1795430402000.3","coordinator":3,"members":[1,2,3],"expect":3,"primary":true}}
+`
+
+// TestAppMergeOnePrimary: a group whose coordinator's own answer is in
+// another group is not primary, so one leader shows one primary badge.
+func TestAppMergeOnePrimary(t *testing.T) {
+	at := func(s string) int64 {
+		tm, _ := time.Parse(time.RFC3339Nano, "2026-11-26T10:00:0"+s+"Z")
+		return tm.UnixMilli()
+	}
+	var got map[string]pageView
+	runApp(t, nil, `g.loadHistory(`+jsString(mergeRecording)+`, 'merge');
+const out = {};
+for (const [k, t] of Object.entries(`+mustJSON(map[string]int64{"before": at("1.5"), "merging": at("2.5"), "moved": at("3.5")})+`)) { g.seek(t); out[k] = g.view(); }
+return out;`, &got)
+	for _, tc := range []struct{ at, want string }{
+		{"before", "1795430400100.3"}, {"merging", "1795430402000.3"}, {"moved", "1795430402000.3"},
+	} {
+		var prim []string
+		for _, g := range got[tc.at].Groups {
+			if g.Primary {
+				prim = append(prim, g.Group)
+			}
+		}
+		if !slices.Equal(prim, []string{tc.want}) {
+			t.Errorf("%s: primary groups %v, want only %s (groups %+v)", tc.at, prim, tc.want, got[tc.at].Groups)
+		}
+	}
+}
+
 // TestAppReplayMatchesTimeline replays the timeline package's recording in
 // the page and compares every node's group with the model the SVG
 // timeline draws (timeline.Build), at instants inside its segments.

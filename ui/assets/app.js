@@ -411,7 +411,16 @@ function viewAt(t) {
       g.known = true;
       g.expect = Math.max(g.expect, v.st.expect || 0);
       if (v.st.expect > 0 && v.st.primary) g.primary = true;
+      g.coordinator = v.st.coordinator;
     }
+  }
+  for (const g of groups.values()) {
+    // A member says primary from its coordinator's last message. When the
+    // coordinator's own answer puts it in another group (a merge it began)
+    // or down, the group it led is gone: its lease, if any, is the new
+    // group's, and one leader must not show as two primary groups.
+    const c = g.primary && byId.get(g.coordinator);
+    if (c && c.st && !c.st.gossip && (c.down || c.st.group !== g.group)) g.primary = false;
   }
   return {t, nodes, byId, groups: [...groups.values()], links: linksAt(t, nodes, byId)};
 }
