@@ -114,21 +114,21 @@ func (n *Node) announceQuorum(r rule) wire.Quorum {
 	}
 	age := min(n.now.Sub(n.born)/time.Millisecond, math.MaxUint32)
 	return wire.Quorum{Expect: uint32(n.q.Expect), TieBreaker: n.q.TieBreaker, Voters: uint32(r.voters), Tie: r.tie,
-		Age: uint32(max(age, 0)), Home: n.home}
+		Age: uint32(max(age, 0)), Home: n.start.home}
 }
 
 // ownRule is the rule this node's own knowledge gives: its settings and
 // its roll.
 func (n *Node) ownRule() rule {
-	if !n.ruleDirty {
-		return n.rule
+	if !n.quorum.ruleDirty {
+		return n.quorum.rule
 	}
 	q := n.q
 	// Every process counts: a second process of an ID is one more voter
 	// (its grants count for nothing, see countsGrant).
-	voters := max(q.Expect, n.rollSize+1)
+	voters := max(q.Expect, n.quorum.rollSize+1)
 	agree := true
-	for _, ps := range n.roll {
+	for _, ps := range n.quorum.roll {
 		for _, v := range ps {
 			if !v.heardQ {
 				continue
@@ -143,14 +143,14 @@ func (n *Node) ownRule() rule {
 	if !agree || voters != q.Expect {
 		r.tie = 0
 	}
-	if m := n.remembered; m.voters > 0 && n.now.Before(n.born.Add(n.t.VoterTimeout)) {
+	if m := n.quorum.remembered; m.voters > 0 && n.now.Before(n.born.Add(n.t.VoterTimeout)) {
 		// What the rule was before a restart, for VoterTimeout.
 		r.voters = max(r.voters, m.voters)
 		if m.tie != r.tie {
 			r.tie = 0
 		}
 	}
-	n.rule, n.ruleDirty = r, false
+	n.quorum.rule, n.quorum.ruleDirty = r, false
 	n.noteRule(r)
 	return r
 }
@@ -162,7 +162,7 @@ func (n *Node) configured() rule { return rule{voters: n.q.Expect, tie: n.q.TieB
 // strict as every member's announced one.
 func (n *Node) leaderRule() rule {
 	r := n.ownRule()
-	for id, mb := range n.up {
+	for id, mb := range n.coord.up {
 		if id == n.id || !mb.claimed {
 			continue
 		}
@@ -180,19 +180,19 @@ func (n *Node) leaderRule() rule {
 // partition that would have been primary is not.
 func (n *Node) noteRule(r rule) {
 	extra := n.extraVoters()
-	if r == n.reportedRule && slices.Equal(extra, n.reportedExtra) || !n.q.Enabled() {
-		n.reportedRule, n.reportedExtra = r, extra
+	if r == n.quorum.reportedRule && slices.Equal(extra, n.quorum.reportedExtra) || !n.q.Enabled() {
+		n.quorum.reportedRule, n.quorum.reportedExtra = r, extra
 		return
 	}
-	n.reportedRule, n.reportedExtra = r, extra
+	n.quorum.reportedRule, n.quorum.reportedExtra = r, extra
 	// Saved, so that a restart does not forget it (a rule as configured
 	// saves as zero).
 	saved := wire.Quorum{}
 	if r != n.configured() {
 		saved = wire.Quorum{Voters: uint32(r.voters), Tie: r.tie}
 	}
-	if n.want.Rule != saved {
-		n.want.Rule = saved
+	if n.store.want.Rule != saved {
+		n.store.want.Rule = saved
 		n.requestSave(n.now)
 	}
 	n.notice(Notice{Kind: NoticeQuorumRule, Time: n.now, Peer: n.id, Voters: r.voters, Tie: r.tie,
@@ -200,7 +200,7 @@ func (n *Node) noteRule(r rule) {
 }
 
 // disputed reports whether the roll holds more than one process of id.
-func (n *Node) disputed(id wire.NodeID) bool { return len(n.roll[id]) > 1 }
+func (n *Node) disputed(id wire.NodeID) bool { return len(n.quorum.roll[id]) > 1 }
 
 // countsGrant reports whether a leader counts the grants of process
 // (id, boot): of a disputed ID only its oldest process, when a later one
@@ -208,7 +208,7 @@ func (n *Node) disputed(id wire.NodeID) bool { return len(n.roll[id]) > 1 }
 // dir was lost); none when every later one carried the node's state (a
 // copied data dir, say).
 func (n *Node) countsGrant(id wire.NodeID, boot uint64) bool {
-	ps := n.roll[id]
+	ps := n.quorum.roll[id]
 	if len(ps) <= 1 {
 		return true
 	}
@@ -232,7 +232,7 @@ func (n *Node) countsGrant(id wire.NodeID, boot uint64) bool {
 // extraVoters lists the IDs the roll holds more than one process of.
 func (n *Node) extraVoters() []wire.NodeID {
 	var ids []wire.NodeID
-	for id, ps := range n.roll {
+	for id, ps := range n.quorum.roll {
 		if len(ps) > 1 {
 			ids = append(ids, id)
 		}
@@ -249,7 +249,7 @@ func (n *Node) noteVoter(now time.Time, id wire.NodeID, boot uint64, fresh bool,
 		return
 	}
 	var v *voter
-	for _, p := range n.roll[id] {
+	for _, p := range n.quorum.roll[id] {
 		if p.boot == boot {
 			v = p
 			break
@@ -266,7 +266,7 @@ func (n *Node) noteVoter(now time.Time, id wire.NodeID, boot uint64, fresh bool,
 		v.home = q.Home
 	}
 	if hasQ && (!v.heardQ || v.q.Expect != q.Expect || v.q.TieBreaker != q.TieBreaker) {
-		n.ruleDirty = true
+		n.quorum.ruleDirty = true
 		v.q, v.heardQ = q, true
 	}
 }
@@ -290,7 +290,7 @@ func (n *Node) newBoot(now time.Time, id wire.NodeID, p process) *voter {
 		started = now.Add(-time.Duration(p.q.Age) * time.Millisecond)
 	}
 	home := p.q.Home
-	ps := n.roll[id]
+	ps := n.quorum.roll[id]
 	if len(ps) > 0 && !p.hasQ {
 		// A packet that says nothing of its sender's age and home
 		// (a Ready, a Yes): not judged until one that does.
@@ -341,18 +341,18 @@ func (n *Node) replace(v *voter, boot uint64, fresh bool, started time.Time) {
 // addProcess adds a process of id to the roll: a first one, or one more
 // (id is then disputed). It returns nil when the roll is full.
 func (n *Node) addProcess(id wire.NodeID, boot uint64, fresh bool, started time.Time) *voter {
-	ps := n.roll[id]
-	if len(ps) == 0 && len(n.roll) >= MaxGroupSize {
+	ps := n.quorum.roll[id]
+	if len(ps) == 0 && len(n.quorum.roll) >= MaxGroupSize {
 		return nil
 	}
 	v := &voter{boot: boot, fresh: fresh, started: started}
 	if len(ps) >= maxBootsPerID {
 		ps = slices.Delete(ps, 0, 1)
-		n.rollSize--
+		n.quorum.rollSize--
 	}
-	n.roll[id] = append(ps, v)
-	n.rollSize++
-	n.ruleDirty = true
+	n.quorum.roll[id] = append(ps, v)
+	n.quorum.rollSize++
+	n.quorum.ruleDirty = true
 	return v
 }
 
@@ -371,14 +371,14 @@ func (n *Node) listVoters(now time.Time, ms []wire.Member, homes []uint32) {
 		if i < len(homes) {
 			home = homes[i]
 		}
-		ps := n.roll[m.ID]
+		ps := n.quorum.roll[m.ID]
 		if len(ps) == 0 {
-			if len(n.roll) >= MaxGroupSize {
+			if len(n.quorum.roll) >= MaxGroupSize {
 				continue
 			}
-			n.roll[m.ID] = []*voter{{heard: now, listed: now, home: home}}
-			n.rollSize++
-			n.ruleDirty = true
+			n.quorum.roll[m.ID] = []*voter{{heard: now, listed: now, home: home}}
+			n.quorum.rollSize++
+			n.quorum.ruleDirty = true
 			continue
 		}
 		v := ps[len(ps)-1]
@@ -395,10 +395,10 @@ func (n *Node) listVoters(now time.Time, ms []wire.Member, homes []uint32) {
 // voterLeft forgets a node that left gracefully: it no longer runs, and
 // counting it would only take primary away from the rest.
 func (n *Node) voterLeft(id wire.NodeID) {
-	if ps, ok := n.roll[id]; ok {
-		n.rollSize -= len(ps)
-		delete(n.roll, id)
-		n.ruleDirty = true
+	if ps, ok := n.quorum.roll[id]; ok {
+		n.quorum.rollSize -= len(ps)
+		delete(n.quorum.roll, id)
+		n.quorum.ruleDirty = true
 	}
 }
 
@@ -406,7 +406,7 @@ func (n *Node) voterLeft(id wire.NodeID) {
 // newest process of an ID in this node's member list is heard: its group
 // vouches for it.
 func (n *Node) sweepVoters(now time.Time) {
-	for id, ps := range n.roll {
+	for id, ps := range n.quorum.roll {
 		if n.hasMember(id) {
 			ps[len(ps)-1].heard = now
 		}
@@ -419,12 +419,12 @@ func (n *Node) sweepVoters(now time.Time) {
 		if len(kept) == len(ps) {
 			continue
 		}
-		n.rollSize -= len(ps) - len(kept)
-		n.ruleDirty = true
+		n.quorum.rollSize -= len(ps) - len(kept)
+		n.quorum.ruleDirty = true
 		if len(kept) == 0 {
-			delete(n.roll, id)
+			delete(n.quorum.roll, id)
 		} else {
-			n.roll[id] = kept
+			n.quorum.roll[id] = kept
 		}
 	}
 }
@@ -434,21 +434,21 @@ func (n *Node) sweepVoters(now time.Time) {
 func (n *Node) checkQuorum(now time.Time, from wire.NodeID, q wire.Quorum) {
 	ours := wire.Quorum{Expect: uint32(n.q.Expect), TieBreaker: n.q.TieBreaker}
 	if int(q.Expect) == n.q.Expect && q.TieBreaker == n.q.TieBreaker {
-		if _, ok := n.qmismatch[from]; ok {
+		if _, ok := n.quorum.qmismatch[from]; ok {
 			// It agrees now (a rolling change went past it): the
 			// runtime forgets what it reported.
-			delete(n.qmismatch, from)
+			delete(n.quorum.qmismatch, from)
 			n.notice(Notice{Kind: NoticeQuorumMismatch, Time: now, Peer: from, TheirQuorum: ours, OurQuorum: ours})
 		}
 		return
 	}
-	if prev, ok := n.qmismatch[from]; ok && prev.Expect == q.Expect && prev.TieBreaker == q.TieBreaker {
+	if prev, ok := n.quorum.qmismatch[from]; ok && prev.Expect == q.Expect && prev.TieBreaker == q.TieBreaker {
 		return
 	}
-	if len(n.qmismatch) >= MaxGroupSize {
+	if len(n.quorum.qmismatch) >= MaxGroupSize {
 		return
 	}
-	n.qmismatch[from] = q
+	n.quorum.qmismatch[from] = q
 	theirs := q
 	theirs.Voters, theirs.Tie = 0, 0
 	n.notice(Notice{Kind: NoticeQuorumMismatch, Time: now, Peer: from, TheirQuorum: theirs, OurQuorum: ours})

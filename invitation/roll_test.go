@@ -93,8 +93,8 @@ func TestRollVoters(t *testing.T) {
 				n.noteVoter(t0.Add(h.after), h.id, h.boot, h.fresh, q, true)
 				last = h.id
 			}
-			if n.rollSize != tc.want {
-				t.Errorf("roll holds %d processes, want %d", n.rollSize, tc.want)
+			if n.quorum.rollSize != tc.want {
+				t.Errorf("roll holds %d processes, want %d", n.quorum.rollSize, tc.want)
 			}
 			if got := n.extraVoters(); !equalIDs(got, tc.extra) {
 				t.Errorf("extra voters %v, want %v", got, tc.extra)
@@ -170,8 +170,8 @@ func TestRollForgets(t *testing.T) {
 	n.members = []wire.Member{{ID: 1}, {ID: 9}}
 	n.sweepVoters(t0.Add(n.t.VoterTimeout / 2))
 	n.sweepVoters(t0.Add(n.t.VoterTimeout + time.Second))
-	if r := n.ownRule(); r.voters != 3 || n.rollSize != 1 {
-		t.Errorf("after VoterTimeout: %d processes and a majority of %d, want 1 (the member) and 3 (--expect)", n.rollSize, r.voters)
+	if r := n.ownRule(); r.voters != 3 || n.quorum.rollSize != 1 {
+		t.Errorf("after VoterTimeout: %d processes and a majority of %d, want 1 (the member) and 3 (--expect)", n.quorum.rollSize, r.voters)
 	}
 }
 
