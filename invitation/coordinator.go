@@ -581,7 +581,7 @@ func (n *Node) reinvite(now time.Time, id wire.NodeID) {
 
 // memberHomes returns, in quorum mode, the home each member announced
 // (in the member list's order), so that the members know where each other
-// keeps its state (quorum.go); nil otherwise.
+// keeps its state (package quorum); nil otherwise.
 func (n *Node) memberHomes() []uint32 {
 	if !n.q.Enabled() || len(n.members) == 0 {
 		return nil

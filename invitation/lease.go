@@ -4,6 +4,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/groupd/groupd/invitation/quorum"
 	"github.com/groupd/groupd/wire"
 )
 
@@ -264,15 +265,15 @@ func (n *Node) mayGrant(now time.Time, c wire.NodeID) bool {
 	if c == n.id {
 		return true
 	}
-	if n.q.Enabled() && !ruleOf(n.part.coordQ).covers(n.ownRule()) {
+	if n.q.Enabled() && !quorum.Of(n.part.coordQ).Covers(n.ownRule()) {
 		// The leader counts by a weaker rule than mine: this
 		// acknowledgement tells it mine (BeatAck.Quorum), and its next
 		// heartbeat will be stricter.
 		return false
 	}
-	if n.q.Enabled() && !n.countsGrant(c, n.part.coordBoot) {
+	if n.q.Enabled() && !n.quorum.roll.Counts(c, n.part.coordBoot) {
 		// The leader is a process of an ID in dispute whose grants I
-		// would not count (quorum.go): a second process with the ID,
+		// would not count (package quorum): a second process with the ID,
 		// perhaps on this side of a partition from the first. I grant
 		// it nothing either.
 		return false
@@ -312,12 +313,6 @@ func (n *Node) payOwed(now time.Time) {
 	if n.lease.owe && n.idleParticipant() && n.lease.lastBeatNo != 0 && n.mayGrantTerm(now, n.group.ID) {
 		n.ackBeat(now, false)
 	}
-}
-
-// leaseVote is one member's grant, as the leader counts it.
-type leaseVote struct {
-	until time.Time
-	tb    bool // the member is the tie-breaker
 }
 
 // updateLease recomputes whether the node is primary, and until when. The
@@ -372,7 +367,7 @@ func (n *Node) updateLease(now time.Time) {
 // coordinator is primary (wire.FlagPrimary: the member list may name a
 // process the leader does not count; only a leader's flag is a lease),
 // and a leader while itself, free of other grants, and members whose
-// grants it counts make a quorum under its rule (quorum.go), until the
+// grants it counts make a quorum under its rule (package quorum), until the
 // grant that completes the quorum runs out.
 func (n *Node) computeLease(now time.Time) (bool, time.Time) {
 	if n.start.stopped || n.state != wire.StateNormal || n.group.IsZero() {
@@ -385,13 +380,9 @@ func (n *Node) computeLease(now time.Time) (bool, time.Time) {
 		r := n.ownRule()
 		if !n.isCoordinator() && !n.part.coordQ.IsZero() {
 			// My coordinator's rule, when stricter, is the group's.
-			c := ruleOf(n.part.coordQ)
-			r.voters = max(r.voters, c.voters)
-			if c.tie != r.tie {
-				r.tie = 0
-			}
+			r = r.Join(quorum.Of(n.part.coordQ))
 		}
-		held := r.holds(len(n.members), r.tie != 0 && n.hasMember(r.tie))
+		held := r.Holds(len(n.members), r.Tie != 0 && n.hasMember(r.Tie))
 		return held && (n.isCoordinator() || n.part.coordPrimary), time.Time{}
 	}
 	if now.Before(n.grantFreeAt(n.id)) {
@@ -399,31 +390,18 @@ func (n *Node) computeLease(now time.Time) (bool, time.Time) {
 	}
 	r := n.leaderRule()
 	ll := n.t.LeaderLease()
-	if r.holds(1, r.tie == n.id) {
-		// A quorum of one: the lease is the node's own, renewed as time
-		// passes, so that a leader that stops keeps its grant to itself
-		// for as long as its readers may have read a lease.
-		return true, now.Add(ll)
-	}
-	votes := n.lease.votes[:0]
+	grants := n.lease.votes[:0]
 	for id, mb := range n.coord.up {
-		if id == n.id || mb.granted.IsZero() || !n.countsGrant(id, mb.boot) {
+		if id == n.id || mb.granted.IsZero() || !n.quorum.roll.Counts(id, mb.boot) {
 			continue
 		}
-		if u := mb.granted.Add(ll); u.After(now) {
-			votes = append(votes, leaseVote{until: u, tb: id == r.tie})
-		}
+		grants = append(grants, quorum.Grant{Until: mb.granted.Add(ll), Tie: id == r.Tie})
 	}
-	slices.SortFunc(votes, func(a, b leaseVote) int { return b.until.Compare(a.until) })
-	n.lease.votes = votes
-	hasTB := r.tie == n.id
-	for k, v := range votes {
-		hasTB = hasTB || v.tb
-		if r.holds(k+2, hasTB) {
-			return true, v.until
-		}
-	}
-	return false, time.Time{}
+	n.lease.votes = grants
+	// A quorum of one is the node's own lease, renewed as time passes,
+	// so that a leader that stops keeps its grant to itself for as long
+	// as its readers may have read a lease.
+	return quorum.Lease(now, r, r.Tie == n.id, ll, grants)
 }
 
 // hasMember reports whether id is in the member list.

@@ -4,6 +4,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/groupd/groupd/invitation/quorum"
 	"github.com/groupd/groupd/wire"
 )
 
@@ -200,7 +201,7 @@ type leaseState struct {
 	leaseUntil      time.Time
 	incumbent       bool
 	lastMemberHeard time.Time
-	votes           []leaseVote // scratch for computeLease
+	votes           []quorum.Grant // scratch for computeLease
 	grant           grant
 	selfUntil       time.Time
 	lastBeatNo      uint64
@@ -216,18 +217,16 @@ type leaseState struct {
 	ackRetryAt  time.Time
 }
 
-// quorumState is the quorum's rule (quorum.go): the voters this node
-// knows of, by ID (rollSize processes in all), the rule they give (rule,
-// stale while ruleDirty), the last one reported, and the peers whose
-// settings differ from this node's, reported.
+// quorumState is the quorum's rule (quorum.go, package quorum): the
+// voters this node knows of, the rule they gave when last asked, the last
+// one reported, and the peers whose settings differ from this node's,
+// reported.
 type quorumState struct {
-	roll          map[wire.NodeID][]*voter
-	rollSize      int
-	rule          rule
-	ruleDirty     bool
-	reportedRule  rule
+	roll          *quorum.Roll
+	rule          quorum.Rule // as the roll last gave it (ownRule)
+	reportedRule  quorum.Rule
 	reportedExtra []wire.NodeID // the IDs with more than one process at the last NoticeQuorumRule
-	remembered    rule          // the rule saved before the last restart (Durable.Rule)
+	remembered    quorum.Rule   // the rule saved before the last restart (Durable.Rule)
 	qmismatch     map[wire.NodeID]wire.Quorum
 }
 
@@ -273,14 +272,13 @@ func New(cfg Config, now time.Time) (*Node, error) {
 		},
 		lease: leaseState{noPreempt: cfg.NoPreempt, viewPrimary: cfg.ViewPrimary},
 		quorum: quorumState{
-			roll:      make(map[wire.NodeID][]*voter),
+			roll:      quorum.NewRoll(cfg.ID, MaxGroupSize, cfg.Timing.AnswerTimeout),
 			qmismatch: make(map[wire.NodeID]wire.Quorum),
-			ruleDirty: true,
 		},
 	}
 	n.quorum.reportedRule = n.configured() // no notice for the configured rule
 	if r := cfg.Durable.Rule; r.Voters > 0 && n.q.Enabled() {
-		n.quorum.remembered = ruleOf(r)
+		n.quorum.remembered = quorum.Of(r)
 	}
 	n.detach(now)
 	n.last, n.lastGen = n.Status(), n.gen // the view New starts from: no Event

@@ -576,7 +576,9 @@ func (n *Node) onReady(now time.Time, m wire.Message, b wire.Ready) Reason {
 		// My Accept has not reached it yet; keep repeating it.
 		return ""
 	}
-	n.listVoters(now, a.members, a.homes)
+	if n.q.Enabled() {
+		n.quorum.roll.Listed(now, a.members, a.homes)
+	}
 	sortMembers(a.members)
 	n.setMembers(a.members)
 	n.version = b.Version

@@ -251,7 +251,7 @@ func (n *Node) sweep(now time.Time) {
 		}
 	}
 	if n.q.Enabled() {
-		n.sweepVoters(now)
+		n.quorum.roll.Sweep(now, n.t.VoterTimeout, n.hasMember)
 	}
 	// A broadcaster counts for two of its periods (two of this node's:
 	// the nodes that share the budget pace alike), and PeerTimeout at

@@ -42,7 +42,7 @@ func (n *Node) Step(now time.Time, in Input) {
 		why = n.tick(now)
 	case PeerDown:
 		if in.Left && n.q.Enabled() {
-			n.voterLeft(in.ID)
+			n.quorum.roll.Left(in.ID)
 		}
 		why = n.peerDown(now, in.ID)
 	case Saved:
