@@ -11,23 +11,6 @@ import (
 // coordinators), Merge (inviting them), the accept window, Ready rounds and
 // member liveness.
 
-// member is a coordinator's record of one member of its group.
-type member struct {
-	m wire.Member
-	// boot is the process the coordinator admitted (its Accept's):
-	// only its acknowledgements grant the lease.
-	boot uint64
-	// heard is when the member last gave a sign of life (an Accept, a
-	// ReadyAck, a BeatAck, an AreYouThere); granted is when the coordinator
-	// sent the latest heartbeat whose acknowledgement granted its lease.
-	heard, granted time.Time
-	// acked is the latest heartbeat it acknowledged (retryAcks); claim the
-	// quorum settings and rule it announced last (claimed: any).
-	acked   uint64
-	claim   wire.Quorum
-	claimed bool
-}
-
 // checkRound is one AreYouCoordinator round.
 type checkRound struct {
 	deadline time.Time
@@ -58,13 +41,6 @@ type readyRound struct {
 	pending  map[wire.NodeID]bool
 	deadline time.Time
 	resendAt time.Time
-}
-
-// backoff holds off merges with a coordinator that did not accept the
-// last invitations: each fruitless merge spends a group number.
-type backoff struct {
-	until time.Time
-	wait  time.Duration
 }
 
 // resendInvitations repeats the accept window's invitations to whoever
@@ -148,7 +124,7 @@ func (n *Node) startCheck(now time.Time) {
 		if !p.isCoordinator(id) || p.group == n.group {
 			continue
 		}
-		if b := n.coord.backoffs[id]; b != nil && now.Before(b.until) {
+		if n.coord.members.backedOff(now, id) {
 			continue
 		}
 		targets = append(targets, id)
@@ -183,7 +159,7 @@ const checkDefer = 8
 func (n *Node) outranked(now time.Time) bool {
 	for id, p := range n.disc.coords {
 		if p.isCoordinator(id) && p.state == wire.StateNormal && p.group != n.group && n.rank().Less(p.rank(id)) {
-			if b := n.coord.backoffs[id]; b == nil || !now.Before(b.until) {
+			if !n.coord.members.backedOff(now, id) {
 				return true
 			}
 		}
@@ -299,21 +275,14 @@ func (n *Node) onYes(now time.Time, m wire.Message, b wire.Yes) Reason {
 // the lower coordinators found and to my own members.
 func (n *Node) startMerge(now time.Time, targets []wire.NodeID) {
 	n.coord.check = nil
-	var members []wire.NodeID
-	for id := range n.coord.up {
-		if id != n.id {
-			members = append(members, id)
-		}
-	}
-	sort.Slice(members, func(i, j int) bool { return members[i] < members[j] })
-	n.newGroup(now, &pendingGroup{purpose: forMerge, targets: targets, members: members})
+	n.newGroup(now, &pendingGroup{purpose: forMerge, targets: targets, members: n.coord.members.others(n.id)})
 }
 
 func (n *Node) onAccept(now time.Time, m wire.Message, b wire.Accept) {
 	if b.Group != n.group || !n.isCoordinator() {
 		return
 	}
-	if mb := n.coord.up[m.From]; mb != nil && mb.boot != m.Boot && m.Flags&wire.FlagFresh != 0 &&
+	if mb := n.coord.members.get(m.From); mb != nil && mb.boot != m.Boot && m.Flags&wire.FlagFresh != 0 &&
 		now.Sub(mb.heard) < n.t.AckLate(n.quorumMode()) {
 		// A process of a member's ID that started without a saved state,
 		// while the member itself is heard: a second process given the
@@ -324,7 +293,7 @@ func (n *Node) onAccept(now time.Time, m wire.Message, b wire.Accept) {
 		return
 	}
 	n.memberTerm(now, b.Term, false)
-	if mb := n.coord.up[m.From]; mb != nil {
+	if mb := n.coord.members.get(m.From); mb != nil {
 		mb.heard = now
 		n.lease.lastMemberHeard = now
 		if mb.boot != m.Boot {
@@ -335,20 +304,20 @@ func (n *Node) onAccept(now time.Time, m wire.Message, b wire.Accept) {
 		mb.claim, mb.claimed = b.Quorum, true
 	}
 	if mg := n.coord.merge; mg != nil {
-		if _, ok := n.coord.up[m.From]; !ok && len(n.coord.up) < MaxGroupSize {
-			n.coord.up[m.From] = &member{m: wire.Member{ID: m.From, Priority: m.Priority}, boot: m.Boot, heard: now,
-				claim: b.Quorum, claimed: true}
+		if !n.coord.members.has(m.From) {
+			n.coord.members.admit(m.From, &member{m: wire.Member{ID: m.From, Priority: m.Priority}, boot: m.Boot, heard: now,
+				claim: b.Quorum, claimed: true})
 		}
 		if _, ok := mg.invited[m.From]; ok {
 			mg.invited[m.From] = true
 		}
-		delete(n.coord.backoffs, m.From)
-		if mg.expect > 0 && len(n.coord.up)-1 >= mg.expect && allTrue(mg.invited) && len(mg.declined) == 0 {
+		n.coord.members.forgive(m.From)
+		if mg.expect > 0 && n.coord.members.size()-1 >= mg.expect && allTrue(mg.invited) && len(mg.declined) == 0 {
 			n.closeAcceptWindow(now)
 		}
 		return
 	}
-	if _, ok := n.coord.up[m.From]; ok {
+	if n.coord.members.has(m.From) {
 		// A repeated Accept: the member has not seen Ready yet. (While
 		// the version is stale, the next one will list it.)
 		if !n.coord.staleVersion && (n.coord.ready == nil || !n.coord.ready.pending[m.From]) {
@@ -359,11 +328,10 @@ func (n *Node) onAccept(now time.Time, m wire.Message, b wire.Accept) {
 	// A late Accept, after the window closed, or from a node without a
 	// group this coordinator invited into its running group: take the
 	// node in with a new member-list version.
-	if len(n.coord.up) >= MaxGroupSize {
+	if !n.coord.members.admit(m.From, &member{m: wire.Member{ID: m.From, Priority: m.Priority}, boot: m.Boot, heard: now,
+		claim: b.Quorum, claimed: true}) {
 		return
 	}
-	n.coord.up[m.From] = &member{m: wire.Member{ID: m.From, Priority: m.Priority}, boot: m.Boot, heard: now,
-		claim: b.Quorum, claimed: true}
 	n.publish(now)
 }
 
@@ -391,14 +359,7 @@ func (n *Node) closeAcceptWindow(now time.Time) Reason {
 		if mg.invited[id] {
 			continue
 		}
-		b := n.coord.backoffs[id]
-		if b == nil {
-			b = &backoff{wait: n.t.CheckInterval}
-			n.coord.backoffs[id] = b
-		} else {
-			b.wait = min(2*b.wait, 8*n.t.CheckInterval)
-		}
-		b.until = now.Add(b.wait)
+		n.coord.members.backOff(now, id, n.t.CheckInterval, 8*n.t.CheckInterval)
 	}
 	n.state = wire.StateReorganization
 	n.version = 0
@@ -430,12 +391,7 @@ func (n *Node) newVersion(now time.Time) {
 	n.coord.staleVersion = false
 	n.coord.nextVersionAt = now.Add(n.t.AnswerTimeout)
 	n.version++
-	ms := make([]wire.Member, 0, len(n.coord.up))
-	for _, mb := range n.coord.up {
-		ms = append(ms, mb.m)
-	}
-	sortMembers(ms)
-	n.setMembers(ms)
+	n.setMembers(n.coord.members.list())
 	r := n.newReadyRound(now)
 	n.coord.ready = r
 	for _, id := range sortedIDs(r.pending) {
@@ -478,7 +434,7 @@ func (n *Node) onReadyAck(now time.Time, m wire.Message, b wire.ReadyAck) {
 	if b.Group != n.group || !n.isCoordinator() || r == nil || b.Version != r.version {
 		return
 	}
-	if mb := n.coord.up[m.From]; mb != nil {
+	if mb := n.coord.members.get(m.From); mb != nil {
 		mb.heard = now
 		n.lease.lastMemberHeard = now
 	}
@@ -521,8 +477,7 @@ func (n *Node) dropMembers(now time.Time, ids []wire.NodeID) {
 		if id == n.id {
 			continue
 		}
-		if _, ok := n.coord.up[id]; ok {
-			delete(n.coord.up, id)
+		if n.coord.members.remove(id) {
 			changed = true
 		}
 	}
@@ -541,7 +496,7 @@ func (n *Node) onAreYouThere(now time.Time, m wire.Message, b wire.AreYouThere) 
 		return
 	}
 	if b.Group == n.group {
-		if mb := n.coord.up[m.From]; mb != nil {
+		if mb := n.coord.members.get(m.From); mb != nil {
 			mb.heard = now
 			n.send(m.From, wire.Yes{Query: wire.TypeAreYouThere, Version: n.version})
 			return
@@ -565,7 +520,7 @@ func (n *Node) onAreYouThere(now time.Time, m wire.Message, b wire.AreYouThere) 
 
 // reinvite invites a straggler of my previous group into my current one.
 func (n *Node) reinvite(now time.Time, id wire.NodeID) {
-	if _, ok := n.coord.up[id]; ok {
+	if n.coord.members.has(id) {
 		return
 	}
 	if n.store.pending != nil {
@@ -588,7 +543,7 @@ func (n *Node) memberHomes() []uint32 {
 	}
 	homes := make([]uint32, len(n.members))
 	for i, m := range n.members {
-		switch mb := n.coord.up[m.ID]; {
+		switch mb := n.coord.members.get(m.ID); {
 		case m.ID == n.id:
 			homes[i] = n.start.home
 		case mb != nil:

@@ -133,7 +133,7 @@ func (n *Node) retryAcks(now time.Time) {
 		return
 	}
 	var missing []wire.NodeID
-	for id, mb := range n.coord.up {
+	for id, mb := range n.coord.members.all() {
 		if id != n.id && mb.acked < n.lease.lastReqBeat {
 			missing = append(missing, id)
 		}
@@ -167,7 +167,7 @@ func (n *Node) onBeatAck(now time.Time, m wire.Message, b wire.BeatAck) {
 	if b.Group != n.group || !n.isCoordinator() {
 		return
 	}
-	mb := n.coord.up[m.From]
+	mb := n.coord.members.get(m.From)
 	if mb == nil || (mb.boot != 0 && mb.boot != m.Boot) {
 		return
 	}
@@ -391,7 +391,7 @@ func (n *Node) computeLease(now time.Time) (bool, time.Time) {
 	r := n.leaderRule()
 	ll := n.t.LeaderLease()
 	grants := n.lease.votes[:0]
-	for id, mb := range n.coord.up {
+	for id, mb := range n.coord.members.all() {
 		if id == n.id || mb.granted.IsZero() || !n.quorum.roll.Counts(id, mb.boot) {
 			continue
 		}
@@ -470,14 +470,9 @@ func (n *Node) maybeReterm(now time.Time) Reason {
 // members and extra (nodes that declined the old number): a number above
 // everything heard, for a Decline or a term its number is not above.
 func (n *Node) renumber(now time.Time, extra []wire.NodeID) {
-	var members []wire.NodeID
-	for id := range n.coord.up {
-		if id != n.id {
-			members = append(members, id)
-		}
-	}
+	members := n.coord.members.others(n.id)
 	for _, id := range extra {
-		if id != n.id && n.coord.up[id] == nil {
+		if id != n.id && !n.coord.members.has(id) {
 			members = append(members, id)
 		}
 	}
@@ -516,7 +511,7 @@ func (n *Node) scanLate(now time.Time) {
 	late := n.t.AckLate(n.quorumMode())
 	var next time.Time
 	var silent []wire.NodeID
-	for id, mb := range n.coord.up {
+	for id, mb := range n.coord.members.all() {
 		if id == n.id {
 			continue
 		}

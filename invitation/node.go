@@ -126,9 +126,9 @@ type discoveryState struct {
 }
 
 // coordinatorState is what a coordinator keeps (coordinator.go): its
-// members' state, its check, merge and Ready rounds.
+// members (the tracker), its check, merge and Ready rounds.
 type coordinatorState struct {
-	up        map[wire.NodeID]*member
+	members   tracker // the Up set, and the coordinators it backs off from
 	nextCheck time.Time
 	// nextLate is when a member's acknowledgements may next be late
 	// (scanLate).
@@ -146,7 +146,6 @@ type coordinatorState struct {
 	prevGroup     wire.GroupNumber // my previous group, to re-invite its laggards
 	declined      []wire.NodeID    // invitees that declined this group's number: renumber once Normal
 	prevMembers   map[wire.NodeID]bool
-	backoffs      map[wire.NodeID]*backoff
 }
 
 // participantState is what a participant keeps (participant.go): what it
@@ -267,8 +266,7 @@ func New(cfg Config, now time.Time) (*Node, error) {
 			loud:   make(map[wire.NodeID]time.Time),
 		},
 		coord: coordinatorState{
-			up:       make(map[wire.NodeID]*member),
-			backoffs: make(map[wire.NodeID]*backoff),
+			members: newTracker(),
 		},
 		lease: leaseState{noPreempt: cfg.NoPreempt, viewPrimary: cfg.ViewPrimary},
 		quorum: quorumState{
@@ -468,7 +466,7 @@ func (n *Node) resetRoles() {
 	n.start.attachAt, n.start.waitUntil, n.start.offer = time.Time{}, time.Time{}, nil
 	n.part.outrankSince, n.part.behindSince = time.Time{}, time.Time{}
 	n.coord.declined = nil
-	clear(n.coord.up)
+	n.coord.members.reset()
 }
 
 func sortedIDs[V any](m map[wire.NodeID]V) []wire.NodeID {

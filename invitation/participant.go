@@ -380,7 +380,7 @@ func (n *Node) onElectionMessage(now time.Time, m wire.Message) Reason {
 		case n.isCoordinator():
 			// A member thinks I failed. If it still belongs, tell it I
 			// am alive; it then returns to Normal.
-			if n.coord.up[m.From] != nil {
+			if n.coord.members.has(m.From) {
 				n.send(m.From, wire.Yes{Query: wire.TypeAreYouThere, Version: n.version})
 			}
 		case n.state == wire.StateNormal:
@@ -481,7 +481,7 @@ func (n *Node) onInvitation(now time.Time, m wire.Message, b wire.Invitation) Re
 	var forward []wire.NodeID
 	switch {
 	case n.isCoordinator() && n.coord.merge == nil && n.coord.ready == nil:
-		forward = sortedIDs(n.coord.up)
+		forward = n.coord.members.ids()
 	case n.store.pending != nil && n.store.pending.purpose == forFailover:
 		forward = n.store.pending.members
 	}

@@ -245,11 +245,7 @@ func (n *Node) sweep(now time.Time) {
 			delete(n.disc.fresh, id)
 		}
 	}
-	for id, b := range n.coord.backoffs {
-		if now.After(b.until.Add(8 * n.t.CheckInterval)) {
-			delete(n.coord.backoffs, id)
-		}
-	}
+	n.coord.members.sweepBackoffs(now, 8*n.t.CheckInterval)
 	if n.q.Enabled() {
 		n.quorum.roll.Sweep(now, n.t.VoterTimeout, n.hasMember)
 	}

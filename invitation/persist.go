@@ -190,7 +190,7 @@ func (n *Node) createGroup(now time.Time, p *pendingGroup) {
 	n.setGroup(now, g)
 	n.out.Created = append(n.out.Created, g)
 	n.gt, n.galg = n.t, n.alg
-	n.coord.up[n.id] = &member{m: n.self(), heard: now}
+	n.coord.members.put(n.id, &member{m: n.self(), heard: now})
 	n.coord.nextCheck = now.Add(n.jitter(n.t.CheckInterval))
 	n.disc.nextBeacon = now // announce the new group (and beat) at once
 

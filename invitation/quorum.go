@@ -50,7 +50,7 @@ func (n *Node) configured() quorum.Rule {
 // strict as every member's announced one.
 func (n *Node) leaderRule() quorum.Rule {
 	r := n.ownRule()
-	for id, mb := range n.coord.up {
+	for id, mb := range n.coord.members.all() {
 		if id != n.id && mb.claimed {
 			r = r.Join(quorum.Of(mb.claim))
 		}

@@ -116,7 +116,7 @@ func (n *Node) peerDown(now time.Time, id wire.NodeID) Reason {
 	switch {
 	case id == n.id:
 	case n.isCoordinator() && n.state == wire.StateNormal:
-		if _, ok := n.coord.up[id]; ok {
+		if n.coord.members.has(id) {
 			n.dropMembers(now, []wire.NodeID{id})
 		}
 	case !n.isCoordinator() && n.state == wire.StateNormal && id == n.group.ID:

@@ -120,7 +120,7 @@ var timers = [...]timer{
 		return time.Time{}
 	}, fire: work((*Node).resendReady)},
 	{name: "late-acks", phase: coordinatorPhase, due: func(n *Node) time.Time {
-		if n.state == wire.StateNormal && len(n.coord.up) > 1 && !n.coord.nextLate.IsZero() {
+		if n.state == wire.StateNormal && n.coord.members.size() > 1 && !n.coord.nextLate.IsZero() {
 			return n.afterStall(n.coord.nextLate)
 		}
 		return time.Time{}
