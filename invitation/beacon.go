@@ -31,17 +31,17 @@ import (
 // longer counts, and the beacon is multicast again (a partition cut it
 // off).
 func (n *Node) beaconTarget(now time.Time, unicast bool) wire.NodeID {
-	a := n.above
+	a := n.disc.above
 	if a.id == 0 || now.Sub(a.heard) > n.t.PeerTimeout {
 		return wire.Broadcast
 	}
 	switch {
 	case n.group.IsZero():
-		if n.announced {
+		if n.disc.announced {
 			return a.id
 		}
 	case n.isCoordinator() && (len(n.members) <= 1 || unicast) && n.state == wire.StateNormal &&
-		n.pending == nil && n.merge == nil && a.coord:
+		n.store.pending == nil && n.coord.merge == nil && a.coord:
 		return a.id
 	}
 	return wire.Broadcast
@@ -64,8 +64,8 @@ func (n *Node) unicastHeartbeat() bool {
 	if !n.isCoordinator() || k <= 1 {
 		return false
 	}
-	lan := k + len(n.fresh)
-	for id, p := range n.coords {
+	lan := k + len(n.disc.fresh)
+	for id, p := range n.disc.coords {
 		if p.isCoordinator(id) && p.group != n.group {
 			lan += max(1, int(p.size))
 			if 4*k <= lan {
@@ -117,7 +117,7 @@ const (
 // stretched none of three of the simulator's loaded-host starts (256
 // nodes, 300 µs a delivery) converged within a minute.
 func (n *Node) paced(d time.Duration) time.Duration {
-	k := len(n.loud) + 1
+	k := len(n.disc.loud) + 1
 	if k <= beaconBudget {
 		return d
 	}
@@ -137,10 +137,10 @@ func (n *Node) paceable(to wire.NodeID) bool {
 // brings forward (a new group, a lost one, the end of a reorganization),
 // which on an overloaded host come faster than any period.
 func (n *Node) gate(now time.Time) time.Time {
-	if n.lastLoud.IsZero() || len(n.loud)+1 <= beaconBudget || !n.paceable(n.beaconTarget(now, n.unicastHeartbeat())) {
+	if n.disc.lastLoud.IsZero() || len(n.disc.loud)+1 <= beaconBudget || !n.paceable(n.beaconTarget(now, n.unicastHeartbeat())) {
 		return time.Time{}
 	}
-	return n.lastLoud.Add(n.paced(n.t.BeaconInterval))
+	return n.disc.lastLoud.Add(n.paced(n.t.BeaconInterval))
 }
 
 // beaconPeriod is how often the node beacons in its current state: a
@@ -168,11 +168,11 @@ func (n *Node) beaconPeriod(now time.Time) time.Duration {
 // basePeriod is beaconPeriod before pacing.
 func (n *Node) basePeriod(now time.Time) time.Duration {
 	switch {
-	case n.group.IsZero() && n.offer != nil:
+	case n.group.IsZero() && n.start.offer != nil:
 		// An inviter heard it (the invitation waits for the end of the
 		// boot window): beaconing again tells nobody anything.
 		return n.t.BeaconInterval
-	case n.group.IsZero() && now.Before(n.attachAt):
+	case n.group.IsZero() && now.Before(n.start.attachAt):
 		return n.t.AnswerTimeout
 	case n.group.IsZero():
 		// Past its window, waiting for a higher node's invitation or
@@ -204,16 +204,16 @@ func (n *Node) basePeriod(now time.Time) time.Duration {
 // simulator's lazy deadlines rely on (sim.Config.LazyDeadlines).
 func (n *Node) armBeacon(now time.Time) {
 	base := n.basePeriod(now)
-	shorter := base < n.armedBase
-	n.armedBase = base
+	shorter := base < n.disc.armedBase
+	n.disc.armedBase = base
 	p := n.beaconPeriod(now)
 	switch {
 	case p == 0:
-		n.nextBeacon = time.Time{}
-	case n.nextBeacon.IsZero(), shorter && n.nextBeacon.After(later(now.Add(p), n.gate(now))):
+		n.disc.nextBeacon = time.Time{}
+	case n.disc.nextBeacon.IsZero(), shorter && n.disc.nextBeacon.After(later(now.Add(p), n.gate(now))):
 		// None due, or due later than the new, shorter period allows (a
 		// coordinator that was alone has members to heartbeat now).
-		n.nextBeacon = now.Add(n.jitter(p))
+		n.disc.nextBeacon = now.Add(n.jitter(p))
 	}
 }
 
@@ -231,28 +231,28 @@ func (n *Node) beaconTo(now time.Time, to wire.NodeID) {
 // the next.
 func (n *Node) beaconSent(now time.Time, to wire.NodeID) {
 	if to == wire.Broadcast && n.group.IsZero() {
-		n.announced = true
+		n.disc.announced = true
 	}
 	n.scheduleBeacon(now)
 }
 
 // scheduleBeacon sets the next periodic beacon one period from now.
 func (n *Node) scheduleBeacon(now time.Time) {
-	n.nextBeacon = time.Time{}
-	n.armedBase = n.basePeriod(now)
+	n.disc.nextBeacon = time.Time{}
+	n.disc.armedBase = n.basePeriod(now)
 	if p := n.beaconPeriod(now); p > 0 {
-		n.nextBeacon = now.Add(p)
+		n.disc.nextBeacon = now.Add(p)
 	}
 }
 
 // sendBeacon sends the node's beacon to every node or to one; hb makes it
 // a numbered heartbeat (heartbeat).
 func (n *Node) sendBeacon(to wire.NodeID, hb beatFields) {
-	b := wire.Beacon{HighWater: max(n.maxSeen, n.want.Counter, n.durable.Counter), Timing: n.t.announce(n.alg)}
+	b := wire.Beacon{HighWater: max(n.store.maxSeen, n.store.want.Counter, n.store.durable.Counter), Timing: n.t.announce(n.alg)}
 	if n.isCoordinator() {
 		b.Version, b.Size = n.version, uint32(len(n.members))
 		b.Timing = n.gt.announce(n.galg)
-		b.Beat, b.AckReq, b.Term = hb.no, hb.ack, n.term
+		b.Beat, b.AckReq, b.Term = hb.no, hb.ack, n.lease.term
 		b.Quorum = n.announceQuorum(n.leaderRule())
 	} else {
 		b.Quorum = n.announceQuorum(n.ownRule())
@@ -267,23 +267,23 @@ func (n *Node) sendBeacon(to wire.NodeID, hb beatFields) {
 func (n *Node) sendPeriodicBeacon(now time.Time) {
 	if n.unicastHeartbeat() {
 		n.heartbeatMembers(n.heartbeat(now))
-		if !now.Before(n.nextDiscovery) {
+		if !now.Before(n.disc.nextDiscovery) {
 			to, p := n.beaconTarget(now, true), n.t.BeaconInterval
 			if to == wire.Broadcast {
 				// Not a heartbeat: its members get theirs by
 				// unicast. A period of its own bounds it.
 				p = n.paced(p)
 			}
-			n.nextDiscovery = now.Add(n.jitter(p))
+			n.disc.nextDiscovery = now.Add(n.jitter(p))
 			n.sendBeacon(to, beatFields{})
 		}
 		n.scheduleBeacon(now)
 	} else if g := n.gate(now); now.Before(g) {
-		n.nextBeacon = g
+		n.disc.nextBeacon = g
 	} else {
 		to := n.beaconTarget(now, false)
 		if n.paceable(to) {
-			n.lastLoud = now
+			n.disc.lastLoud = now
 		}
 		n.sendBeacon(to, n.heartbeat(now))
 		n.beaconSent(now, to)

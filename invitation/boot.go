@@ -39,9 +39,9 @@ func (n *Node) detach(now time.Time) {
 	n.state = wire.StateElection
 	n.setGroup(now, wire.GroupNumber{})
 	n.gt, n.galg = n.t, n.alg
-	n.attachAt = now.Add(n.t.bootWindow())
-	n.nextBeacon = now
-	n.announced = false
+	n.start.attachAt = now.Add(n.t.bootWindow())
+	n.disc.nextBeacon = now
+	n.disc.announced = false
 }
 
 // bootWindowDue is when a node without a group must next weigh the nodes
@@ -50,12 +50,12 @@ func (n *Node) detach(now time.Time) {
 // save, or degraded (it waits to be invited), has nothing to weigh.
 func (n *Node) bootWindowDue() time.Time {
 	switch {
-	case n.pending != nil || n.degraded():
+	case n.store.pending != nil || n.degraded():
 		return time.Time{}
-	case n.waitUntil.IsZero():
-		return n.attachAt
+	case n.start.waitUntil.IsZero():
+		return n.start.attachAt
 	}
-	return n.waitUntil
+	return n.start.waitUntil
 }
 
 // tickDetached runs the listening window of a node without a group. It
@@ -63,14 +63,14 @@ func (n *Node) bootWindowDue() time.Time {
 // waits for may have gone silent or joined a group since the last, and
 // then it need not wait for the end of its wait.
 func (n *Node) tickDetached(now time.Time) Reason {
-	if now.Before(n.attachAt) || n.pending != nil {
+	if now.Before(n.start.attachAt) || n.store.pending != nil {
 		return ""
 	}
-	if o := n.offer; o != nil {
+	if o := n.start.offer; o != nil {
 		// Invited while the node was still booting: it waited for the
 		// end of its boot window, to be sure no other process holds its
 		// ID, before it joined.
-		n.offer = nil
+		n.start.offer = nil
 		if why := n.onInvitation(now, *o, o.Body.(wire.Invitation)); why != "" {
 			return why
 		}
@@ -92,8 +92,8 @@ func (n *Node) tickDetached(now time.Time) Reason {
 		wait = max(wait, w)
 	}
 	var fresh []freshTarget
-	for _, id := range sortedIDs(n.fresh) {
-		f := n.fresh[id]
+	for _, id := range sortedIDs(n.disc.fresh) {
+		f := n.disc.fresh[id]
 		if me.Less(f.rank) {
 			higher = true
 			waitFor(f.wait)
@@ -102,8 +102,8 @@ func (n *Node) tickDetached(now time.Time) Reason {
 		}
 	}
 	var targets []wire.NodeID
-	for _, id := range sortedIDs(n.coords) {
-		p := n.coords[id]
+	for _, id := range sortedIDs(n.disc.coords) {
+		p := n.disc.coords[id]
 		if !p.isCoordinator(id) || p.state != wire.StateNormal {
 			continue
 		}
@@ -115,10 +115,10 @@ func (n *Node) tickDetached(now time.Time) Reason {
 		}
 	}
 	if higher {
-		if until := n.attachAt.Add(wait); until.After(n.waitUntil) {
-			n.waitUntil = until
+		if until := n.start.attachAt.Add(wait); until.After(n.start.waitUntil) {
+			n.start.waitUntil = until
 		}
-		if now.Before(n.waitUntil) {
+		if now.Before(n.start.waitUntil) {
 			return "" // a higher-ranked node will invite me
 		}
 	}
@@ -130,20 +130,20 @@ func (n *Node) tickDetached(now time.Time) Reason {
 // current group, which needs no new number, if this node outranks it. A
 // node is invited at most once per AnswerTimeout per boot.
 func (n *Node) inviteFresh(now time.Time, m wire.Message) {
-	f := n.fresh[m.From]
-	if f == nil || !n.isCoordinator() || n.pending != nil || n.stopped {
+	f := n.disc.fresh[m.From]
+	if f == nil || !n.isCoordinator() || n.store.pending != nil || n.start.stopped {
 		return
 	}
 	if !f.rank.Less(n.rank()) || now.Sub(f.invited) < n.t.AnswerTimeout {
 		return
 	}
 	switch {
-	case n.merge != nil:
-		if _, ok := n.merge.invited[m.From]; !ok {
-			n.merge.invited[m.From] = false
-			n.merge.fresh[m.From] = f.boot
-			if n.merge.expect > 0 {
-				n.merge.expect++
+	case n.coord.merge != nil:
+		if _, ok := n.coord.merge.invited[m.From]; !ok {
+			n.coord.merge.invited[m.From] = false
+			n.coord.merge.fresh[m.From] = f.boot
+			if n.coord.merge.expect > 0 {
+				n.coord.merge.expect++
 			}
 		}
 	case n.state != wire.StateNormal:
@@ -170,8 +170,8 @@ func (n *Node) replyFresh(now time.Time, from wire.NodeID) {
 	if !(n.isCoordinator() || from == n.group.ID) {
 		return
 	}
-	last := &n.replied
-	if f := n.fresh[from]; f != nil {
+	last := &n.disc.replied
+	if f := n.disc.fresh[from]; f != nil {
 		last = &f.replied
 	}
 	if now.Sub(*last) < n.t.AnswerTimeout {
@@ -191,22 +191,22 @@ func (n *Node) replyFresh(now time.Time, from wire.NodeID) {
 // the newcomer hears it before it creates any number.
 func (n *Node) onDuplicate(now time.Time, m wire.Message) Reason {
 	theirs := m.Flags&wire.FlagSettled != 0
-	yield := (!n.settled && theirs) || (n.settled == theirs && n.boot < m.Boot)
-	if n.dups == nil {
-		n.dups = make(map[uint64]bool)
+	yield := (!n.start.settled && theirs) || (n.start.settled == theirs && n.boot < m.Boot)
+	if n.start.dups == nil {
+		n.start.dups = make(map[uint64]bool)
 	}
-	if !n.dups[m.Boot] && len(n.dups) < 64 {
-		n.dups[m.Boot] = true
+	if !n.start.dups[m.Boot] && len(n.start.dups) < 64 {
+		n.start.dups[m.Boot] = true
 		n.notice(Notice{Kind: NoticeDuplicateID, Time: now, Peer: n.id, Boot: m.Boot, Yield: yield})
 	}
 	if yield {
-		n.stopped = true
+		n.start.stopped = true
 		n.resetRoles()
 		n.out.Messages = nil // nothing more leaves this process
 		return ReasonYielded
 	}
-	if now.Sub(n.replied) >= n.t.AnswerTimeout {
-		n.replied = now
+	if now.Sub(n.disc.replied) >= n.t.AnswerTimeout {
+		n.disc.replied = now
 		n.beacon(now)
 	}
 	return ""

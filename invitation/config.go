@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/groupd/groupd/invitation/quorum"
 	"github.com/groupd/groupd/wire"
 )
 
@@ -502,7 +503,7 @@ func (q Quorum) Holds(n int, tb bool) bool {
 	if q.Expect <= 0 {
 		return true
 	}
-	return rule{voters: q.Expect, tie: q.TieBreaker}.holds(n, tb)
+	return quorum.Rule{Voters: q.Expect, Tie: q.TieBreaker}.Holds(n, tb)
 }
 
 // Validate reports a configuration the quorum cannot work with.

@@ -11,23 +11,6 @@ import (
 // coordinators), Merge (inviting them), the accept window, Ready rounds and
 // member liveness.
 
-// member is a coordinator's record of one member of its group.
-type member struct {
-	m wire.Member
-	// boot is the process the coordinator admitted (its Accept's):
-	// only its acknowledgements grant the lease.
-	boot uint64
-	// heard is when the member last gave a sign of life (an Accept, a
-	// ReadyAck, a BeatAck, an AreYouThere); granted is when the coordinator
-	// sent the latest heartbeat whose acknowledgement granted its lease.
-	heard, granted time.Time
-	// acked is the latest heartbeat it acknowledged (retryAcks); claim the
-	// quorum settings and rule it announced last (claimed: any).
-	acked   uint64
-	claim   wire.Quorum
-	claimed bool
-}
-
 // checkRound is one AreYouCoordinator round.
 type checkRound struct {
 	deadline time.Time
@@ -60,18 +43,11 @@ type readyRound struct {
 	resendAt time.Time
 }
 
-// backoff holds off merges with a coordinator that did not accept the
-// last invitations: each fruitless merge spends a group number.
-type backoff struct {
-	until time.Time
-	wait  time.Duration
-}
-
 // resendInvitations repeats the accept window's invitations to whoever
 // has not accepted yet: they are UDP.
 func (n *Node) resendInvitations(now time.Time) {
-	n.sendInvitations(n.merge)
-	n.merge.resendAt = now.Add(n.t.AnswerTimeout)
+	n.sendInvitations(n.coord.merge)
+	n.coord.merge.resendAt = now.Add(n.t.AnswerTimeout)
 }
 
 // endReadyRound ends a Ready round at its deadline: members that never
@@ -93,7 +69,7 @@ func (n *Node) publishHeld(now time.Time) (Reason, bool) {
 // resendReady repeats the Ready round's Ready to the members that have
 // not acknowledged it.
 func (n *Node) resendReady(now time.Time) {
-	r := n.ready
+	r := n.coord.ready
 	for _, id := range sortedIDs(r.pending) {
 		n.sendReady(id)
 	}
@@ -114,12 +90,12 @@ func (n *Node) endCheck(now time.Time) (Reason, bool) {
 // them meanwhile.
 func (n *Node) endMergeDelay(now time.Time) Reason {
 	var targets []wire.NodeID
-	for _, id := range n.mergeWith {
-		if p := n.coords[id]; p != nil && p.isCoordinator(id) && p.group != n.group {
+	for _, id := range n.coord.mergeWith {
+		if p := n.disc.coords[id]; p != nil && p.isCoordinator(id) && p.group != n.group {
 			targets = append(targets, id)
 		}
 	}
-	n.mergeAt, n.mergeWith = time.Time{}, nil
+	n.coord.mergeAt, n.coord.mergeWith = time.Time{}, nil
 	if len(targets) > 0 && !n.degraded() {
 		n.startMerge(now, targets)
 		return ReasonMerge
@@ -135,20 +111,20 @@ func (n *Node) endMergeDelay(now time.Time) Reason {
 // degraded node does not check: it could not create the number a merge
 // needs, and the others, which now outrank it, will invite it.
 func (n *Node) startCheck(now time.Time) {
-	n.nextCheck = now.Add(n.jitter(n.t.CheckInterval))
-	if n.check != nil || n.merge != nil || !n.mergeAt.IsZero() || n.degraded() {
+	n.coord.nextCheck = now.Add(n.jitter(n.t.CheckInterval))
+	if n.coord.check != nil || n.coord.merge != nil || !n.coord.mergeAt.IsZero() || n.degraded() {
 		return
 	}
-	if n.lastCheck.After(now.Add(-checkDefer*n.t.CheckInterval)) && n.outranked(now) {
+	if n.coord.lastCheck.After(now.Add(-checkDefer*n.t.CheckInterval)) && n.outranked(now) {
 		return
 	}
 	var targets []wire.NodeID
-	for _, id := range sortedIDs(n.coords) {
-		p := n.coords[id]
+	for _, id := range sortedIDs(n.disc.coords) {
+		p := n.disc.coords[id]
 		if !p.isCoordinator(id) || p.group == n.group {
 			continue
 		}
-		if b := n.backoffs[id]; b != nil && now.Before(b.until) {
+		if n.coord.members.backedOff(now, id) {
 			continue
 		}
 		targets = append(targets, id)
@@ -156,8 +132,8 @@ func (n *Node) startCheck(now time.Time) {
 	if len(targets) == 0 {
 		return
 	}
-	n.lastCheck = now
-	n.check = &checkRound{deadline: now.Add(n.t.AnswerTimeout), asked: map[wire.NodeID]bool{}, higher: map[wire.NodeID]bool{}}
+	n.coord.lastCheck = now
+	n.coord.check = &checkRound{deadline: now.Add(n.t.AnswerTimeout), asked: map[wire.NodeID]bool{}, higher: map[wire.NodeID]bool{}}
 	for _, id := range targets {
 		n.ask(id)
 	}
@@ -181,9 +157,9 @@ const checkDefer = 8
 // CheckIntervals, in case the higher one cannot hear it (a one-way cut),
 // and the paper's merge delay applies then as before.
 func (n *Node) outranked(now time.Time) bool {
-	for id, p := range n.coords {
+	for id, p := range n.disc.coords {
 		if p.isCoordinator(id) && p.state == wire.StateNormal && p.group != n.group && n.rank().Less(p.rank(id)) {
-			if b := n.backoffs[id]; b == nil || !now.Before(b.until) {
+			if !n.coord.members.backedOff(now, id) {
 				return true
 			}
 		}
@@ -192,17 +168,17 @@ func (n *Node) outranked(now time.Time) bool {
 }
 
 func (n *Node) ask(id wire.NodeID) {
-	n.check.asked[id] = true
+	n.coord.check.asked[id] = true
 	n.send(id, wire.AreYouCoordinator{})
 }
 
 // earlyCheck runs a Check now unless one ran recently: prompted by a beacon
 // or an AreYouCoordinator from a lower-ranked coordinator.
 func (n *Node) earlyCheck(now time.Time) {
-	if !n.isCoordinator() || n.state != wire.StateNormal || n.pending != nil {
+	if !n.isCoordinator() || n.state != wire.StateNormal || n.store.pending != nil {
 		return
 	}
-	if !n.lastCheck.IsZero() && now.Sub(n.lastCheck) < n.t.CheckInterval/4 {
+	if !n.coord.lastCheck.IsZero() && now.Sub(n.coord.lastCheck) < n.t.CheckInterval/4 {
 		return
 	}
 	n.startCheck(now)
@@ -210,14 +186,14 @@ func (n *Node) earlyCheck(now time.Time) {
 
 // finishCheck acts on a Check's replies; it reports whether a merge started.
 func (n *Node) finishCheck(now time.Time) bool {
-	c := n.check
-	n.check = nil
+	c := n.coord.check
+	n.coord.check = nil
 	if len(c.lower) == 0 {
 		return false
 	}
 	// Count every higher-ranked coordinator seen, by reply or by beacon: a
 	// reply can lose a race with the beacon that announced it.
-	for id, p := range n.coords {
+	for id, p := range n.disc.coords {
 		if p.isCoordinator(id) && p.state == wire.StateNormal && p.group != n.group &&
 			n.rank().Less(p.rank(id)) && !c.higher[id] {
 			c.higher[id] = true
@@ -230,8 +206,8 @@ func (n *Node) finishCheck(now time.Time) bool {
 	// A higher-ranked coordinator exists and will invite us (and those
 	// below us) unless it is busy; give it the paper's
 	// priority-dependent head start.
-	n.mergeAt = now.Add(time.Duration(len(c.higher)) * n.t.MergeDelay)
-	n.mergeWith = c.lower
+	n.coord.mergeAt = now.Add(time.Duration(len(c.higher)) * n.t.MergeDelay)
+	n.coord.mergeWith = c.lower
 	return false
 }
 
@@ -252,7 +228,7 @@ func (n *Node) onBeacon(now time.Time, m wire.Message, b wire.Beacon) {
 	if !m.IsCoordinator() || m.State != wire.StateNormal || m.Group == n.group {
 		return
 	}
-	if c := n.check; c != nil && !c.asked[m.From] && n.isCoordinator() && n.state == wire.StateNormal {
+	if c := n.coord.check; c != nil && !c.asked[m.From] && n.isCoordinator() && n.state == wire.StateNormal {
 		// A coordinator announced itself while a Check runs: include it.
 		n.ask(m.From)
 		return
@@ -263,7 +239,7 @@ func (n *Node) onBeacon(now time.Time, m wire.Message, b wire.Beacon) {
 }
 
 func (n *Node) onAreYouCoordinator(now time.Time, m wire.Message) {
-	if n.state != wire.StateNormal || !n.isCoordinator() || n.pending != nil {
+	if n.state != wire.StateNormal || !n.isCoordinator() || n.store.pending != nil {
 		return
 	}
 	n.send(m.From, wire.Yes{Query: wire.TypeAreYouCoordinator, Version: n.version})
@@ -275,7 +251,7 @@ func (n *Node) onAreYouCoordinator(now time.Time, m wire.Message) {
 func (n *Node) onYes(now time.Time, m wire.Message, b wire.Yes) Reason {
 	switch b.Query {
 	case wire.TypeAreYouCoordinator:
-		c := n.check
+		c := n.coord.check
 		if c == nil || !m.IsCoordinator() || m.State != wire.StateNormal || m.Group == n.group {
 			return ""
 		}
@@ -298,22 +274,15 @@ func (n *Node) onYes(now time.Time, m wire.Message, b wire.Yes) Reason {
 // startMerge is the paper's Merge: a new group number, then invitations to
 // the lower coordinators found and to my own members.
 func (n *Node) startMerge(now time.Time, targets []wire.NodeID) {
-	n.check = nil
-	var members []wire.NodeID
-	for id := range n.up {
-		if id != n.id {
-			members = append(members, id)
-		}
-	}
-	sort.Slice(members, func(i, j int) bool { return members[i] < members[j] })
-	n.newGroup(now, &pendingGroup{purpose: forMerge, targets: targets, members: members})
+	n.coord.check = nil
+	n.newGroup(now, &pendingGroup{purpose: forMerge, targets: targets, members: n.coord.members.others(n.id)})
 }
 
 func (n *Node) onAccept(now time.Time, m wire.Message, b wire.Accept) {
 	if b.Group != n.group || !n.isCoordinator() {
 		return
 	}
-	if mb := n.up[m.From]; mb != nil && mb.boot != m.Boot && m.Flags&wire.FlagFresh != 0 &&
+	if mb := n.coord.members.get(m.From); mb != nil && mb.boot != m.Boot && m.Flags&wire.FlagFresh != 0 &&
 		now.Sub(mb.heard) < n.t.AckLate(n.quorumMode()) {
 		// A process of a member's ID that started without a saved state,
 		// while the member itself is heard: a second process given the
@@ -324,9 +293,9 @@ func (n *Node) onAccept(now time.Time, m wire.Message, b wire.Accept) {
 		return
 	}
 	n.memberTerm(now, b.Term, false)
-	if mb := n.up[m.From]; mb != nil {
+	if mb := n.coord.members.get(m.From); mb != nil {
 		mb.heard = now
-		n.lastMemberHeard = now
+		n.lease.lastMemberHeard = now
 		if mb.boot != m.Boot {
 			// The member restarted: what the old process granted is
 			// not this one's to renew.
@@ -334,24 +303,24 @@ func (n *Node) onAccept(now time.Time, m wire.Message, b wire.Accept) {
 		}
 		mb.claim, mb.claimed = b.Quorum, true
 	}
-	if mg := n.merge; mg != nil {
-		if _, ok := n.up[m.From]; !ok && len(n.up) < MaxGroupSize {
-			n.up[m.From] = &member{m: wire.Member{ID: m.From, Priority: m.Priority}, boot: m.Boot, heard: now,
-				claim: b.Quorum, claimed: true}
+	if mg := n.coord.merge; mg != nil {
+		if !n.coord.members.has(m.From) {
+			n.coord.members.admit(m.From, &member{m: wire.Member{ID: m.From, Priority: m.Priority}, boot: m.Boot, heard: now,
+				claim: b.Quorum, claimed: true})
 		}
 		if _, ok := mg.invited[m.From]; ok {
 			mg.invited[m.From] = true
 		}
-		delete(n.backoffs, m.From)
-		if mg.expect > 0 && len(n.up)-1 >= mg.expect && allTrue(mg.invited) && len(mg.declined) == 0 {
+		n.coord.members.forgive(m.From)
+		if mg.expect > 0 && n.coord.members.size()-1 >= mg.expect && allTrue(mg.invited) && len(mg.declined) == 0 {
 			n.closeAcceptWindow(now)
 		}
 		return
 	}
-	if _, ok := n.up[m.From]; ok {
+	if n.coord.members.has(m.From) {
 		// A repeated Accept: the member has not seen Ready yet. (While
 		// the version is stale, the next one will list it.)
-		if !n.staleVersion && (n.ready == nil || !n.ready.pending[m.From]) {
+		if !n.coord.staleVersion && (n.coord.ready == nil || !n.coord.ready.pending[m.From]) {
 			n.sendReady(m.From)
 		}
 		return
@@ -359,11 +328,10 @@ func (n *Node) onAccept(now time.Time, m wire.Message, b wire.Accept) {
 	// A late Accept, after the window closed, or from a node without a
 	// group this coordinator invited into its running group: take the
 	// node in with a new member-list version.
-	if len(n.up) >= MaxGroupSize {
+	if !n.coord.members.admit(m.From, &member{m: wire.Member{ID: m.From, Priority: m.Priority}, boot: m.Boot, heard: now,
+		claim: b.Quorum, claimed: true}) {
 		return
 	}
-	n.up[m.From] = &member{m: wire.Member{ID: m.From, Priority: m.Priority}, boot: m.Boot, heard: now,
-		claim: b.Quorum, claimed: true}
 	n.publish(now)
 }
 
@@ -384,21 +352,14 @@ func allTrue(m map[wire.NodeID]bool) bool {
 // group numbers only grow (design §4), and the group forms first, so that
 // a failed save of the new number leaves it whole.
 func (n *Node) closeAcceptWindow(now time.Time) Reason {
-	mg := n.merge
-	n.merge = nil
-	n.declined = sortedIDs(mg.declined)
+	mg := n.coord.merge
+	n.coord.merge = nil
+	n.coord.declined = sortedIDs(mg.declined)
 	for _, id := range mg.targets {
 		if mg.invited[id] {
 			continue
 		}
-		b := n.backoffs[id]
-		if b == nil {
-			b = &backoff{wait: n.t.CheckInterval}
-			n.backoffs[id] = b
-		} else {
-			b.wait = min(2*b.wait, 8*n.t.CheckInterval)
-		}
-		b.until = now.Add(b.wait)
+		n.coord.members.backOff(now, id, n.t.CheckInterval, 8*n.t.CheckInterval)
 	}
 	n.state = wire.StateReorganization
 	n.version = 0
@@ -417,8 +378,8 @@ func (n *Node) closeAcceptWindow(now time.Time) Reason {
 // AnswerTimeout longer, well inside its ReadyTimeout; it repeats its Accept
 // meanwhile, as under loss.
 func (n *Node) publish(now time.Time) {
-	if now.Before(n.nextVersionAt) {
-		n.staleVersion = true
+	if now.Before(n.coord.nextVersionAt) {
+		n.coord.staleVersion = true
 		return
 	}
 	n.newVersion(now)
@@ -427,17 +388,12 @@ func (n *Node) publish(now time.Time) {
 // newVersion publishes the current Up set as the next member-list version
 // and starts delivering it.
 func (n *Node) newVersion(now time.Time) {
-	n.staleVersion = false
-	n.nextVersionAt = now.Add(n.t.AnswerTimeout)
+	n.coord.staleVersion = false
+	n.coord.nextVersionAt = now.Add(n.t.AnswerTimeout)
 	n.version++
-	ms := make([]wire.Member, 0, len(n.up))
-	for _, mb := range n.up {
-		ms = append(ms, mb.m)
-	}
-	sortMembers(ms)
-	n.setMembers(ms)
+	n.setMembers(n.coord.members.list())
 	r := n.newReadyRound(now)
-	n.ready = r
+	n.coord.ready = r
 	for _, id := range sortedIDs(r.pending) {
 		n.sendReady(id)
 	}
@@ -474,13 +430,13 @@ func (n *Node) sendReady(to wire.NodeID) {
 }
 
 func (n *Node) onReadyAck(now time.Time, m wire.Message, b wire.ReadyAck) {
-	r := n.ready
+	r := n.coord.ready
 	if b.Group != n.group || !n.isCoordinator() || r == nil || b.Version != r.version {
 		return
 	}
-	if mb := n.up[m.From]; mb != nil {
+	if mb := n.coord.members.get(m.From); mb != nil {
 		mb.heard = now
-		n.lastMemberHeard = now
+		n.lease.lastMemberHeard = now
 	}
 	delete(r.pending, m.From)
 	if len(r.pending) == 0 {
@@ -491,23 +447,23 @@ func (n *Node) onReadyAck(now time.Time, m wire.Message, b wire.ReadyAck) {
 // finishReady ends a Ready round: everyone acknowledged, or the timeout
 // passed and the silent ones are dropped with a new version.
 func (n *Node) finishReady(now time.Time) {
-	r := n.ready
-	n.ready = nil
+	r := n.coord.ready
+	n.coord.ready = nil
 	wasReorg := n.state == wire.StateReorganization
 	n.state = wire.StateNormal
 	if wasReorg {
-		n.nextCheck = now.Add(n.jitter(n.t.CheckInterval))
-		n.nextBeacon = now
-		n.lastAckReq = time.Time{} // the first heartbeat asks for acknowledgements
+		n.coord.nextCheck = now.Add(n.jitter(n.t.CheckInterval))
+		n.disc.nextBeacon = now
+		n.lease.lastAckReq = time.Time{} // the first heartbeat asks for acknowledgements
 		n.report(now, ReasonConfirmed)
-		if d := n.declined; len(d) > 0 && !n.degraded() && n.pending == nil {
-			n.declined = nil
+		if d := n.coord.declined; len(d) > 0 && !n.degraded() && n.store.pending == nil {
+			n.coord.declined = nil
 			n.renumber(now, d)
 			return
 		}
 	}
-	if n.nextLate.IsZero() {
-		n.nextLate = now.Add(n.t.AckLate(n.quorumMode()))
+	if n.coord.nextLate.IsZero() {
+		n.coord.nextLate = now.Add(n.t.AckLate(n.quorumMode()))
 	}
 	if r != nil && len(r.pending) > 0 {
 		n.dropMembers(now, sortedIDs(r.pending))
@@ -521,8 +477,7 @@ func (n *Node) dropMembers(now time.Time, ids []wire.NodeID) {
 		if id == n.id {
 			continue
 		}
-		if _, ok := n.up[id]; ok {
-			delete(n.up, id)
+		if n.coord.members.remove(id) {
 			changed = true
 		}
 	}
@@ -541,7 +496,7 @@ func (n *Node) onAreYouThere(now time.Time, m wire.Message, b wire.AreYouThere) 
 		return
 	}
 	if b.Group == n.group {
-		if mb := n.up[m.From]; mb != nil {
+		if mb := n.coord.members.get(m.From); mb != nil {
 			mb.heard = now
 			n.send(m.From, wire.Yes{Query: wire.TypeAreYouThere, Version: n.version})
 			return
@@ -565,13 +520,13 @@ func (n *Node) onAreYouThere(now time.Time, m wire.Message, b wire.AreYouThere) 
 
 // reinvite invites a straggler of my previous group into my current one.
 func (n *Node) reinvite(now time.Time, id wire.NodeID) {
-	if _, ok := n.up[id]; ok {
+	if n.coord.members.has(id) {
 		return
 	}
-	if n.pending != nil {
+	if n.store.pending != nil {
 		return // nothing may carry the new number yet
 	}
-	if mg := n.merge; mg != nil {
+	if mg := n.coord.merge; mg != nil {
 		if _, ok := mg.invited[id]; !ok {
 			mg.invited[id] = false
 		}
@@ -581,16 +536,16 @@ func (n *Node) reinvite(now time.Time, id wire.NodeID) {
 
 // memberHomes returns, in quorum mode, the home each member announced
 // (in the member list's order), so that the members know where each other
-// keeps its state (quorum.go); nil otherwise.
+// keeps its state (package quorum); nil otherwise.
 func (n *Node) memberHomes() []uint32 {
 	if !n.q.Enabled() || len(n.members) == 0 {
 		return nil
 	}
 	homes := make([]uint32, len(n.members))
 	for i, m := range n.members {
-		switch mb := n.up[m.ID]; {
+		switch mb := n.coord.members.get(m.ID); {
 		case m.ID == n.id:
-			homes[i] = n.home
+			homes[i] = n.start.home
 		case mb != nil:
 			homes[i] = mb.claim.Home
 		}

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/groupd/groupd/invitation/quorum"
 	"github.com/groupd/groupd/wire"
 )
 
@@ -84,7 +85,7 @@ type grant struct {
 }
 
 // quorumMode reports whether a lease decides this node's primary flag.
-func (n *Node) quorumMode() bool { return n.q.Enabled() && !n.viewPrimary }
+func (n *Node) quorumMode() bool { return n.q.Enabled() && !n.lease.viewPrimary }
 
 // heartbeat numbers the coordinator's next heartbeat and decides whether it
 // asks for acknowledgements: every AckEvery, and on every heartbeat while
@@ -98,12 +99,12 @@ func (n *Node) heartbeat(now time.Time) beatFields {
 		return hb // members in Reorganization do not acknowledge
 	}
 	q := n.quorumMode()
-	if n.lastAckReq.IsZero() || now.Sub(n.lastAckReq) >= n.t.AckEvery(q)-n.t.AliveInterval/2 || (q && !n.primary) {
+	if n.lease.lastAckReq.IsZero() || now.Sub(n.lease.lastAckReq) >= n.t.AckEvery(q)-n.t.AliveInterval/2 || (q && !n.lease.primary) {
 		hb.ack = true
-		n.lastAckReq = now
-		n.lastReqBeat = hb.no
-		if q && n.primary {
-			n.ackRetryAt = now.Add(n.t.AnswerTimeout)
+		n.lease.lastAckReq = now
+		n.lease.lastReqBeat = hb.no
+		if q && n.lease.primary {
+			n.lease.ackRetryAt = now.Add(n.t.AnswerTimeout)
 		}
 	}
 	return hb
@@ -111,9 +112,9 @@ func (n *Node) heartbeat(now time.Time) beatFields {
 
 // nextBeat numbers a heartbeat sent now.
 func (n *Node) nextBeat(now time.Time) beatFields {
-	n.beat++
-	n.beats[n.beat%beatRing] = sentBeat{no: n.beat, at: now}
-	return beatFields{no: n.beat}
+	n.lease.beat++
+	n.lease.beats[n.lease.beat%beatRing] = sentBeat{no: n.lease.beat, at: now}
+	return beatFields{no: n.lease.beat}
 }
 
 // retryAcks asks again, by unicast, the members that have not acknowledged
@@ -127,13 +128,13 @@ func (n *Node) nextBeat(now time.Time) beatFields {
 // AnswerTimeout (three within the lease on lan), a lapse needs every
 // attempt of a round to fail.
 func (n *Node) retryAcks(now time.Time) {
-	n.ackRetryAt = time.Time{}
-	if !n.quorumMode() || !n.primary || n.state != wire.StateNormal || n.lastReqBeat == 0 {
+	n.lease.ackRetryAt = time.Time{}
+	if !n.quorumMode() || !n.lease.primary || n.state != wire.StateNormal || n.lease.lastReqBeat == 0 {
 		return
 	}
 	var missing []wire.NodeID
-	for id, mb := range n.up {
-		if id != n.id && mb.acked < n.lastReqBeat {
+	for id, mb := range n.coord.members.all() {
+		if id != n.id && mb.acked < n.lease.lastReqBeat {
 			missing = append(missing, id)
 		}
 	}
@@ -146,12 +147,12 @@ func (n *Node) retryAcks(now time.Time) {
 	for _, id := range missing {
 		n.sendBeacon(id, hb)
 	}
-	n.ackRetryAt = now.Add(n.t.AnswerTimeout)
+	n.lease.ackRetryAt = now.Add(n.t.AnswerTimeout)
 }
 
 // beatSent returns when heartbeat no was sent, if it is remembered.
 func (n *Node) beatSent(no uint64) (time.Time, bool) {
-	b := n.beats[no%beatRing]
+	b := n.lease.beats[no%beatRing]
 	if no == 0 || b.no != no {
 		return time.Time{}, false
 	}
@@ -166,14 +167,14 @@ func (n *Node) onBeatAck(now time.Time, m wire.Message, b wire.BeatAck) {
 	if b.Group != n.group || !n.isCoordinator() {
 		return
 	}
-	mb := n.up[m.From]
+	mb := n.coord.members.get(m.From)
 	if mb == nil || (mb.boot != 0 && mb.boot != m.Boot) {
 		return
 	}
 	mb.heard = now
 	mb.acked = max(mb.acked, b.Beat)
 	mb.claim, mb.claimed = b.Quorum, true
-	n.lastMemberHeard = now
+	n.lease.lastMemberHeard = now
 	n.memberTerm(now, b.Term, !b.Grant)
 	if !b.Grant {
 		return
@@ -192,17 +193,17 @@ func (n *Node) memberTerm(now time.Time, t wire.GroupNumber, refused bool) {
 		n.noteTerm(now, t)
 		return
 	}
-	if refused && n.retermAbove.Less(t) {
-		n.retermAbove = t
+	if refused && n.lease.retermAbove.Less(t) {
+		n.lease.retermAbove = t
 	}
 }
 
 // noteTerm raises this node's term floor to t, and saves it.
 func (n *Node) noteTerm(now time.Time, t wire.GroupNumber) {
-	if n.want.Term.Less(t) {
-		n.want.Term = t
-		if t.Seq > n.maxSeen {
-			n.maxSeen = t.Seq
+	if n.store.want.Term.Less(t) {
+		n.store.want.Term = t
+		if t.Seq > n.store.maxSeen {
+			n.store.maxSeen = t.Seq
 		}
 		n.requestSave(now)
 	}
@@ -215,15 +216,15 @@ func (n *Node) onMemberHeartbeat(now time.Time, boot uint64, b wire.Beacon) {
 	if b.Beat == 0 {
 		return
 	}
-	n.lastBeatNo = b.Beat
-	n.coordTerm = b.Term
-	n.coordBoot = boot
-	n.coordQ = b.Quorum
-	n.coordLease = b.Timing.Lease
+	n.lease.lastBeatNo = b.Beat
+	n.part.coordTerm = b.Term
+	n.part.coordBoot = boot
+	n.part.coordQ = b.Quorum
+	n.part.coordLease = b.Timing.Lease
 	if !n.quorumMode() {
 		n.noteTerm(now, b.Term) // every leader's term counts (its grants do not)
 	}
-	if b.AckReq || n.owe {
+	if b.AckReq || n.lease.owe {
 		n.ackBeat(now, b.AckReq)
 	}
 }
@@ -233,23 +234,23 @@ func (n *Node) onMemberHeartbeat(now time.Time, boot uint64, b wire.Beacon) {
 // acknowledgement goes only to give a grant I owe.
 func (n *Node) ackBeat(now time.Time, asked bool) {
 	c := n.group.ID
-	if n.quorumMode() && n.mayGrantTerm(now, c) && n.want.Term.Less(n.coordTerm) {
+	if n.quorumMode() && n.mayGrantTerm(now, c) && n.store.want.Term.Less(n.part.coordTerm) {
 		// The first grant of this term raises the floor; it leaves once
 		// the floor is saved (mayGrant), so a restart never forgets it.
-		n.noteTerm(now, n.coordTerm)
+		n.noteTerm(now, n.part.coordTerm)
 	}
 	ok := n.mayGrant(now, c)
 	if !asked && !ok {
 		return
 	}
-	n.owe = !ok
+	n.lease.owe = !ok
 	own := n.ownRule()
 	if ok {
 		// Bound for the longest lease anyone may count: mine, my
 		// group's, and the one the heartbeat announced.
-		n.grant = grant{to: c, until: now.Add(max(n.gt.Lease, n.t.Lease, n.coordLease))}
+		n.lease.grant = grant{to: c, until: now.Add(max(n.gt.Lease, n.t.Lease, n.part.coordLease))}
 	}
-	n.send(c, wire.BeatAck{Group: n.group, Beat: n.lastBeatNo, Grant: ok, Term: n.want.Term, Quorum: n.announceQuorum(own)})
+	n.send(c, wire.BeatAck{Group: n.group, Beat: n.lease.lastBeatNo, Grant: ok, Term: n.store.want.Term, Quorum: n.announceQuorum(own)})
 }
 
 // mayGrant reports whether this node may grant leader c its lease now: it
@@ -264,20 +265,20 @@ func (n *Node) mayGrant(now time.Time, c wire.NodeID) bool {
 	if c == n.id {
 		return true
 	}
-	if n.q.Enabled() && !ruleOf(n.coordQ).covers(n.ownRule()) {
+	if n.q.Enabled() && !quorum.Of(n.part.coordQ).Covers(n.ownRule()) {
 		// The leader counts by a weaker rule than mine: this
 		// acknowledgement tells it mine (BeatAck.Quorum), and its next
 		// heartbeat will be stricter.
 		return false
 	}
-	if n.q.Enabled() && !n.countsGrant(c, n.coordBoot) {
+	if n.q.Enabled() && !n.quorum.roll.Counts(c, n.part.coordBoot) {
 		// The leader is a process of an ID in dispute whose grants I
-		// would not count (quorum.go): a second process with the ID,
+		// would not count (package quorum): a second process with the ID,
 		// perhaps on this side of a partition from the first. I grant
 		// it nothing either.
 		return false
 	}
-	return !n.coordTerm.Less(n.want.Term) && !n.durable.Term.Less(n.coordTerm)
+	return !n.part.coordTerm.Less(n.store.want.Term) && !n.store.durable.Term.Less(n.part.coordTerm)
 }
 
 // mayGrantTerm is mayGrant but for the term: the start-up wait, and grants
@@ -286,21 +287,21 @@ func (n *Node) mayGrantTerm(now time.Time, c wire.NodeID) bool {
 	if now.Before(n.born.Add(n.t.Lease)) {
 		return false
 	}
-	if g := n.grant; g.to != 0 && g.to != c && now.Before(g.until) {
+	if g := n.lease.grant; g.to != 0 && g.to != c && now.Before(g.until) {
 		return false
 	}
-	return c == n.id || !now.Before(n.selfUntil)
+	return c == n.id || !now.Before(n.lease.selfUntil)
 }
 
 // grantFreeAt is when mayGrant may next change without an input: the end
 // of the start-up wait, of a grant to another leader, or of my own lease.
 func (n *Node) grantFreeAt(c wire.NodeID) time.Time {
 	t := n.born.Add(n.t.Lease)
-	if g := n.grant; g.to != 0 && g.to != c {
+	if g := n.lease.grant; g.to != 0 && g.to != c {
 		t = later(t, g.until)
 	}
 	if c != n.id {
-		t = later(t, n.selfUntil)
+		t = later(t, n.lease.selfUntil)
 	}
 	return t
 }
@@ -309,15 +310,9 @@ func (n *Node) grantFreeAt(c wire.NodeID) time.Time {
 // once its other grants ran out it raises its term floor if the leader's
 // term is above it (ackBeat), and grants once that is saved.
 func (n *Node) payOwed(now time.Time) {
-	if n.owe && n.idleParticipant() && n.lastBeatNo != 0 && n.mayGrantTerm(now, n.group.ID) {
+	if n.lease.owe && n.idleParticipant() && n.lease.lastBeatNo != 0 && n.mayGrantTerm(now, n.group.ID) {
 		n.ackBeat(now, false)
 	}
-}
-
-// leaseVote is one member's grant, as the leader counts it.
-type leaseVote struct {
-	until time.Time
-	tb    bool // the member is the tie-breaker
 }
 
 // updateLease recomputes whether the node is primary, and until when. The
@@ -329,40 +324,40 @@ type leaseVote struct {
 // LeaseMargin past it (see mayGrant), as its members hold theirs, so no
 // other leader can be primary within LeaseMargin of it.
 func (n *Node) updateLease(now time.Time) {
-	n.primary, n.leaseUntil = n.computeLease(now)
-	if n.primary && n.leader && n.quorumMode() && n.isCoordinator() && n.durable.Term.Less(n.term) {
+	n.lease.primary, n.lease.leaseUntil = n.computeLease(now)
+	if n.lease.primary && n.lease.leader && n.quorumMode() && n.isCoordinator() && n.store.durable.Term.Less(n.lease.term) {
 		// A primary term counts from now on (it raises the floor), and
 		// only once saved: restarted, this node must not grant a lower
 		// term. The save is asked now; primary once it is done.
-		n.noteTerm(now, n.term)
-		n.primary, n.leaseUntil = false, time.Time{}
+		n.noteTerm(now, n.lease.term)
+		n.lease.primary, n.lease.leaseUntil = false, time.Time{}
 	}
-	leading := n.leader && n.isCoordinator() && !n.stopped && n.quorumMode()
+	leading := n.lease.leader && n.isCoordinator() && !n.start.stopped && n.quorumMode()
 	switch {
 	case !leading:
 		// Its own vote is a grant like a member's: it holds it
 		// LeaseMargin past the end its readers were told.
-		if !n.pubUntil.IsZero() {
-			n.selfUntil = later(n.selfUntil, n.pubUntil.Add(n.t.LeaseMargin))
+		if !n.lease.pubUntil.IsZero() {
+			n.lease.selfUntil = later(n.lease.selfUntil, n.lease.pubUntil.Add(n.t.LeaseMargin))
 		}
-		n.pubUntil = time.Time{}
-	case n.pubUntil.After(now) && (!n.primary || n.leaseUntil.Before(n.pubUntil)):
-		n.primary, n.leaseUntil = true, n.pubUntil
-	case n.primary:
-		n.pubUntil = n.leaseUntil
+		n.lease.pubUntil = time.Time{}
+	case n.lease.pubUntil.After(now) && (!n.lease.primary || n.lease.leaseUntil.Before(n.lease.pubUntil)):
+		n.lease.primary, n.lease.leaseUntil = true, n.lease.pubUntil
+	case n.lease.primary:
+		n.lease.pubUntil = n.lease.leaseUntil
 	}
 	switch {
-	case !n.noPreempt || !n.leader:
-		n.incumbent = false
+	case !n.lease.noPreempt || !n.lease.leader:
+		n.lease.incumbent = false
 	case n.state != wire.StateNormal:
 		// Its own merge or Ready round: an incumbent stays one, or the
 		// nodes it invites would rank it below them and refuse.
 	case n.quorumMode():
-		n.incumbent = n.primary
+		n.lease.incumbent = n.lease.primary
 	default:
 		// It leads members it heard lately (a leader that was frozen
 		// while its members moved on does not).
-		n.incumbent = len(n.members) > 1 && now.Sub(n.lastMemberHeard) < n.t.AckLate(false)
+		n.lease.incumbent = len(n.members) > 1 && now.Sub(n.lease.lastMemberHeard) < n.t.AckLate(false)
 	}
 }
 
@@ -372,58 +367,41 @@ func (n *Node) updateLease(now time.Time) {
 // coordinator is primary (wire.FlagPrimary: the member list may name a
 // process the leader does not count; only a leader's flag is a lease),
 // and a leader while itself, free of other grants, and members whose
-// grants it counts make a quorum under its rule (quorum.go), until the
+// grants it counts make a quorum under its rule (package quorum), until the
 // grant that completes the quorum runs out.
 func (n *Node) computeLease(now time.Time) (bool, time.Time) {
-	if n.stopped || n.state != wire.StateNormal || n.group.IsZero() {
+	if n.start.stopped || n.state != wire.StateNormal || n.group.IsZero() {
 		return false, time.Time{}
 	}
 	if !n.q.Enabled() {
 		return true, time.Time{}
 	}
-	if !n.isCoordinator() || n.viewPrimary {
+	if !n.isCoordinator() || n.lease.viewPrimary {
 		r := n.ownRule()
-		if !n.isCoordinator() && !n.coordQ.IsZero() {
+		if !n.isCoordinator() && !n.part.coordQ.IsZero() {
 			// My coordinator's rule, when stricter, is the group's.
-			c := ruleOf(n.coordQ)
-			r.voters = max(r.voters, c.voters)
-			if c.tie != r.tie {
-				r.tie = 0
-			}
+			r = r.Join(quorum.Of(n.part.coordQ))
 		}
-		held := r.holds(len(n.members), r.tie != 0 && n.hasMember(r.tie))
-		return held && (n.isCoordinator() || n.coordPrimary), time.Time{}
+		held := r.Holds(len(n.members), r.Tie != 0 && n.hasMember(r.Tie))
+		return held && (n.isCoordinator() || n.part.coordPrimary), time.Time{}
 	}
 	if now.Before(n.grantFreeAt(n.id)) {
 		return false, time.Time{}
 	}
 	r := n.leaderRule()
 	ll := n.t.LeaderLease()
-	if r.holds(1, r.tie == n.id) {
-		// A quorum of one: the lease is the node's own, renewed as time
-		// passes, so that a leader that stops keeps its grant to itself
-		// for as long as its readers may have read a lease.
-		return true, now.Add(ll)
-	}
-	votes := n.votes[:0]
-	for id, mb := range n.up {
-		if id == n.id || mb.granted.IsZero() || !n.countsGrant(id, mb.boot) {
+	grants := n.lease.votes[:0]
+	for id, mb := range n.coord.members.all() {
+		if id == n.id || mb.granted.IsZero() || !n.quorum.roll.Counts(id, mb.boot) {
 			continue
 		}
-		if u := mb.granted.Add(ll); u.After(now) {
-			votes = append(votes, leaseVote{until: u, tb: id == r.tie})
-		}
+		grants = append(grants, quorum.Grant{Until: mb.granted.Add(ll), Tie: id == r.Tie})
 	}
-	slices.SortFunc(votes, func(a, b leaseVote) int { return b.until.Compare(a.until) })
-	n.votes = votes
-	hasTB := r.tie == n.id
-	for k, v := range votes {
-		hasTB = hasTB || v.tb
-		if r.holds(k+2, hasTB) {
-			return true, v.until
-		}
-	}
-	return false, time.Time{}
+	n.lease.votes = grants
+	// A quorum of one is the node's own lease, renewed as time passes,
+	// so that a leader that stops keeps its grant to itself for as long
+	// as its readers may have read a lease.
+	return quorum.Lease(now, r, r.Tie == n.id, ll, grants)
 }
 
 // hasMember reports whether id is in the member list.
@@ -446,8 +424,8 @@ func (n *Node) leaseDeadline() time.Time {
 	if !n.quorumMode() || !n.isCoordinator() {
 		return time.Time{}
 	}
-	if n.primary {
-		return n.leaseUntil
+	if n.lease.primary {
+		return n.lease.leaseUntil
 	}
 	if n.state != wire.StateNormal {
 		return time.Time{}
@@ -463,21 +441,21 @@ func (n *Node) leaseDeadline() time.Time {
 // its members held (they decline lower ones), or, if that is not above the
 // term, a new number for its group. The new term begins a new leadership.
 func (n *Node) maybeReterm(now time.Time) Reason {
-	above := n.want.Term
+	above := n.store.want.Term
 	if n.quorumMode() {
-		above = n.retermAbove
-		if n.primary {
+		above = n.lease.retermAbove
+		if n.lease.primary {
 			return "" // it has its quorum: no need yet
 		}
 	}
-	if !n.leader || !n.isCoordinator() || n.state != wire.StateNormal || n.pending != nil || !n.term.Less(above) {
+	if !n.lease.leader || !n.isCoordinator() || n.state != wire.StateNormal || n.store.pending != nil || !n.lease.term.Less(above) {
 		return ""
 	}
 	if above.Less(n.group) {
-		n.retermAbove = wire.GroupNumber{}
-		n.term, n.leaderSince = n.group, now
+		n.lease.retermAbove = wire.GroupNumber{}
+		n.lease.term, n.lease.leaderSince = n.group, now
 		if !n.quorumMode() {
-			n.noteTerm(now, n.term)
+			n.noteTerm(now, n.lease.term)
 		}
 		return ReasonLease
 	}
@@ -492,14 +470,9 @@ func (n *Node) maybeReterm(now time.Time) Reason {
 // members and extra (nodes that declined the old number): a number above
 // everything heard, for a Decline or a term its number is not above.
 func (n *Node) renumber(now time.Time, extra []wire.NodeID) {
-	var members []wire.NodeID
-	for id := range n.up {
-		if id != n.id {
-			members = append(members, id)
-		}
-	}
+	members := n.coord.members.others(n.id)
 	for _, id := range extra {
-		if id != n.id && n.up[id] == nil {
+		if id != n.id && !n.coord.members.has(id) {
 			members = append(members, id)
 		}
 	}
@@ -512,10 +485,10 @@ func (n *Node) renumber(now time.Time, extra []wire.NodeID) {
 // when it closes, with a new number; a Normal coordinator (the invitee was
 // a late joiner) renumbers its group now.
 func (n *Node) onDecline(now time.Time, m wire.Message, b wire.Decline) Reason {
-	if b.Group != n.group || !n.isCoordinator() || n.degraded() || n.pending != nil {
+	if b.Group != n.group || !n.isCoordinator() || n.degraded() || n.store.pending != nil {
 		return ""
 	}
-	if mg := n.merge; mg != nil {
+	if mg := n.coord.merge; mg != nil {
 		if mg.declined == nil {
 			mg.declined = make(map[wire.NodeID]bool)
 		}
@@ -538,7 +511,7 @@ func (n *Node) scanLate(now time.Time) {
 	late := n.t.AckLate(n.quorumMode())
 	var next time.Time
 	var silent []wire.NodeID
-	for id, mb := range n.up {
+	for id, mb := range n.coord.members.all() {
 		if id == n.id {
 			continue
 		}
@@ -546,20 +519,20 @@ func (n *Node) scanLate(now time.Time) {
 			if next.IsZero() || due.Before(next) {
 				next = due
 			}
-		} else if n.ready == nil || !n.ready.pending[id] {
+		} else if n.coord.ready == nil || !n.coord.ready.pending[id] {
 			silent = append(silent, id)
 		}
 	}
 	if next.IsZero() {
 		next = now.Add(late)
 	}
-	n.nextLate = next
+	n.coord.nextLate = next
 	if len(silent) == 0 {
 		return
 	}
 	slices.Sort(silent)
-	if n.ready == nil {
-		n.ready = &readyRound{
+	if n.coord.ready == nil {
+		n.coord.ready = &readyRound{
 			version:  n.version,
 			pending:  make(map[wire.NodeID]bool, len(silent)),
 			deadline: now.Add(n.t.ReadyTimeout),
@@ -567,7 +540,7 @@ func (n *Node) scanLate(now time.Time) {
 		}
 	}
 	for _, id := range silent {
-		n.ready.pending[id] = true
+		n.coord.ready.pending[id] = true
 		n.sendReady(id)
 	}
 }
@@ -576,4 +549,4 @@ func (n *Node) scanLate(now time.Time) {
 // when its lease ends unless renewed (zero otherwise), as of the last
 // input: what a runtime publishes after every input, cheaply, since a
 // lease is renewed without any change of view (no Event).
-func (n *Node) Lease() (primary bool, until time.Time) { return n.primary, n.leaseUntil }
+func (n *Node) Lease() (primary bool, until time.Time) { return n.lease.primary, n.lease.leaseUntil }

@@ -4,6 +4,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/groupd/groupd/invitation/quorum"
 	"github.com/groupd/groupd/wire"
 )
 
@@ -26,8 +27,50 @@ type Node struct {
 	alg  Election // this node's algorithm, announced when it coordinates
 	galg Election // the algorithm its group's survivors run
 	rnd  Rand
+	q    Quorum
 
-	// Persistence.
+	// The view.
+	state   wire.State
+	group   wire.GroupNumber
+	members []wire.Member // sorted by ID; replaced, never edited in place
+	gen     uint64        // bumped whenever members is replaced
+	version uint64
+	since   time.Time
+	born    time.Time // New's now: the origin of peer.heard
+
+	// The state of each concern, one struct each: what this node saves,
+	// how it started, how it finds other groups, what it does as a
+	// coordinator, as a participant, as a leader holding a lease, and the
+	// quorum's rule.
+	store  storeState
+	start  startState
+	disc   discoveryState
+	coord  coordinatorState
+	part   participantState
+	lease  leaseState
+	quorum quorumState
+
+	now time.Time // the last Step's time (NextDeadline reports only later times)
+
+	mismatch map[wire.NodeID]wire.Timing // timing mismatches reported, per peer
+
+	// judgeAfter: after a stall (noteStall), no peer is judged silent
+	// before this time. lastLate is the last tick that came late.
+	judgeAfter, lastLate time.Time
+
+	out     Output
+	last    Status // last reported view, to emit change events
+	lastGen uint64 // gen at the last report
+
+	// Peers expire by a periodic sweep rather than by per-element
+	// deadlines, so NextDeadline is O(1) in the group size.
+	nextSweep time.Time
+}
+
+// storeState is what the node saves (persist.go): the state confirmed
+// saved, what should be, the save in flight, and the numbers seen that a
+// new group number must exceed.
+type storeState struct {
 	durable    Durable  // confirmed saved
 	want       Durable  // what should be saved
 	saving     *Durable // a save in flight
@@ -36,14 +79,11 @@ type Node struct {
 	maxSeen    uint64    // highest sequence seen in any message
 	behind     uint64    // highest own number a peer reported above the counter
 	pending    *pendingGroup
+}
 
-	state   wire.State
-	group   wire.GroupNumber
-	members []wire.Member // sorted by ID; replaced, never edited in place
-	gen     uint64        // bumped whenever members is replaced
-	version uint64
-	since   time.Time
-	born    time.Time       // New's now: the origin of peer.heard
+// startState is the process's start (boot.go): its boot window, what it
+// knows of itself, and, while it has no group, its listening window.
+type startState struct {
 	settled bool            // has run for a boot window (wire.FlagSettled)
 	bootEnd time.Time       // born + the boot window
 	stopped bool            // yielded its ID to another process: does nothing more
@@ -55,7 +95,10 @@ type Node struct {
 	attachAt  time.Time     // end of its listening window
 	waitUntil time.Time     // end of its wait for a higher node's invitation
 	offer     *wire.Message // the latest invitation received within the boot window
+}
 
+// discoveryState is how the node finds other groups (beacon.go, peers.go).
+type discoveryState struct {
 	coords     map[wire.NodeID]*peer // nodes that last said they coordinate a group
 	coordsDel  int                   // deletions from coords since it was built
 	fresh      map[wire.NodeID]*freshPeer
@@ -80,9 +123,12 @@ type Node struct {
 	// follows: armBeacon brings the next beacon forward only when it
 	// shrinks.
 	armedBase time.Duration
+}
 
-	// Coordinator.
-	up        map[wire.NodeID]*member
+// coordinatorState is what a coordinator keeps (coordinator.go): its
+// members (the tracker), its check, merge and Ready rounds.
+type coordinatorState struct {
+	members   tracker // the Up set, and the coordinators it backs off from
 	nextCheck time.Time
 	// nextLate is when a member's acknowledgements may next be late
 	// (scanLate).
@@ -100,9 +146,12 @@ type Node struct {
 	prevGroup     wire.GroupNumber // my previous group, to re-invite its laggards
 	declined      []wire.NodeID    // invitees that declined this group's number: renumber once Normal
 	prevMembers   map[wire.NodeID]bool
-	backoffs      map[wire.NodeID]*backoff
+}
 
-	// Participant.
+// participantState is what a participant keeps (participant.go): what it
+// hears of its coordinator, its probes, and the election it runs when the
+// coordinator is gone.
+type participantState struct {
 	lastYes time.Time
 	// The coordinator's heartbeat loss, as heard: the last heartbeat (of
 	// beatGroup) and decayed counts of heartbeats received and missed
@@ -121,19 +170,27 @@ type Node struct {
 	coordDegraded      bool      // my coordinator's last message said it cannot save
 	outrankSince       time.Time // since when I outrank my coordinator; zero if I do not
 	behindSince        time.Time // since when my coordinator announces a newer member list
+	coordIncumbent     bool      // my coordinator's last message said it is incumbent
+	coordPrimary       bool      // my coordinator's last message said it is primary (wire.FlagPrimary)
+	// What its coordinator's last heartbeat announced: its term, rule,
+	// lease and boot.
+	coordTerm  wire.GroupNumber
+	coordQ     wire.Quorum
+	coordLease time.Duration
+	coordBoot  uint64
+}
 
-	// Leadership.
+// leaseState is the leadership and the lease (lease.go). A coordinator:
+// its heartbeats' numbers and send times, when it last asked for
+// acknowledgements, whether it is primary and until when, and when it
+// last heard any member. A member: the grant it gave, its coordinator's
+// latest heartbeat, and whether it owes that heartbeat a grant.
+// selfUntil: a leader that stopped holds a grant to itself until then.
+type leaseState struct {
 	leader      bool
 	term        wire.GroupNumber
 	leaderSince time.Time
 
-	// The lease (lease.go). A coordinator: its heartbeats' numbers and
-	// send times, when it last asked for acknowledgements, whether it is
-	// primary and until when, and when it last heard any member. A
-	// member: the grant it gave, its coordinator's latest heartbeat and
-	// term, and whether it owes that heartbeat a grant. selfUntil: a
-	// leader that stopped holds a grant to itself until then.
-	q               Quorum
 	noPreempt       bool
 	viewPrimary     bool
 	beat            uint64
@@ -143,15 +200,12 @@ type Node struct {
 	leaseUntil      time.Time
 	incumbent       bool
 	lastMemberHeard time.Time
-	votes           []leaseVote // scratch for computeLease
+	votes           []quorum.Grant // scratch for computeLease
 	grant           grant
 	selfUntil       time.Time
 	lastBeatNo      uint64
-	coordTerm       wire.GroupNumber
 	retermAbove     wire.GroupNumber // quorum mode: a member refused a grant for a term below this
 	owe             bool
-	coordIncumbent  bool // my coordinator's last message said it is incumbent
-	coordPrimary    bool // my coordinator's last message said it is primary (wire.FlagPrimary)
 	// pubUntil: a leader's lease end as published, which never moves
 	// earlier while it leads (updateLease).
 	pubUntil time.Time
@@ -160,40 +214,19 @@ type Node struct {
 	// (retryAcks).
 	lastReqBeat uint64
 	ackRetryAt  time.Time
-	// A member: the rule and the lease its coordinator's last heartbeat
-	// announced.
-	coordQ     wire.Quorum
-	coordLease time.Duration
-	coordBoot  uint64
+}
 
-	// The quorum's rule (quorum.go): the voters this node knows of, by
-	// ID (rollSize processes in all), the rule they give (rule, stale
-	// while ruleDirty), the last one reported, and the peers whose
-	// settings differ from this node's, reported.
-	roll          map[wire.NodeID][]*voter
-	rollSize      int
-	rule          rule
-	ruleDirty     bool
-	reportedRule  rule
+// quorumState is the quorum's rule (quorum.go, package quorum): the
+// voters this node knows of, the rule they gave when last asked, the last
+// one reported, and the peers whose settings differ from this node's,
+// reported.
+type quorumState struct {
+	roll          *quorum.Roll
+	rule          quorum.Rule // as the roll last gave it (ownRule)
+	reportedRule  quorum.Rule
 	reportedExtra []wire.NodeID // the IDs with more than one process at the last NoticeQuorumRule
-	remembered    rule          // the rule saved before the last restart (Durable.Rule)
+	remembered    quorum.Rule   // the rule saved before the last restart (Durable.Rule)
 	qmismatch     map[wire.NodeID]wire.Quorum
-
-	now time.Time // the last Step's time (NextDeadline reports only later times)
-
-	mismatch map[wire.NodeID]wire.Timing // timing mismatches reported, per peer
-
-	// judgeAfter: after a stall (noteStall), no peer is judged silent
-	// before this time. lastLate is the last tick that came late.
-	judgeAfter, lastLate time.Time
-
-	out     Output
-	last    Status // last reported view, to emit change events
-	lastGen uint64 // gen at the last report
-
-	// Peers expire by a periodic sweep rather than by per-element
-	// deadlines, so NextDeadline is O(1) in the group size.
-	nextSweep time.Time
 }
 
 // New returns a node that has no group yet: as the paper's Recovery, it
@@ -205,43 +238,45 @@ func New(cfg Config, now time.Time) (*Node, error) {
 		return nil, err
 	}
 	n := &Node{
-		id:        cfg.ID,
-		prio:      cfg.Priority,
-		boot:      cfg.Boot,
-		t:         cfg.Timing,
-		gt:        cfg.Timing,
-		alg:       cfg.Election,
-		galg:      cfg.Election,
-		rnd:       cfg.Rand,
-		durable:   cfg.Durable,
-		want:      cfg.Durable,
-		maxSeen:   cfg.Durable.floor(),
-		coords:    make(map[wire.NodeID]*peer),
-		fresh:     make(map[wire.NodeID]*freshPeer),
-		loud:      make(map[wire.NodeID]time.Time),
-		up:        make(map[wire.NodeID]*member),
-		backoffs:  make(map[wire.NodeID]*backoff),
-		mismatch:  make(map[wire.NodeID]wire.Timing),
-		roll:      make(map[wire.NodeID][]*voter),
-		qmismatch: make(map[wire.NodeID]wire.Quorum),
-		ruleDirty: true,
-		state:     wire.StateElection,
-		since:     now,
-		born:      now,
-		now:       now,
+		id:       cfg.ID,
+		prio:     cfg.Priority,
+		boot:     cfg.Boot,
+		t:        cfg.Timing,
+		gt:       cfg.Timing,
+		alg:      cfg.Election,
+		galg:     cfg.Election,
+		rnd:      cfg.Rand,
+		q:        cfg.Quorum,
+		mismatch: make(map[wire.NodeID]wire.Timing),
+		state:    wire.StateElection,
+		since:    now,
+		born:     now,
+		now:      now,
 		// The first Tick sweeps, and so sets the sweep's period.
 		nextSweep: now,
-
-		q:           cfg.Quorum,
-		noPreempt:   cfg.NoPreempt,
-		viewPrimary: cfg.ViewPrimary,
+		store:     storeState{durable: cfg.Durable, want: cfg.Durable, maxSeen: cfg.Durable.floor()},
+		start: startState{
+			bootEnd: now.Add(cfg.Timing.bootWindow()),
+			noState: cfg.Durable == (Durable{}),
+			home:    cfg.Home,
+		},
+		disc: discoveryState{
+			coords: make(map[wire.NodeID]*peer),
+			fresh:  make(map[wire.NodeID]*freshPeer),
+			loud:   make(map[wire.NodeID]time.Time),
+		},
+		coord: coordinatorState{
+			members: newTracker(),
+		},
+		lease: leaseState{noPreempt: cfg.NoPreempt, viewPrimary: cfg.ViewPrimary},
+		quorum: quorumState{
+			roll:      quorum.NewRoll(cfg.ID, MaxGroupSize, cfg.Timing.AnswerTimeout),
+			qmismatch: make(map[wire.NodeID]wire.Quorum),
+		},
 	}
-	n.bootEnd = now.Add(n.t.bootWindow())
-	n.noState = cfg.Durable == (Durable{})
-	n.home = cfg.Home
-	n.reportedRule = n.configured() // no notice for the configured rule
+	n.quorum.reportedRule = n.configured() // no notice for the configured rule
 	if r := cfg.Durable.Rule; r.Voters > 0 && n.q.Enabled() {
-		n.remembered = ruleOf(r)
+		n.quorum.remembered = quorum.Of(r)
 	}
 	n.detach(now)
 	n.last, n.lastGen = n.Status(), n.gen // the view New starts from: no Event
@@ -257,12 +292,12 @@ func (n *Node) Boot() uint64 { return n.boot }
 // Stopped reports whether the node gave way to another process with its ID
 // (see NoticeDuplicateID): it does nothing more, and its runtime should
 // exit.
-func (n *Node) Stopped() bool { return n.stopped }
+func (n *Node) Stopped() bool { return n.start.stopped }
 
-func (n *Node) degraded() bool { return n.persistErr != "" }
+func (n *Node) degraded() bool { return n.store.persistErr != "" }
 
 func (n *Node) rank() wire.Rank {
-	return wire.Rank{Degraded: n.degraded(), Incumbent: n.incumbent, Priority: n.prio, ID: n.id}
+	return wire.Rank{Degraded: n.degraded(), Incumbent: n.lease.incumbent, Priority: n.prio, ID: n.id}
 }
 
 func (n *Node) self() wire.Member { return wire.Member{ID: n.id, Priority: n.prio} }
@@ -284,20 +319,20 @@ func (n *Node) Status() Status {
 		Members:      n.members, // shared: replaced, never edited in place
 		Version:      n.version,
 		Since:        n.since,
-		Counter:      n.durable.Counter,
-		PersistError: n.persistErr,
-		Leader:       n.leader,
-		Term:         n.term,
-		LeaderSince:  n.leaderSince,
-		Primary:      n.primary,
+		Counter:      n.store.durable.Counter,
+		PersistError: n.store.persistErr,
+		Leader:       n.lease.leader,
+		Term:         n.lease.term,
+		LeaderSince:  n.lease.leaderSince,
+		Primary:      n.lease.primary,
 		Expect:       n.q.Expect,
-		LeaseUntil:   n.leaseUntil,
-		Incumbent:    n.incumbent,
+		LeaseUntil:   n.lease.leaseUntil,
+		Incumbent:    n.lease.incumbent,
 	}
 }
 
 // Durable returns what the node has confirmed saved.
-func (n *Node) Durable() Durable { return n.durable }
+func (n *Node) Durable() Durable { return n.store.durable }
 
 // Output returns and clears what the machine wants done.
 func (n *Node) Output() Output {
@@ -317,19 +352,19 @@ func (n *Node) sendBoot(to wire.NodeID, boot uint64, body wire.Body) {
 	if n.degraded() {
 		flags |= wire.FlagDegraded
 	}
-	if n.settled {
+	if n.start.settled {
 		flags |= wire.FlagSettled
 	}
 	if to == wire.Broadcast {
 		flags |= wire.FlagBroadcast
 	}
-	if n.incumbent {
+	if n.lease.incumbent {
 		flags |= wire.FlagIncumbent
 	}
-	if n.noState {
+	if n.start.noState {
 		flags |= wire.FlagFresh
 	}
-	if n.primary && n.isCoordinator() {
+	if n.lease.primary && n.isCoordinator() {
 		flags |= wire.FlagPrimary
 	}
 	n.out.Messages = append(n.out.Messages, wire.Envelope{To: to, ToBoot: boot, Msg: wire.Message{
@@ -356,10 +391,10 @@ func (n *Node) report(now time.Time, why Reason) {
 	n.updateLeader(now)
 	old := n.last
 	if n.state == old.State && n.group == old.Group && n.version == old.Version &&
-		n.persistErr == old.PersistError && n.gen == n.lastGen && n.leader == old.Leader && n.term == old.Term &&
-		n.primary == old.Primary && n.incumbent == old.Incumbent {
+		n.store.persistErr == old.PersistError && n.gen == n.lastGen && n.lease.leader == old.Leader && n.lease.term == old.Term &&
+		n.lease.primary == old.Primary && n.lease.incumbent == old.Incumbent {
 		// Not a change of view: a lease renewed, a counter saved.
-		n.last.Counter, n.last.LeaseUntil = n.durable.Counter, n.leaseUntil
+		n.last.Counter, n.last.LeaseUntil = n.store.durable.Counter, n.lease.leaseUntil
 		return
 	}
 	cur := n.Status()
@@ -371,12 +406,12 @@ func (n *Node) report(now time.Time, why Reason) {
 // a Normal group and ends when the node stops coordinating.
 func (n *Node) updateLeader(now time.Time) {
 	switch {
-	case n.leader && (!n.isCoordinator() || n.stopped):
-		n.leader, n.term, n.leaderSince = false, wire.GroupNumber{}, time.Time{}
-	case !n.leader && n.isCoordinator() && n.state == wire.StateNormal && !n.stopped:
-		n.leader, n.term, n.leaderSince = true, n.group, now
+	case n.lease.leader && (!n.isCoordinator() || n.start.stopped):
+		n.lease.leader, n.lease.term, n.lease.leaderSince = false, wire.GroupNumber{}, time.Time{}
+	case !n.lease.leader && n.isCoordinator() && n.state == wire.StateNormal && !n.start.stopped:
+		n.lease.leader, n.lease.term, n.lease.leaderSince = true, n.group, now
 		if !n.quorumMode() {
-			n.noteTerm(now, n.term) // every leadership acts (in quorum mode: once primary)
+			n.noteTerm(now, n.lease.term) // every leadership acts (in quorum mode: once primary)
 		}
 	}
 }
@@ -398,40 +433,40 @@ func (n *Node) setGroup(now time.Time, g wire.GroupNumber) {
 	if g.IsZero() {
 		return
 	}
-	if g.Seq > n.maxSeen {
-		n.maxSeen = g.Seq
+	if g.Seq > n.store.maxSeen {
+		n.store.maxSeen = g.Seq
 	}
-	if n.want.LastGroup.Less(g) {
-		n.want.LastGroup = g
+	if n.store.want.LastGroup.Less(g) {
+		n.store.want.LastGroup = g
 		n.requestSave(now)
 	}
 }
 
 // resetRoles forgets everything tied to the current role.
 func (n *Node) resetRoles() {
-	n.check = nil
-	n.mergeAt = time.Time{}
-	n.mergeWith = nil
-	n.merge = nil
-	n.ready = nil
-	n.nextLate = time.Time{}
-	n.lastAckReq = time.Time{}
-	n.lastReqBeat, n.ackRetryAt = 0, time.Time{}
-	n.owe, n.lastBeatNo, n.coordTerm, n.coordIncumbent, n.coordPrimary = false, 0, wire.GroupNumber{}, false, false
-	n.coordQ, n.coordLease, n.coordBoot = wire.Quorum{}, 0, 0
-	n.staleVersion = false
-	n.nextVersionAt = time.Time{}
-	n.probeUntil = time.Time{}
-	n.asm = nil
-	n.election = nil
-	n.electAt = time.Time{}
-	n.pending = nil
-	n.reorgUntil = time.Time{}
-	n.resendAcc = time.Time{}
-	n.attachAt, n.waitUntil, n.offer = time.Time{}, time.Time{}, nil
-	n.outrankSince, n.behindSince = time.Time{}, time.Time{}
-	n.declined = nil
-	clear(n.up)
+	n.coord.check = nil
+	n.coord.mergeAt = time.Time{}
+	n.coord.mergeWith = nil
+	n.coord.merge = nil
+	n.coord.ready = nil
+	n.coord.nextLate = time.Time{}
+	n.lease.lastAckReq = time.Time{}
+	n.lease.lastReqBeat, n.lease.ackRetryAt = 0, time.Time{}
+	n.lease.owe, n.lease.lastBeatNo, n.part.coordTerm, n.part.coordIncumbent, n.part.coordPrimary = false, 0, wire.GroupNumber{}, false, false
+	n.part.coordQ, n.part.coordLease, n.part.coordBoot = wire.Quorum{}, 0, 0
+	n.coord.staleVersion = false
+	n.coord.nextVersionAt = time.Time{}
+	n.part.probeUntil = time.Time{}
+	n.part.asm = nil
+	n.part.election = nil
+	n.part.electAt = time.Time{}
+	n.store.pending = nil
+	n.part.reorgUntil = time.Time{}
+	n.part.resendAcc = time.Time{}
+	n.start.attachAt, n.start.waitUntil, n.start.offer = time.Time{}, time.Time{}, nil
+	n.part.outrankSince, n.part.behindSince = time.Time{}, time.Time{}
+	n.coord.declined = nil
+	n.coord.members.reset()
 }
 
 func sortedIDs[V any](m map[wire.NodeID]V) []wire.NodeID {

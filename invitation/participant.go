@@ -32,8 +32,8 @@ type assembly struct {
 // endProbe ends a suspicion probe: without a sign of life of the
 // coordinator since it began, the participant starts an election.
 func (n *Node) endProbe(now time.Time) Reason {
-	n.probeUntil = time.Time{}
-	if !n.lastYes.After(n.probeSince) {
+	n.part.probeUntil = time.Time{}
+	if !n.part.lastYes.After(n.part.probeSince) {
 		return n.startElection(now)
 	}
 	return ""
@@ -44,20 +44,20 @@ func (n *Node) endProbe(now time.Time) Reason {
 // list than the participant has for behindLimit, at most once per
 // AnswerTimeout.
 func (n *Node) askDue() time.Time {
-	at := n.lastYes.Add(n.gt.AliveInterval + n.gt.AnswerTimeout)
-	if !n.behindSince.IsZero() {
-		if stale := n.behindSince.Add(n.behindLimit()); stale.Before(at) {
+	at := n.part.lastYes.Add(n.gt.AliveInterval + n.gt.AnswerTimeout)
+	if !n.part.behindSince.IsZero() {
+		if stale := n.part.behindSince.Add(n.behindLimit()); stale.Before(at) {
 			at = stale
 		}
 	}
-	return later(at, n.nextAYT)
+	return later(at, n.part.nextAYT)
 }
 
 // askCoordinator asks the coordinator whether it is alive and still
 // counts this node as a member.
 func (n *Node) askCoordinator(now time.Time) {
 	n.send(n.group.ID, wire.AreYouThere{Group: n.group})
-	n.nextAYT = now.Add(n.gt.AnswerTimeout)
+	n.part.nextAYT = now.Add(n.gt.AnswerTimeout)
 }
 
 // beatDecay weighs the heartbeat loss estimate towards the last ~16
@@ -73,16 +73,16 @@ const beatDecay = 15.0 / 16
 // while it was cut off from its old coordinator stretched its timeout in
 // the new group for seconds, past T_failover.
 func (n *Node) noteBeat(now time.Time) {
-	if n.beatGroup != n.group {
-		n.beatRecv, n.beatMiss = 0, 0
+	if n.part.beatGroup != n.group {
+		n.part.beatRecv, n.part.beatMiss = 0, 0
 	}
-	if n.beatGroup == n.group && !n.lastBeat.IsZero() {
-		gap := now.Sub(n.lastBeat)
+	if n.part.beatGroup == n.group && !n.part.lastBeat.IsZero() {
+		gap := now.Sub(n.part.lastBeat)
 		missed := float64(max(0, (gap+n.gt.AliveInterval/2)/n.gt.AliveInterval-1))
-		n.beatRecv = n.beatRecv*beatDecay + 1
-		n.beatMiss = n.beatMiss*beatDecay + min(missed, 16)
+		n.part.beatRecv = n.part.beatRecv*beatDecay + 1
+		n.part.beatMiss = n.part.beatMiss*beatDecay + min(missed, 16)
 	}
-	n.lastBeat, n.beatGroup = now, n.group
+	n.part.lastBeat, n.part.beatGroup = now, n.group
 }
 
 // aliveTimeout is how long a participant waits for a sign of life of its
@@ -98,8 +98,8 @@ func (n *Node) noteBeat(now time.Time) {
 func (n *Node) aliveTimeout() time.Duration {
 	gt := n.gt
 	p := 0.0
-	if t := n.beatRecv + n.beatMiss; t >= 4 {
-		p = n.beatMiss / t
+	if t := n.part.beatRecv + n.part.beatMiss; t >= 4 {
+		p = n.part.beatMiss / t
 	}
 	if p < 0.05 {
 		return gt.AliveTimeout
@@ -120,8 +120,8 @@ func (n *Node) behindLimit() time.Duration {
 // member list, degraded as its last message said.
 func (n *Node) coordRank() wire.Rank {
 	r := n.memberRank(n.group.ID)
-	r.Degraded = n.coordDegraded
-	r.Incumbent = n.coordIncumbent
+	r.Degraded = n.part.coordDegraded
+	r.Incumbent = n.part.coordIncumbent
 	return r
 }
 
@@ -130,15 +130,15 @@ func (n *Node) coordRank() wire.Rank {
 // well as on ticks: an idle participant has no periodic tick to notice it
 // on.
 func (n *Node) noteOutrank(now time.Time) bool {
-	if n.degraded() || !n.coordRank().Less(n.rank()) || n.noPreempt && !n.coordDegraded {
+	if n.degraded() || !n.coordRank().Less(n.rank()) || n.lease.noPreempt && !n.part.coordDegraded {
 		// With NoPreempt a higher node in the group is the norm (it
 		// returned and joined): only a coordinator that cannot save is
 		// taken over.
-		n.outrankSince = time.Time{}
+		n.part.outrankSince = time.Time{}
 		return false
 	}
-	if n.outrankSince.IsZero() {
-		n.outrankSince = now
+	if n.part.outrankSince.IsZero() {
+		n.part.outrankSince = now
 	}
 	return true
 }
@@ -150,7 +150,7 @@ func (n *Node) noteOutrank(now time.Time) bool {
 // merge rule would never move it, as only coordinators merge. The
 // participant stays Normal in its group until its new number is saved.
 func (n *Node) maybeTakeOver(now time.Time) Reason {
-	if !n.noteOutrank(now) || now.Sub(n.outrankSince) < n.t.CheckInterval || n.pending != nil {
+	if !n.noteOutrank(now) || now.Sub(n.part.outrankSince) < n.t.CheckInterval || n.store.pending != nil {
 		return ""
 	}
 	var members []wire.NodeID
@@ -159,7 +159,7 @@ func (n *Node) maybeTakeOver(now time.Time) Reason {
 			members = append(members, m.ID)
 		}
 	}
-	n.outrankSince = time.Time{}
+	n.part.outrankSince = time.Time{}
 	n.newGroup(now, &pendingGroup{purpose: forTakeover, members: members})
 	return ""
 }
@@ -173,8 +173,8 @@ func (n *Node) endReorganization(now time.Time) Reason {
 
 // resendAccept repeats the Accept until Ready comes.
 func (n *Node) resendAccept(now time.Time) {
-	n.send(n.group.ID, wire.Accept{Group: n.group, Term: n.want.Term, Quorum: n.announceQuorum(n.ownRule())})
-	n.resendAcc = now.Add(n.gt.AnswerTimeout)
+	n.send(n.group.ID, wire.Accept{Group: n.group, Term: n.store.want.Term, Quorum: n.announceQuorum(n.ownRule())})
+	n.part.resendAcc = now.Add(n.gt.AnswerTimeout)
 }
 
 // onHeartbeat handles my coordinator's beacon: an unsolicited Yes. Unlike
@@ -186,17 +186,17 @@ func (n *Node) onHeartbeat(now time.Time, m wire.Message, b wire.Beacon) {
 		return // it is forming another group: its invitation will come, or its No
 	}
 	if n.state == wire.StateNormal {
-		n.lastYes = now
+		n.part.lastYes = now
 		n.noteBeat(now)
 		n.onMemberHeartbeat(now, m.Boot, b)
 	}
 	switch {
 	case n.state != wire.StateNormal || b.Version <= n.version:
-		n.behindSince = time.Time{}
-	case n.behindSince.IsZero():
+		n.part.behindSince = time.Time{}
+	case n.part.behindSince.IsZero():
 		// It announces a newer member list: its Ready should be on its
 		// way; ask if it does not come.
-		n.behindSince = now
+		n.part.behindSince = now
 	}
 }
 
@@ -212,7 +212,7 @@ func (n *Node) onAliveYes(now time.Time, m wire.Message, b wire.Yes) Reason {
 		why = ReasonConfirmed
 	}
 	if b.Version <= n.version {
-		n.behindSince = time.Time{}
+		n.part.behindSince = time.Time{}
 	}
 	return why
 }
@@ -221,16 +221,16 @@ func (n *Node) onAliveYes(now time.Time, m wire.Message, b wire.Yes) Reason {
 // reports whether that ended an election started on a false suspicion.
 func (n *Node) alive(now time.Time) bool {
 	ended := false
-	if e := n.election; e != nil && n.state == wire.StateElection && e.Group() == n.group {
+	if e := n.part.election; e != nil && n.state == wire.StateElection && e.Group() == n.group {
 		// The election started on a false suspicion and the coordinator
 		// still counts me as a member: return to Normal.
-		n.election, n.electAt = nil, time.Time{}
+		n.part.election, n.part.electAt = nil, time.Time{}
 		n.state = wire.StateNormal
-		n.nextAYT = time.Time{}
+		n.part.nextAYT = time.Time{}
 		ended = true
 	}
 	if n.state == wire.StateNormal {
-		n.lastYes = now
+		n.part.lastYes = now
 	}
 	return ended
 }
@@ -288,7 +288,7 @@ func (n *Node) startElection(now time.Time) Reason {
 	}
 	n.resetRoles()
 	n.state = wire.StateElection
-	n.election = e
+	n.part.election = e
 	if top, ok := n.highest(cands); ok && n.galg == ElectionBully {
 		// Every survivor usually learns of the failure at once (the
 		// heartbeat stops for all), and bully among n of them then costs
@@ -300,7 +300,7 @@ func (n *Node) startElection(now time.Time) Reason {
 		// to the highest survivor at once: if it has not noticed the
 		// failure yet, it probes the coordinator now rather than at its
 		// own timeout.
-		n.electAt = now.Add(n.gt.AnswerTimeout)
+		n.part.electAt = now.Add(n.gt.AnswerTimeout)
 		n.send(top, wire.Election{Group: n.group})
 		return ReasonElection
 	}
@@ -326,23 +326,23 @@ func (n *Node) highest(cands []wire.Member) (wire.NodeID, bool) {
 // hold-back (it runs the election now), or the embedded election's own
 // deadline, past a stall's round trip (noteStall).
 func (n *Node) tickElection(now time.Time) Reason {
-	if n.electAt.IsZero() {
-		n.election.Tick(now)
+	if n.part.electAt.IsZero() {
+		n.part.election.Tick(now)
 	} else {
 		// The hold-back is over and no invitation came: run it.
-		n.electAt = time.Time{}
-		n.election.Start(now)
+		n.part.electAt = time.Time{}
+		n.part.election.Start(now)
 	}
 	return n.afterElection(now)
 }
 
 // afterElection sends what the election queued and acts on its result.
 func (n *Node) afterElection(now time.Time) Reason {
-	e := n.election
+	e := n.part.election
 	e.drain(n.send)
 	switch e.outcome() {
 	case won:
-		n.election = nil
+		n.part.election = nil
 		var invite []wire.NodeID
 		for _, m := range n.members {
 			if m.ID != n.id && m.ID != n.group.ID {
@@ -366,7 +366,7 @@ func (n *Node) onElectionMessage(now time.Time, m wire.Message) Reason {
 		// so stop a survivor that can.
 		return ""
 	}
-	if e := n.election; e != nil && e.Group() == g {
+	if e := n.part.election; e != nil && e.Group() == g {
 		e.Step(now, m.From, m.Body)
 		return n.afterElection(now)
 	}
@@ -380,7 +380,7 @@ func (n *Node) onElectionMessage(now time.Time, m wire.Message) Reason {
 		case n.isCoordinator():
 			// A member thinks I failed. If it still belongs, tell it I
 			// am alive; it then returns to Normal.
-			if n.up[m.From] != nil {
+			if n.coord.members.has(m.From) {
 				n.send(m.From, wire.Yes{Query: wire.TypeAreYouThere, Version: n.version})
 			}
 		case n.state == wire.StateNormal:
@@ -396,15 +396,15 @@ func (n *Node) onElectionMessage(now time.Time, m wire.Message) Reason {
 			case wire.RingElection:
 				n.send(m.From, wire.RingAck{Group: b.Group, Of: wire.TypeRingElection, Round: b.Round, Candidate: b.Candidate})
 			}
-			if n.probeUntil.IsZero() {
-				n.probeSince = now
-				n.probeUntil = now.Add(n.gt.AnswerTimeout)
+			if n.part.probeUntil.IsZero() {
+				n.part.probeSince = now
+				n.part.probeUntil = now.Add(n.gt.AnswerTimeout)
 				n.send(n.group.ID, wire.AreYouThere{Group: n.group})
 			}
 		}
 		return ""
 	}
-	if n.isCoordinator() && g == n.prevGroup && n.prevMembers[m.From] {
+	if n.isCoordinator() && g == n.coord.prevGroup && n.coord.prevMembers[m.From] {
 		// A survivor of my previous group, unaware I won: invite it.
 		n.reinvite(now, m.From)
 	}
@@ -426,7 +426,7 @@ func (n *Node) onInvitation(now time.Time, m wire.Message, b wire.Invitation) Re
 	if g == n.group {
 		// A duplicate: repeat the Accept in case it was lost.
 		if !n.isCoordinator() {
-			n.send(g.ID, wire.Accept{Group: g, Term: n.want.Term, Quorum: n.announceQuorum(n.ownRule())})
+			n.send(g.ID, wire.Accept{Group: g, Term: n.store.want.Term, Quorum: n.announceQuorum(n.ownRule())})
 		}
 		return ""
 	}
@@ -437,23 +437,23 @@ func (n *Node) onInvitation(now time.Time, m wire.Message, b wire.Invitation) Re
 	higher := n.rank().Less(m.Rank())
 	accept := false
 	switch {
-	case n.pending != nil && n.pending.purpose != forTakeover:
+	case n.store.pending != nil && n.store.pending.purpose != forTakeover:
 		// Creating a number that nothing carries yet: give it up for a
 		// higher-ranked inviter.
 		accept = direct && higher
 	case n.group.IsZero():
 		accept = direct && (higher || n.degraded())
-		if accept && !n.settled {
+		if accept && !n.start.settled {
 			m := m
-			n.offer = &m // joined at the end of the boot window
-			if n.nextBeacon.After(now) {
+			n.start.offer = &m // joined at the end of the boot window
+			if n.disc.nextBeacon.After(now) {
 				// Its first beacon went out (an inviter heard it): the
 				// next can wait (see beaconPeriod).
-				n.nextBeacon = later(n.nextBeacon, now.Add(n.t.BeaconInterval))
+				n.disc.nextBeacon = later(n.disc.nextBeacon, now.Add(n.t.BeaconInterval))
 			}
 			return ""
 		}
-	case n.election != nil:
+	case n.part.election != nil:
 		accept = higher || m.From == n.group.ID || n.degraded()
 	case n.state == wire.StateReorganization && direct && m.From == n.group.ID && n.group.Less(g):
 		// My inviter renumbered its new group (an invitee declined the
@@ -469,7 +469,7 @@ func (n *Node) onInvitation(now time.Time, m wire.Message, b wire.Invitation) Re
 	if !accept {
 		return ""
 	}
-	if held := n.want.LastGroup; g.Less(held) {
+	if held := n.store.want.LastGroup; g.Less(held) {
 		// A node's group numbers only grow (design §4, S5): tell the
 		// inviter the number I held; it renumbers above it and invites
 		// me again.
@@ -480,10 +480,10 @@ func (n *Node) onInvitation(now time.Time, m wire.Message, b wire.Invitation) Re
 	// survivors I was about to invite as bully winner.
 	var forward []wire.NodeID
 	switch {
-	case n.isCoordinator() && n.merge == nil && n.ready == nil:
-		forward = sortedIDs(n.up)
-	case n.pending != nil && n.pending.purpose == forFailover:
-		forward = n.pending.members
+	case n.isCoordinator() && n.coord.merge == nil && n.coord.ready == nil:
+		forward = n.coord.members.ids()
+	case n.store.pending != nil && n.store.pending.purpose == forFailover:
+		forward = n.store.pending.members
 	}
 	for _, id := range forward {
 		if id != n.id && id != g.ID {
@@ -501,7 +501,7 @@ func (n *Node) memberRank(id wire.NodeID) wire.Rank {
 	if i, ok := slices.BinarySearchFunc(n.members, id, func(m wire.Member, id wire.NodeID) int { return cmp.Compare(m.ID, id) }); ok {
 		return n.members[i].Rank()
 	}
-	if p := n.coords[id]; p != nil {
+	if p := n.disc.coords[id]; p != nil {
 		return p.rank(id)
 	}
 	return wire.Rank{ID: id}
@@ -517,10 +517,10 @@ func (n *Node) join(now time.Time, g wire.GroupNumber, a wire.Timing) {
 	n.setMembers(nil)
 	n.version = 0
 	n.gt, n.galg = n.t.adopt(a), electionOf(a, n.alg)
-	n.coordDegraded = false
-	n.reorgUntil = now.Add(n.gt.reorgTimeout())
-	n.resendAcc = now.Add(n.gt.AnswerTimeout)
-	n.send(g.ID, wire.Accept{Group: g, Term: n.want.Term, Quorum: n.announceQuorum(n.ownRule())})
+	n.part.coordDegraded = false
+	n.part.reorgUntil = now.Add(n.gt.reorgTimeout())
+	n.part.resendAcc = now.Add(n.gt.AnswerTimeout)
+	n.send(g.ID, wire.Accept{Group: g, Term: n.store.want.Term, Quorum: n.announceQuorum(n.ownRule())})
 }
 
 func (n *Node) onReady(now time.Time, m wire.Message, b wire.Ready) Reason {
@@ -537,10 +537,10 @@ func (n *Node) onReady(now time.Time, m wire.Message, b wire.Ready) Reason {
 	if b.Total == 0 || b.Total > MaxGroupSize || uint64(b.Offset)+uint64(len(b.Members)) > uint64(b.Total) {
 		return ""
 	}
-	a := n.asm
+	a := n.part.asm
 	if a == nil || a.group != b.Group || a.version != b.Version || len(a.members) != int(b.Total) {
 		a = &assembly{group: b.Group, version: b.Version, members: make([]wire.Member, b.Total), have: make([]bool, b.Total), missing: int(b.Total)}
-		n.asm = a
+		n.part.asm = a
 	}
 	for i, mb := range b.Members {
 		k := int(b.Offset) + i
@@ -559,7 +559,7 @@ func (n *Node) onReady(now time.Time, m wire.Message, b wire.Ready) Reason {
 	if a.missing > 0 {
 		return ""
 	}
-	n.asm = nil
+	n.part.asm = nil
 	in := false
 	for _, mb := range a.members {
 		if mb.ID == n.id {
@@ -576,7 +576,9 @@ func (n *Node) onReady(now time.Time, m wire.Message, b wire.Ready) Reason {
 		// My Accept has not reached it yet; keep repeating it.
 		return ""
 	}
-	n.listVoters(now, a.members, a.homes)
+	if n.q.Enabled() {
+		n.quorum.roll.Listed(now, a.members, a.homes)
+	}
 	sortMembers(a.members)
 	n.setMembers(a.members)
 	n.version = b.Version
@@ -587,12 +589,12 @@ func (n *Node) onReady(now time.Time, m wire.Message, b wire.Ready) Reason {
 	if n.state != wire.StateNormal {
 		why = ReasonReady
 		n.state = wire.StateNormal
-		n.election, n.pending = nil, nil
-		n.reorgUntil, n.resendAcc = time.Time{}, time.Time{}
-		n.nextAYT = time.Time{}
+		n.part.election, n.store.pending = nil, nil
+		n.part.reorgUntil, n.part.resendAcc = time.Time{}, time.Time{}
+		n.part.nextAYT = time.Time{}
 	}
-	n.lastYes = now
-	n.behindSince = time.Time{}
+	n.part.lastYes = now
+	n.part.behindSince = time.Time{}
 	n.send(m.From, wire.ReadyAck{Group: b.Group, Version: b.Version})
 	return why
 }

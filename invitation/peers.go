@@ -69,10 +69,10 @@ func (n *Node) observe(now time.Time, m wire.Message) {
 	case wire.Decline:
 		n.seen(now, m.From, b.Held)
 	case wire.Beacon:
-		n.maxSeen = max(n.maxSeen, b.HighWater)
+		n.store.maxSeen = max(n.store.maxSeen, b.HighWater)
 		ann = b.Timing
-		if _, known := n.loud[m.From]; m.Flags&wire.FlagBroadcast != 0 && (known || len(n.loud) < MaxGroupSize) {
-			n.loud[m.From] = now
+		if _, known := n.disc.loud[m.From]; m.Flags&wire.FlagBroadcast != 0 && (known || len(n.disc.loud) < MaxGroupSize) {
+			n.disc.loud[m.From] = now
 		}
 	}
 	n.observeQuorum(now, m)
@@ -82,10 +82,10 @@ func (n *Node) observe(now time.Time, m wire.Message) {
 		wait = n.t.adopt(ann).inviteWait()
 	}
 	if m.From == n.group.ID && m.Group.ID == m.From {
-		n.coordDegraded = m.Flags&wire.FlagDegraded != 0
-		n.coordIncumbent = m.Flags&wire.FlagIncumbent != 0
-		n.coordPrimary = m.Flags&wire.FlagPrimary != 0
-		if !n.isCoordinator() && n.state == wire.StateNormal && n.pending == nil {
+		n.part.coordDegraded = m.Flags&wire.FlagDegraded != 0
+		n.part.coordIncumbent = m.Flags&wire.FlagIncumbent != 0
+		n.part.coordPrimary = m.Flags&wire.FlagPrimary != 0
+		if !n.isCoordinator() && n.state == wire.StateNormal && n.store.pending == nil {
 			n.noteOutrank(now)
 		}
 	}
@@ -101,7 +101,7 @@ func (n *Node) observe(now time.Time, m wire.Message) {
 			// loses its group.
 			return
 		}
-		f := entry(n.fresh, m.From)
+		f := entry(n.disc.fresh, m.From)
 		if f == nil {
 			return
 		}
@@ -114,7 +114,7 @@ func (n *Node) observe(now time.Time, m wire.Message) {
 		}
 		return
 	}
-	delete(n.fresh, m.From)
+	delete(n.disc.fresh, m.From)
 	if !m.IsCoordinator() {
 		// It no longer coordinates (if it ever did): only coordinators
 		// are worth remembering, and keeping every node of a large LAN
@@ -122,7 +122,7 @@ func (n *Node) observe(now time.Time, m wire.Message) {
 		n.forgetCoord(m.From)
 		return
 	}
-	p := entry(n.coords, m.From)
+	p := entry(n.disc.coords, m.From)
 	if p == nil {
 		return
 	}
@@ -159,16 +159,16 @@ func entry[V any](m map[wire.NodeID]*V, id wire.NodeID) *V {
 // and one of this node's own numbers above its counter means its state was
 // lost or rolled back.
 func (n *Node) seen(now time.Time, from wire.NodeID, g wire.GroupNumber) {
-	if g.Seq > n.maxSeen {
-		n.maxSeen = g.Seq
+	if g.Seq > n.store.maxSeen {
+		n.store.maxSeen = g.Seq
 	}
-	if g.ID != n.id || g.Seq <= max(n.want.Counter, n.behind) {
+	if g.ID != n.id || g.Seq <= max(n.store.want.Counter, n.store.behind) {
 		return
 	}
-	n.notice(Notice{Kind: NoticeStateBehind, Time: now, Peer: from, Group: g, Counter: n.want.Counter})
-	n.behind = g.Seq
+	n.notice(Notice{Kind: NoticeStateBehind, Time: now, Peer: from, Group: g, Counter: n.store.want.Counter})
+	n.store.behind = g.Seq
 	// Remember it across restarts too.
-	n.want.Counter = g.Seq
+	n.store.want.Counter = g.Seq
 	n.requestSave(now)
 }
 
@@ -197,17 +197,17 @@ func (n *Node) checkTiming(now time.Time, from wire.NodeID, a wire.Timing) {
 // as far as at the peak. So the table is rebuilt once deletions outnumber
 // what it holds, which keeps the cost amortised O(1) per deletion.
 func (n *Node) forgetCoord(id wire.NodeID) {
-	if _, ok := n.coords[id]; !ok {
+	if _, ok := n.disc.coords[id]; !ok {
 		return
 	}
-	delete(n.coords, id)
-	n.coordsDel++
-	if n.coordsDel > 2*len(n.coords)+64 {
-		m := make(map[wire.NodeID]*peer, len(n.coords))
-		for k, p := range n.coords {
+	delete(n.disc.coords, id)
+	n.disc.coordsDel++
+	if n.disc.coordsDel > 2*len(n.disc.coords)+64 {
+		m := make(map[wire.NodeID]*peer, len(n.disc.coords))
+		for k, p := range n.disc.coords {
 			m[k] = p
 		}
-		n.coords, n.coordsDel = m, 0
+		n.disc.coords, n.disc.coordsDel = m, 0
 	}
 }
 
@@ -219,7 +219,7 @@ func (n *Node) noteAbove(now time.Time, m wire.Message) {
 	r := m.Rank()
 	coord := m.IsCoordinator() && m.State == wire.StateNormal
 	ok := n.rank().Less(r) && (coord || m.Booting())
-	a := &n.above
+	a := &n.disc.above
 	switch {
 	case a.id == m.From && !ok:
 		*a = abovePeer{}
@@ -232,34 +232,30 @@ func (n *Node) noteAbove(now time.Time, m wire.Message) {
 // PeerTimeout.
 func (n *Node) sweep(now time.Time) {
 	n.nextSweep = now.Add(n.t.sweepInterval())
-	if n.idleParticipant() && len(n.fresh) > 0 {
-		n.fresh = make(map[wire.NodeID]*freshPeer) // see observe
+	if n.idleParticipant() && len(n.disc.fresh) > 0 {
+		n.disc.fresh = make(map[wire.NodeID]*freshPeer) // see observe
 	}
-	for id, p := range n.coords {
+	for id, p := range n.disc.coords {
 		if now.Sub(n.born)-p.heard > n.t.PeerTimeout {
 			n.forgetCoord(id)
 		}
 	}
-	for id, f := range n.fresh {
+	for id, f := range n.disc.fresh {
 		if now.Sub(f.heard) > n.t.PeerTimeout {
-			delete(n.fresh, id)
+			delete(n.disc.fresh, id)
 		}
 	}
-	for id, b := range n.backoffs {
-		if now.After(b.until.Add(8 * n.t.CheckInterval)) {
-			delete(n.backoffs, id)
-		}
-	}
+	n.coord.members.sweepBackoffs(now, 8*n.t.CheckInterval)
 	if n.q.Enabled() {
-		n.sweepVoters(now)
+		n.quorum.roll.Sweep(now, n.t.VoterTimeout, n.hasMember)
 	}
 	// A broadcaster counts for two of its periods (two of this node's:
 	// the nodes that share the budget pace alike), and PeerTimeout at
 	// least.
 	keep := max(n.t.PeerTimeout, 2*n.paced(n.t.BeaconInterval))
-	for id, t := range n.loud {
+	for id, t := range n.disc.loud {
 		if now.Sub(t) > keep {
-			delete(n.loud, id)
+			delete(n.disc.loud, id)
 		}
 	}
 }

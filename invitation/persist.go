@@ -57,9 +57,9 @@ func wallMS(now time.Time) uint64 { return uint64(max(now.UnixMilli(), 0)) }
 // nextSeq is the sequence of a new number: above every number saved,
 // seen, or being saved, and above the wall clock in milliseconds.
 func (n *Node) nextSeq(now time.Time) uint64 {
-	s := max(n.durable.floor(), n.want.floor(), n.maxSeen, n.behind, wallMS(now))
-	if n.saving != nil {
-		s = max(s, n.saving.floor())
+	s := max(n.store.durable.floor(), n.store.want.floor(), n.store.maxSeen, n.store.behind, wallMS(now))
+	if n.store.saving != nil {
+		s = max(s, n.store.saving.floor())
 	}
 	return s + 1
 }
@@ -67,7 +67,7 @@ func (n *Node) nextSeq(now time.Time) uint64 {
 // newGroup asks for a new group number for p. Nothing carrying it is sent
 // until a save covering it is confirmed.
 func (n *Node) newGroup(now time.Time, p *pendingGroup) {
-	n.pending = p
+	n.store.pending = p
 	if p.purpose != forTakeover {
 		// A participant taking over stays in its group until the number
 		// is saved: if the save fails, it has lost nothing.
@@ -78,10 +78,10 @@ func (n *Node) newGroup(now time.Time, p *pendingGroup) {
 
 // reserve picks the pending number's sequence and asks to save it.
 func (n *Node) reserve(now time.Time) {
-	p := n.pending
+	p := n.store.pending
 	p.seq = n.nextSeq(now)
-	n.want.Counter = max(n.want.Counter, p.seq)
-	if n.degraded() && n.saving == nil {
+	n.store.want.Counter = max(n.store.want.Counter, p.seq)
+	if n.degraded() && n.store.saving == nil {
 		n.retrySave(now) // a new reason to try the disk again
 		return
 	}
@@ -91,15 +91,15 @@ func (n *Node) reserve(now time.Time) {
 // requestSave asks the runtime to save want, one save at a time, unless a
 // failed save waits for its retry.
 func (n *Node) requestSave(now time.Time) {
-	if n.saving != nil || n.want == n.durable || n.degraded() {
+	if n.store.saving != nil || n.store.want == n.store.durable || n.degraded() {
 		return
 	}
 	n.save()
 }
 
 func (n *Node) save() {
-	s := n.want
-	n.saving = &s
+	s := n.store.want
+	n.store.saving = &s
 	n.out.Save = &s
 }
 
@@ -107,36 +107,36 @@ func (n *Node) save() {
 // number's, or what should be saved, or (with nothing new to save) the
 // saved state itself, to find out whether the disk works again.
 func (n *Node) retrySave(now time.Time) {
-	n.retryAt = now.Add(n.t.CheckInterval)
-	if n.pending != nil {
-		n.pending.seq = n.nextSeq(now)
-		n.want.Counter = max(n.want.Counter, n.pending.seq)
+	n.store.retryAt = now.Add(n.t.CheckInterval)
+	if n.store.pending != nil {
+		n.store.pending.seq = n.nextSeq(now)
+		n.store.want.Counter = max(n.store.want.Counter, n.store.pending.seq)
 	}
 	n.save()
 }
 
 // saved handles a confirmed save.
 func (n *Node) saved(now time.Time, d Durable) Reason {
-	if n.saving != nil && *n.saving == d {
-		n.saving = nil
+	if n.store.saving != nil && *n.store.saving == d {
+		n.store.saving = nil
 	}
-	n.durable.Counter = max(n.durable.Counter, d.Counter)
-	if n.durable.LastGroup.Less(d.LastGroup) {
-		n.durable.LastGroup = d.LastGroup
+	n.store.durable.Counter = max(n.store.durable.Counter, d.Counter)
+	if n.store.durable.LastGroup.Less(d.LastGroup) {
+		n.store.durable.LastGroup = d.LastGroup
 	}
-	if n.durable.Term.Less(d.Term) {
-		n.durable.Term = d.Term
+	if n.store.durable.Term.Less(d.Term) {
+		n.store.durable.Term = d.Term
 	}
-	n.durable.Rule = d.Rule // the latest: saves go one at a time, in order
+	n.store.durable.Rule = d.Rule // the latest: saves go one at a time, in order
 	why := Reason("")
 	if n.degraded() {
-		n.persistErr, n.retryAt = "", time.Time{}
+		n.store.persistErr, n.store.retryAt = "", time.Time{}
 		why = ReasonSaved
 	}
-	if p := n.pending; p != nil && n.durable.Counter >= p.seq {
+	if p := n.store.pending; p != nil && n.store.durable.Counter >= p.seq {
 		// The group changes: that is the news, even when this save
 		// also ended a failure (the new view shows no error).
-		n.pending = nil
+		n.store.pending = nil
 		n.createGroup(now, p)
 		why = p.purpose.reason()
 	}
@@ -150,25 +150,25 @@ func (n *Node) saved(now time.Time, d Durable) Reason {
 // was for is given up: the node stays what it was, where the nodes that
 // now outrank it find it and invite it.
 func (n *Node) saveFailed(now time.Time, d Durable, err string) Reason {
-	if n.saving != nil && *n.saving == d {
-		n.saving = nil
+	if n.store.saving != nil && *n.store.saving == d {
+		n.store.saving = nil
 	}
 	if err == "" {
 		err = "save failed"
 	}
-	n.persistErr = err
-	n.retryAt = now.Add(n.t.CheckInterval)
-	if p := n.pending; p != nil {
+	n.store.persistErr = err
+	n.store.retryAt = now.Add(n.t.CheckInterval)
+	if p := n.store.pending; p != nil {
 		switch p.purpose {
 		case forTakeover:
-			n.pending = nil // stay the participant we are
+			n.store.pending = nil // stay the participant we are
 		case forMerge:
 			// Stay the Normal coordinator of the group we have: nothing
 			// carrying the number left. Degraded, we now rank below the
 			// coordinators we meant to merge, and they invite us; left
 			// in Election with a group of our own, we would be invited
 			// by no one, and the LAN would stay split.
-			n.pending = nil
+			n.store.pending = nil
 			n.state = wire.StateNormal
 		}
 	}
@@ -182,23 +182,23 @@ func (n *Node) createGroup(now time.Time, p *pendingGroup) {
 	prevMembers := n.members
 	n.resetRoles()
 	g := wire.GroupNumber{Seq: p.seq, ID: n.id}
-	if !n.leader && !n.quorumMode() && n.want.Term.Less(g) {
+	if !n.lease.leader && !n.quorumMode() && n.store.want.Term.Less(g) {
 		// Its term once the group is Normal (updateLeader): saved with
 		// the group (setGroup asks), in one write.
-		n.want.Term = g
+		n.store.want.Term = g
 	}
 	n.setGroup(now, g)
 	n.out.Created = append(n.out.Created, g)
 	n.gt, n.galg = n.t, n.alg
-	n.up[n.id] = &member{m: n.self(), heard: now}
-	n.nextCheck = now.Add(n.jitter(n.t.CheckInterval))
-	n.nextBeacon = now // announce the new group (and beat) at once
+	n.coord.members.put(n.id, &member{m: n.self(), heard: now})
+	n.coord.nextCheck = now.Add(n.jitter(n.t.CheckInterval))
+	n.disc.nextBeacon = now // announce the new group (and beat) at once
 
-	n.prevGroup = prev
-	n.prevMembers = make(map[wire.NodeID]bool, len(prevMembers))
+	n.coord.prevGroup = prev
+	n.coord.prevMembers = make(map[wire.NodeID]bool, len(prevMembers))
 	for _, m := range prevMembers {
 		if m.ID != n.id {
-			n.prevMembers[m.ID] = true
+			n.coord.prevMembers[m.ID] = true
 		}
 	}
 
@@ -227,7 +227,7 @@ func (n *Node) createGroup(now time.Time, p *pendingGroup) {
 		targets = append(targets, id)
 		// The invited coordinator forwards to its members, who accept
 		// too: its beacon said how many.
-		if c := n.coords[id]; c != nil && c.size > 0 && expect >= 0 {
+		if c := n.disc.coords[id]; c != nil && c.size > 0 && expect >= 0 {
 			expect += int(c.size)
 		} else {
 			expect = -1
@@ -242,7 +242,7 @@ func (n *Node) createGroup(now time.Time, p *pendingGroup) {
 	n.state = wire.StateElection
 	n.setMembers(nil)
 	n.version = 0
-	n.merge = &mergeRound{
+	n.coord.merge = &mergeRound{
 		invited:  invite,
 		targets:  targets,
 		fresh:    fresh,
@@ -250,7 +250,7 @@ func (n *Node) createGroup(now time.Time, p *pendingGroup) {
 		resendAt: now.Add(n.t.AnswerTimeout),
 		expect:   max(expect, 0),
 	}
-	n.sendInvitations(n.merge)
+	n.sendInvitations(n.coord.merge)
 }
 
 // sendInvitations sends the current group's invitation to everyone in m

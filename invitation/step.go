@@ -16,12 +16,12 @@ import (
 // are stale, duplicate and reordered ones, by the rules of each handler. A
 // node that yielded its ID ignores everything.
 func (n *Node) Step(now time.Time, in Input) {
-	if n.stopped {
+	if n.start.stopped {
 		return
 	}
 	n.now = now
-	if !n.settled && !now.Before(n.bootEnd) {
-		n.settled = true
+	if !n.start.settled && !now.Before(n.start.bootEnd) {
+		n.start.settled = true
 	}
 	// The lease may have run out since the last input: decide on the
 	// flag this input's messages carry.
@@ -42,7 +42,7 @@ func (n *Node) Step(now time.Time, in Input) {
 		why = n.tick(now)
 	case PeerDown:
 		if in.Left && n.q.Enabled() {
-			n.voterLeft(in.ID)
+			n.quorum.roll.Left(in.ID)
 		}
 		why = n.peerDown(now, in.ID)
 	case Saved:
@@ -57,7 +57,7 @@ func (n *Node) Step(now time.Time, in Input) {
 	n.updateLease(now)
 	if why == "" {
 		why = ReasonMembers
-		if n.primary != n.last.Primary && n.group == n.last.Group && n.state == n.last.State {
+		if n.lease.primary != n.last.Primary && n.group == n.last.Group && n.state == n.last.State {
 			why = ReasonLease
 		}
 	}
@@ -111,12 +111,12 @@ func (n *Node) afterStall(t time.Time) time.Time {
 // peerDown handles the failure detector's verdict on id.
 func (n *Node) peerDown(now time.Time, id wire.NodeID) Reason {
 	n.forgetCoord(id)
-	delete(n.fresh, id)
-	delete(n.loud, id)
+	delete(n.disc.fresh, id)
+	delete(n.disc.loud, id)
 	switch {
 	case id == n.id:
 	case n.isCoordinator() && n.state == wire.StateNormal:
-		if _, ok := n.up[id]; ok {
+		if n.coord.members.has(id) {
 			n.dropMembers(now, []wire.NodeID{id})
 		}
 	case !n.isCoordinator() && n.state == wire.StateNormal && id == n.group.ID:

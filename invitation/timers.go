@@ -52,9 +52,9 @@ func (n *Node) phase() phase {
 	switch {
 	case n.group.IsZero():
 		return detachedPhase
-	case n.pending != nil && n.pending.purpose != forTakeover:
+	case n.store.pending != nil && n.store.pending.purpose != forTakeover:
 		return savingPhase
-	case n.election != nil:
+	case n.part.election != nil:
 		return electionPhase
 	case n.isCoordinator():
 		return coordinatorPhase
@@ -71,11 +71,11 @@ func (n *Node) phase() phase {
 // held-back member list goes out, which goes before the round's
 // retransmission (which it makes moot).
 var timers = [...]timer{
-	{name: "beacon", due: func(n *Node) time.Time { return n.nextBeacon }, fire: work((*Node).sendPeriodicBeacon)},
+	{name: "beacon", due: func(n *Node) time.Time { return n.disc.nextBeacon }, fire: work((*Node).sendPeriodicBeacon)},
 	{name: "sweep", due: func(n *Node) time.Time { return n.nextSweep }, fire: work((*Node).sweep)},
 	{name: "save-retry", due: func(n *Node) time.Time {
-		if n.degraded() && n.saving == nil {
-			return n.retryAt
+		if n.degraded() && n.store.saving == nil {
+			return n.store.retryAt
 		}
 		return time.Time{}
 	}, fire: work((*Node).retrySave)},
@@ -83,96 +83,96 @@ var timers = [...]timer{
 	{name: "boot-window", phase: detachedPhase, poll: true, due: (*Node).bootWindowDue, fire: ends((*Node).tickDetached)},
 
 	{name: "election", phase: electionPhase, due: func(n *Node) time.Time {
-		if !n.electAt.IsZero() {
-			return n.electAt
+		if !n.part.electAt.IsZero() {
+			return n.part.electAt
 		}
-		return n.afterStall(n.election.Deadline())
+		return n.afterStall(n.part.election.Deadline())
 	}, fire: ends((*Node).tickElection)},
 
 	{name: "accept-window", phase: coordinatorPhase, due: func(n *Node) time.Time {
-		if m := n.merge; m != nil {
+		if m := n.coord.merge; m != nil {
 			return n.afterStall(m.deadline)
 		}
 		return time.Time{}
 	}, fire: ends((*Node).closeAcceptWindow)},
 	{name: "invitation-resend", phase: coordinatorPhase, due: func(n *Node) time.Time {
-		if m := n.merge; m != nil {
+		if m := n.coord.merge; m != nil {
 			return m.resendAt
 		}
 		return time.Time{}
 	}, fire: work((*Node).resendInvitations)},
 	{name: "ready-round", phase: coordinatorPhase, due: func(n *Node) time.Time {
-		if r := n.ready; r != nil && n.merge == nil {
+		if r := n.coord.ready; r != nil && n.coord.merge == nil {
 			return n.afterStall(r.deadline)
 		}
 		return time.Time{}
 	}, fire: (*Node).endReadyRound},
 	{name: "member-list", phase: coordinatorPhase, due: func(n *Node) time.Time {
-		if n.staleVersion && n.merge == nil {
-			return n.nextVersionAt
+		if n.coord.staleVersion && n.coord.merge == nil {
+			return n.coord.nextVersionAt
 		}
 		return time.Time{}
 	}, fire: (*Node).publishHeld},
 	{name: "ready-resend", phase: coordinatorPhase, due: func(n *Node) time.Time {
-		if r := n.ready; r != nil && n.merge == nil {
+		if r := n.coord.ready; r != nil && n.coord.merge == nil {
 			return r.resendAt
 		}
 		return time.Time{}
 	}, fire: work((*Node).resendReady)},
 	{name: "late-acks", phase: coordinatorPhase, due: func(n *Node) time.Time {
-		if n.state == wire.StateNormal && len(n.up) > 1 && !n.nextLate.IsZero() {
-			return n.afterStall(n.nextLate)
+		if n.state == wire.StateNormal && n.coord.members.size() > 1 && !n.coord.nextLate.IsZero() {
+			return n.afterStall(n.coord.nextLate)
 		}
 		return time.Time{}
 	}, fire: work((*Node).scanLate)},
 	{name: "check-answers", phase: coordinatorPhase, due: func(n *Node) time.Time {
-		if c := n.check; c != nil && n.state == wire.StateNormal {
+		if c := n.coord.check; c != nil && n.state == wire.StateNormal {
 			return c.deadline
 		}
 		return time.Time{}
 	}, fire: (*Node).endCheck},
 	{name: "merge-delay", phase: coordinatorPhase, due: func(n *Node) time.Time {
 		if n.state == wire.StateNormal {
-			return n.mergeAt
+			return n.coord.mergeAt
 		}
 		return time.Time{}
 	}, fire: ends((*Node).endMergeDelay)},
 	{name: "check", phase: coordinatorPhase, due: func(n *Node) time.Time {
 		if n.state == wire.StateNormal {
-			return n.nextCheck
+			return n.coord.nextCheck
 		}
 		return time.Time{}
 	}, fire: work((*Node).startCheck)},
 	{name: "ack-retry", phase: coordinatorPhase, due: func(n *Node) time.Time {
 		if n.state == wire.StateNormal {
-			return n.ackRetryAt
+			return n.lease.ackRetryAt
 		}
 		return time.Time{}
 	}, fire: work((*Node).retryAcks)},
 	{name: "lease", phase: coordinatorPhase, due: (*Node).leaseDeadline},
 
 	{name: "reorganization", phase: reorganizationPhase, due: func(n *Node) time.Time {
-		return n.afterStall(n.reorgUntil)
+		return n.afterStall(n.part.reorgUntil)
 	}, fire: ends((*Node).endReorganization)},
 	{name: "accept-resend", phase: reorganizationPhase, due: func(n *Node) time.Time {
-		return n.resendAcc
+		return n.part.resendAcc
 	}, fire: work((*Node).resendAccept)},
 
 	{name: "alive", phase: participantPhase, due: func(n *Node) time.Time {
-		return n.afterStall(n.lastYes.Add(n.aliveTimeout() + 1))
+		return n.afterStall(n.part.lastYes.Add(n.aliveTimeout() + 1))
 	}, fire: ends((*Node).startElection)},
 	{name: "probe", phase: participantPhase, due: func(n *Node) time.Time {
-		return n.afterStall(n.probeUntil)
+		return n.afterStall(n.part.probeUntil)
 	}, fire: ends((*Node).endProbe)},
 	{name: "are-you-there", phase: participantPhase, due: (*Node).askDue, fire: work((*Node).askCoordinator)},
 	{name: "takeover", phase: participantPhase, poll: true, due: func(n *Node) time.Time {
-		if !n.outrankSince.IsZero() && n.pending == nil {
-			return n.outrankSince.Add(n.t.CheckInterval)
+		if !n.part.outrankSince.IsZero() && n.store.pending == nil {
+			return n.part.outrankSince.Add(n.t.CheckInterval)
 		}
 		return time.Time{}
 	}, fire: ends((*Node).maybeTakeOver)},
 	{name: "owed-grant", phase: participantPhase, due: func(n *Node) time.Time {
-		if n.owe {
+		if n.lease.owe {
 			if f := n.grantFreeAt(n.group.ID); f.After(n.now) {
 				return f
 			}
@@ -259,7 +259,7 @@ func (n *Node) NextDeadline() time.Time {
 // first in the table, of several): what a runtime names when a node's
 // deadline stays due however often it ticks.
 func (n *Node) NextTimer() (name string, at time.Time) {
-	if n.stopped {
+	if n.start.stopped {
 		return "", time.Time{}
 	}
 	for _, ts := range [2][]*timer{byPhase[anyPhase], byPhase[n.phase()]} {
