@@ -263,24 +263,23 @@ func leaderLab(t *testing.T, ids ...int) (*tlab, group.Status) {
 
 // rejoin restarts lower node i (SIGTERM, or kill -9 when crash) and waits
 // until all nodes converge under 5 again. It returns how long that took on
-// the recorded history, and fails t if it took more than T_heal + slack.
+// the recorded history, a figure beside T_heal (failing only past the
+// outer limit).
 func (l *tlab) rejoin(i int, crash bool) time.Duration {
 	l.t.Helper()
 	at := l.restart(i, crash)
 	_, polled := l.convergedUnder(fmt.Sprintf("nodes converge after restarting node %d", i), l.all(), 5)
 	d := l.measure(fmt.Sprintf("rejoin of node %d", i), at, l.all(), invariant.IsConverged, polled)
-	if bound := l.Timing().HealBound() + slack; d > bound {
-		l.t.Errorf("node %d rejoined %v after its restart, more than T_heal + slack = %v", i, d, bound)
-	}
+	l.timing(fmt.Sprintf("node %d rejoined after its restart", i), d, l.Timing().HealBound(), 0)
 	return d
 }
 
 // splitLow partitions lower nodes low from the others, waits until each
 // side has converged on its own (low under its highest, the others under
 // 5), heals, and waits until all converge under 5 again. It returns how
-// long the sides (the slower) and the heal took on the recorded history,
-// and the term the low side's leader took; it fails t if either took more
-// than T_heal + slack (+ the time to apply the change), or if node 5 does
+// long the sides (the slower) and the heal took on the recorded history
+// (figures beside T_heal, failing only past the outer limit), and the term
+// the low side's leader took; it fails t if node 5 does
 // not lead after the heal in a term above the low side's (issue 23: a
 // leader that merges a group back goes above every term its members saw).
 func (l *tlab) splitLow(low []int) (side, heal time.Duration, lowTerm group.GroupNumber) {
@@ -297,16 +296,12 @@ func (l *tlab) splitLow(low []int) (side, heal time.Duration, lowTerm group.Grou
 	_, ph := l.convergedUnder("side "+list(high)+" converges on its own", high, 5)
 	side = max(l.measure("side "+list(low), part.Start, low, invariant.IsConverged, pl),
 		l.measure("side "+list(high), part.Start, high, invariant.IsConverged, ph))
-	bound := l.Timing().HealBound() + slack
-	if side > bound+applied(part) {
-		l.t.Errorf("partition %s|%s: a side took %v to settle, more than T_heal + slack%s = %v", list(low), list(high), side, applying(part), bound+applied(part))
-	}
+	bound := l.Timing().HealBound()
+	l.timing(fmt.Sprintf("partition %s|%s: the slower side settled", list(low), list(high)), side, bound, applied(part))
 	w := l.heal()
 	sts, polled := l.convergedUnder("nodes converge after the heal of "+list(low)+"|"+list(high), l.all(), 5)
 	heal = l.measure("heal of "+list(low)+"|"+list(high), w.Start, l.all(), invariant.IsConverged, polled)
-	if heal > bound+applied(w) {
-		l.t.Errorf("heal of %s|%s took %v, more than T_heal + slack%s = %v", list(low), list(high), heal, applying(w), bound+applied(w))
-	}
+	l.timing(fmt.Sprintf("heal of %s|%s: all converged under 5", list(low), list(high)), heal, bound, applied(w))
 	if s5 := sts[5]; !s5.Leader || !lowTerm.Less(s5.Term) {
 		l.t.Errorf("after the heal of %s|%s node 5 leads %v in term %s, want a term above the low side's %s", list(low), list(high), s5.Leader, s5.Term, lowTerm)
 	}
@@ -411,12 +406,9 @@ func TestLeaderKeepsLeading(t *testing.T) {
 		s5.Term, dJoin.Seconds(), dRestart.Seconds(), dSide.Seconds(), dHeal.Seconds(), p.seen()[len(p.seen())-1], lowTerm, polls, len(flaps), errs, hookStarts, histStarts)
 
 	sts, polled := l.convergedUnder("survivors 1-4 converge under node 4", surv, 4)
-	bound := l.Timing().FailoverBound() + slack
 	dFail := l.measure("failover", kill.Start, surv, invariant.IsFailedOver, polled)
 	dConv := l.measure("survivors' convergence", kill.Start, surv, invariant.IsConverged, polled)
-	if dFail > bound {
-		t.Errorf("failover took %v, more than T_failover + slack = %v", dFail, bound)
-	}
+	l.timing("failover: survivors 1-4 Normal after kill -9 of node 5", dFail, l.Timing().FailoverBound(), 0)
 	s4 := sts[4]
 	if last := p.seen()[len(p.seen())-1]; !s4.Leader || !last.Less(s4.Term) {
 		t.Errorf("node 4 after the failover: leader %v in term %s; want leader in a term above node 5's %s", s4.Leader, s4.Term, last)
@@ -450,8 +442,8 @@ func TestLeaderKeepsLeading(t *testing.T) {
 			t.Errorf("node %d after the kill: leader-stop in its hook: %v", i, s)
 		}
 	}
-	t.Logf("failover: kill -9 of node 5; survivors 1-4 Normal under node 4 %.3fs after the kill (T_failover %v + slack %v = %v), converged %.3fs after; node 4 leads in term %s (node 5's was %s); one leader-start, on node 4",
-		dFail.Seconds(), l.Timing().FailoverBound(), slack, bound, dConv.Seconds(), s4.Term, s5.Term)
+	t.Logf("failover: kill -9 of node 5; survivors 1-4 Normal under node 4 %.3fs after the kill (T_failover %v), converged %.3fs after; node 4 leads in term %s (node 5's was %s); one leader-start, on node 4",
+		dFail.Seconds(), l.Timing().FailoverBound(), dConv.Seconds(), s4.Term, s5.Term)
 }
 
 // TestLeaderKeepsLeadingSoak (issues 13, 23, GROUPD_E2E_LONG=1): node 5
