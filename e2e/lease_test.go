@@ -218,6 +218,29 @@ type writeRun struct {
 
 // endExecs stops every exec still running (SIGTERM: it stops its child)
 // and returns each node's runs of writes, per term, with exec's output.
+// childWrote waits, at most timeout, until node's exec child has
+// written a line in term; it fails t if it has not by then.
+func childWrote(t *testing.T, xs []*execChild, node int, term string, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for _, x := range xs {
+		if x.node != node {
+			continue
+		}
+		for {
+			b, _ := os.ReadFile(x.file)
+			if strings.Contains(string(b), " "+term+"\n") {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("node %d's exec child wrote nothing in term %s within %v", node, term, timeout)
+				return
+			}
+			time.Sleep(20 * time.Millisecond) // polling the child's file
+		}
+	}
+}
+
 func endExecs(t *testing.T, xs []*execChild) ([]writeRun, map[int]string) {
 	logs := map[int]string{}
 	var runs []writeRun
@@ -342,7 +365,9 @@ func TestLeaseExclusive(t *testing.T) {
 		l.convergedUnder("nodes converge after: "+r.name, l.all(), 5)
 		p.waitLeader(t, "node 5 leads again after: "+r.name, []int{5}, time.Now(), 15*time.Second)
 	}
-	time.Sleep(500 * time.Millisecond) // node 5's exec sees its leadership and starts its child
+	// Node 5's exec sees its leadership and starts its child: wait until
+	// the child has written in node 5's term.
+	childWrote(t, xs, 5, l.status(5).Term.String(), 10*time.Second)
 	polls := p.end()
 	writes, logs := endExecs(t, xs)
 	for _, r := range report {
