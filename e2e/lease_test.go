@@ -284,8 +284,9 @@ func endExecs(t *testing.T, xs []*execChild) ([]writeRun, map[int]string) {
 }
 
 // freeze stops node i's daemon for d (SIGSTOP), then lets it go on
-// (SIGCONT), and returns when it was stopped.
-func (l *tlab) freeze(i int, d time.Duration) time.Time {
+// (SIGCONT), and returns when it was stopped; it sends that instant on
+// stopped as soon as the node is stopped.
+func (l *tlab) freeze(i int, d time.Duration, stopped chan<- time.Time) time.Time {
 	l.t.Helper()
 	pid, err := l.PID(i)
 	if err != nil {
@@ -296,7 +297,8 @@ func (l *tlab) freeze(i int, d time.Duration) time.Time {
 		l.t.Fatalf("e2e: SIGSTOP node %d: %v", i, err)
 	}
 	l.t.Logf("froze node %d (pid %d) for %v", i, pid, d)
-	time.Sleep(d)
+	stopped <- at
+	time.Sleep(d) // the freeze's duration: the fault, not a synchronisation
 	if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
 		l.t.Fatalf("e2e: SIGCONT node %d: %v", i, err)
 	}
@@ -342,10 +344,15 @@ func TestLeaseExclusive(t *testing.T) {
 		var newLeader leaderPoll
 		if r.fault == nil {
 			// The freeze: the others elect while node 5 is stopped.
-			done := make(chan time.Time, 1)
-			go func() { done <- l.freeze(5, 3*time.Second) }()
-			time.Sleep(50 * time.Millisecond)
-			newLeader = p.waitLeader(t, r.name, others, time.Now().Add(-50*time.Millisecond), 10*time.Second)
+			done, stopped := make(chan time.Time, 1), make(chan time.Time, 1)
+			go func() { done <- l.freeze(5, 3*time.Second, stopped) }()
+			var since time.Time
+			select {
+			case since = <-stopped:
+			case <-time.After(10 * time.Second):
+				t.Fatalf("%s: node 5 was not stopped within 10 s", r.name)
+			}
+			newLeader = p.waitLeader(t, r.name, others, since, 10*time.Second)
 			at = <-done
 		} else {
 			at = r.fault()
