@@ -599,9 +599,12 @@ type domBox struct {
 // recorder installs (once per page) a MutationObserver on the topology,
 // the group boxes and the summary that appends a snapshot to
 // window.__e2e.log, stamped with Date.now(), whenever what they show
-// changes; it returns the log's length.
+// changes; it returns the log's length, or -1 while the page has not
+// made those elements yet (it installs nothing then: ask again).
 const recorder = `const R = window.__e2e || (window.__e2e = {log: [], sig: ''});
 if (!R.on) {
+  const els = ['topo', 'groups', 'summary'].map((id) => document.getElementById(id));
+  if (els.some((e) => !e)) return -1;
   R.on = true;
   const q = (s) => [...document.querySelectorAll(s)];
   const snap = () => {
@@ -621,8 +624,8 @@ if (!R.on) {
     R.log.push(s);
   };
   const mo = new MutationObserver(snap);
-  for (const id of ['topo', 'groups', 'summary'])
-    mo.observe(document.getElementById(id), {subtree: true, childList: true, attributes: true, characterData: true});
+  for (const e of els)
+    mo.observe(e, {subtree: true, childList: true, attributes: true, characterData: true});
   snap();
 }
 return R.log.length;`
@@ -641,8 +644,20 @@ func (wd *webDriver) openPages(pages ...*uiPage) {
 		wd.switchTo(p.handle)
 		wd.call(http.MethodPost, "/window/rect", map[string]int{"width": 1280, "height": 860}, nil)
 		wd.navigate(p.url + ui.Prefix)
-		var n int
-		wd.eval(recorder, &n)
+		// Under load the page may not have made its elements yet when
+		// the navigation returns: poll until the recorder is in place.
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			var n int
+			wd.eval(recorder, &n)
+			if n >= 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				wd.t.Fatalf("ui: %s: the page has no #topo, #groups and #summary 30 s after it was loaded", p.name)
+			}
+			time.Sleep(50 * time.Millisecond) // polling the page
+		}
 	}
 }
 
