@@ -388,6 +388,11 @@ func TestDuplicateID(t *testing.T) {
 // then a second process with ID who starts at 10.9.9.9.
 func testDuplicateID(t *testing.T, mode netMode, keyed bool, who wire.NodeID) {
 	c := newCluster(t, mode)
+	// The test ends by waiting MemberTimeout for the duplicate to leave
+	// the status: 3 s instead of the fast profile's 6 s, so that the
+	// six cases do not set go test ./group's pace (what is asserted is
+	// relative to it).
+	c.timing.MemberTimeout = 3 * time.Second
 	if keyed {
 		c.key = bytes.Repeat([]byte{7}, wire.KeySize)
 	}
@@ -581,6 +586,9 @@ func TestIntegrationKeyed(t *testing.T) {
 func TestReconnectLoop(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t, memSeeds)
+	// It waits for memberlist to declare a crashed node dead, a
+	// MemberTimeout: 3 s instead of the fast profile's 6 s.
+	c.timing.MemberTimeout = 3 * time.Second
 	for id := wire.NodeID(1); id <= 3; id++ {
 		c.start(id, "")
 	}
