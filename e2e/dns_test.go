@@ -186,7 +186,8 @@ func (d *dnsLab) seedWarnings(i int) int {
 // SRV) converge, fail over, split and heal; a node removed from the
 // records and stopped leaves the group; a sixth node whose seed has no
 // records yet warns once and keeps trying, and is in the group within
-// --resolve-interval + 1 s (+ slack) of its records' arrival.
+// --resolve-interval + 1 s of its records' arrival (a figure; it fails past
+// the outer limit).
 func TestDNSSeeds(t *testing.T) {
 	t.Parallel()
 	requireDNS(t)
@@ -208,21 +209,14 @@ func TestDNSSeeds(t *testing.T) {
 			up := d.startKeeping(ids...)
 			_, polled := d.waitFor("5 nodes converge by DNS", ids, 60*time.Second, lab.Converged(ids))
 			c := d.measure("DNS cold start", up, ids, invariant.IsConverged, polled)
-			bound := d.Timing().HealBound() + slack
-			t.Logf("no multicast, DNS seeds: 5 nodes converged %.3fs after all daemons were up (T_heal + slack %v)", c.Seconds(), bound)
-			if c > bound {
-				t.Errorf("cold start took %v, more than %v", c, bound)
-			}
+			d.timing("no multicast, DNS seeds: 5 nodes converged after all daemons were up", c, d.Timing().HealBound(), 0)
 
 			kill := d.kill(5)
 			surv := lab.Span(1, 4)
 			_, polled = d.waitFor("failover", surv, 30*time.Second, lab.FailedOver(surv))
 			f := d.measure("DNS failover", kill.Start, surv, invariant.IsFailedOver, polled)
-			t.Logf("no multicast: failover %.3fs after kill -9 of coordinator 5 (T_failover + slack %v)", f.Seconds(), d.Timing().FailoverBound()+slack)
-			if f > d.Timing().FailoverBound()+slack {
-				t.Errorf("failover took %v", f)
-			}
-			d.checkpoint("L2 "+list(surv), kill.End.Add(d.Timing().FailoverBound()+slack), "L2 at kill + T_failover + slack (no multicast)")
+			d.timing("no multicast: failover after kill -9 of coordinator 5", f, d.Timing().FailoverBound(), 0)
+			d.checkpoint("L2 "+list(surv), polled, "L2 once seen failed over after the kill (no multicast)")
 			d.startKeeping(5)
 			d.waitFor("node 5 back", ids, 30*time.Second, lab.Converged(ids))
 			splitAndHeal(t, d.tlab, []int{1, 2}, []int{3, 4, 5}, 30*time.Second)
@@ -241,7 +235,15 @@ func TestDNSSeeds(t *testing.T) {
 				t.Fatal(err)
 			}
 			d.startKeeping(6)
-			time.Sleep(3 * dnsResolveInterval) // a few back-off rounds
+			// Node 6 tries its seed and warns; then a few back-off
+			// rounds without records (the experiment's duration, not
+			// a synchronisation), after which it must still be alone
+			// and have warned once.
+			deadline := time.Now().Add(30 * time.Second)
+			for d.seedWarnings(6) == 0 && time.Now().Before(deadline) {
+				time.Sleep(50 * time.Millisecond) // polling node 6's log
+			}
+			time.Sleep(3 * dnsResolveInterval)
 			if st := d.status(6); len(st.Members) != 1 {
 				t.Fatalf("node 6 joined through no record: %v", st)
 			}
@@ -249,11 +251,7 @@ func TestDNSSeeds(t *testing.T) {
 			at := d.records(now, map[string][]int{"new.lab": now})
 			_, polled = d.waitFor("node 6 added", now, 30*time.Second, lab.Converged(now))
 			a := d.measure("added node", at, now, invariant.IsConverged, polled)
-			t.Logf("a node added to DNS: in the group %.3fs after the records named it (--resolve-interval %v + 1 s + slack %v)",
-				a.Seconds(), dnsResolveInterval, slack)
-			if a > dnsResolveInterval+time.Second+slack {
-				t.Errorf("the added node joined %v after its records, more than --resolve-interval + 1 s + slack", a)
-			}
+			d.timing("a node added to DNS: in the group after the records named it (bound --resolve-interval + 1 s)", a, dnsResolveInterval+time.Second, 0)
 			if w := d.seedWarnings(6); w != 1 {
 				t.Errorf("node 6 logged %d warnings about its seed while it had no records, want 1 (back-off, one warning)", w)
 			}

@@ -87,15 +87,21 @@
 //
 // Every test records every node's events and the lab's marks and, when it
 // ends (pass or fail), replays the whole history through internal/history:
-// S1–S4 on every record, and every check point: L1 at heal + T_heal +
-// slack, L2 at kill (or cut) + T_failover + slack, L1 of each side during a
-// partition, L1 at the chaos scenario's quiet periods. Times (failover,
-// heal) are measured on the recorded history, from the start of the fault
-// to the first instant at which the condition holds, and logged with
-// t.Logf. The margin over a protocol bound is slack (1 s: timers firing
-// late on a loaded machine; GROUPD_E2E_SLACK) plus, for network faults, the
-// time the lab took to put the fault in place (lab overhead, named in the
-// log); the bounds themselves are never widened.
+// S1–S4 on every record, and every check point: L1 once polling saw the
+// nodes converged after a start or a heal, L2 once it saw the survivors
+// failed over after a kill (or cut), L1 of each side during a partition,
+// L1 at the chaos scenario's quiet periods. The tests assert what must
+// hold (convergence, safety, the final view), never how fast it came:
+// times (failover, heal) are measured on the recorded history, from the
+// start of the fault to the first instant at which the condition holds,
+// and logged with the design bound beside them ("timing: ... (design
+// bound 2s, outer limit 6s)"). The bounds assume daemons that run when
+// their timers fire, which a loaded 2-core machine does not give; the
+// benchmarks judge them. A test fails only past an outer limit of three
+// times the bound (at least 5 s), plus, for network faults, the time the
+// lab took to put the fault in place (outerLimit). No test sleeps to wait
+// for a state: it polls for it; the sleeps left hold a fault, or a quiet
+// window in which nothing may change, for the experiment's duration.
 //
 // # Long soaks
 //

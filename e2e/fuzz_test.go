@@ -234,7 +234,7 @@ func fuzzRun(t *testing.T, keyed bool, d time.Duration, rate int) {
 		src.light = append(src.light, udpIn(t, l, fz, ip))
 	}
 
-	time.Sleep(time.Second) // let the daemons settle before the baseline
+	time.Sleep(time.Second) // a quiet second after start-up before the RSS baseline: a hold, not a wait for a state
 	base := fuzzBaseline(t, l, ids)
 	stop := fuzzBackground(l, fz, ids, base, src.gossip)
 	st := f.flood(src, d, rate)

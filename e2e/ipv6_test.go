@@ -90,11 +90,8 @@ func TestDualStackLab(t *testing.T) {
 	surv := lab.Span(1, 4)
 	_, polled = l.waitFor("dual-stack failover", surv, 30*time.Second, lab.FailedOver(surv))
 	f := l.measure("dual-stack failover", kill.Start, surv, invariant.IsFailedOver, polled)
-	t.Logf("dual stack: failover %.3fs after kill -9 of coordinator 5", f.Seconds())
-	if bound := l.Timing().FailoverBound() + slack; f > bound {
-		t.Errorf("failover took %v, more than T_failover + slack = %v", f, bound)
-	}
-	l.checkpoint("L2 "+list(surv), kill.End.Add(l.Timing().FailoverBound()+slack), "L2 at kill + T_failover + slack (dual stack)")
+	l.timing("dual stack: failover after kill -9 of coordinator 5", f, l.Timing().FailoverBound(), 0)
+	l.checkpoint("L2 "+list(surv), polled, "L2 once seen failed over after the kill (dual stack)")
 	l.startKeeping(5)
 	l.waitFor("node 5 back", ids, 30*time.Second, lab.Converged(ids))
 	splitAndHeal(t, l, []int{1, 2}, []int{3, 4, 5}, 30*time.Second)

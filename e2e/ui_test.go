@@ -49,22 +49,27 @@ func TestUILiveView(t *testing.T) {
 	wd := startWebDriver(t, driver, browser)
 	wd.navigate(labURL + ui.Prefix)
 
-	want := l.status(1).Group.String()
+	// The group status reports now, at every poll: what the page must
+	// show in the end (a merge may still be renumbering the group).
+	var want string
 	all := []int{1, 2, 3, 4, 5}
 	wd.waitGroups("the lab view shows one group", 10*time.Second, func(gs []domGroup) bool {
+		want = l.status(1).Group.String()
 		return len(gs) == 1 && gs[0].Group == want && slices.Equal(gs[0].IDs, all)
 	})
 	t.Logf("ui: the lab view shows one group %s of nodes 1-5, as status reports", want)
 
 	part := l.partition([]int{1, 2}, []int{3, 4, 5})
-	gs := wd.waitGroups("the lab view shows the split", 3*time.Second+applied(part), func(gs []domGroup) bool {
+	// The split shows within 3 s by design; how long it took is a figure,
+	// and the wait fails only past the outer limit.
+	gs := wd.waitGroups("the lab view shows the split", outerLimit(3*time.Second, applied(part)), func(gs []domGroup) bool {
 		return len(gs) == 2 && (slices.Equal(gs[0].IDs, []int{1, 2}) && slices.Equal(gs[1].IDs, []int{3, 4, 5}) ||
 			slices.Equal(gs[1].IDs, []int{1, 2}) && slices.Equal(gs[0].IDs, []int{3, 4, 5}))
 	})
 	var st pageStats
 	wd.eval("return window.groupdUI.stats", &st)
 	shown := time.UnixMilli(int64(st.GroupsChangedAt))
-	t.Logf("ui: the page showed groups %s and %s %v after the partition was applied (%v after it started); "+
+	t.Logf("ui: the page showed groups %s and %s %v after the partition was applied (%v after it started; design bound 3 s); "+
 		"event→DOM latency so far: %s", gs[0].Group, gs[1].Group, shown.Sub(part.End).Round(time.Millisecond),
 		shown.Sub(part.Start).Round(time.Millisecond), st)
 	time.Sleep(500 * time.Millisecond) // let the timeline show the split
@@ -78,18 +83,22 @@ func TestUILiveView(t *testing.T) {
 		t.Logf("ui: screenshot during the split: %s (%d bytes)", path, len(png))
 	}
 
-	l.heal()
-	wd.waitGroups("the lab view shows one group after the heal", l.Timing().HealBound()+slack, func(gs []domGroup) bool {
+	h := l.heal()
+	wd.waitGroups("the lab view shows one group after the heal", outerLimit(l.Timing().HealBound(), applied(h)), func(gs []domGroup) bool {
 		return len(gs) == 1 && slices.Equal(gs[0].IDs, all)
 	})
+	seen := time.Since(h.Start)
 	wd.eval("return window.groupdUI.stats", &st)
-	t.Logf("ui: one group again after the heal; event→DOM latency over the run: %s", st)
+	t.Logf("ui: one group again %.3fs after the heal (design bound T_heal %v); event→DOM latency over the run: %s", seen.Seconds(), l.Timing().HealBound(), st)
 
 	// Node mode, through the proxy of `groupd ui`: node 1's view, from its
 	// member list and gossip meta.
 	wd.navigate(nodeURL + ui.Prefix)
-	want = l.status(1).Group.String()
+	// Read at every poll: after the heal a merge may still renumber the
+	// group, and a number read once before it is one the page never
+	// shows again (run 2 of 5: the page showed the merged group for 10 s).
 	wd.waitGroups("node 1's view shows one group", 10*time.Second, func(gs []domGroup) bool {
+		want = l.status(1).Group.String()
 		return len(gs) == 1 && gs[0].Group == want && slices.Equal(gs[0].IDs, all)
 	})
 	t.Logf("ui: node 1's view through the proxy shows group %s of nodes 1-5", want)
@@ -109,10 +118,10 @@ func TestUILiveView(t *testing.T) {
 //     instead), a cut link to the other side (the lab view: every link
 //     between the sides), and the page's own side as its one group (the
 //     lab view: both sides);
-//   - within T_heal + slack after the heal: one group, no cut link;
+//   - after the heal: one group, no cut link (T_heal is the design bound);
 //   - a one-way cut 1->3,4,5: the lab view shows those links one-way,
 //     getting through from 3, 4 and 5 to 1 (the node pages are logged);
-//   - within T_heal + slack after its heal: one group, no cut link.
+//   - after its heal: one group, no cut link.
 //
 // The lab runs the lan profile (GROUPD_E2E_UI_PROFILE=fast: the fast
 // one); the log says what both profiles' timing gives.
@@ -173,7 +182,7 @@ func TestUITopology(t *testing.T) {
 	}
 
 	h := l.heal()
-	wd.await("every page shows one group after the heal", pages, h.End, l.Timing().HealBound()+slack, time.Second, oneGroup(all))
+	wd.await("every page shows one group after the heal", pages, h.End, l.Timing().HealBound(), time.Second, oneGroup(all))
 
 	cut := l.cut(1, 3, 4, 5)
 	wd.await("the lab view shows the one-way cut 1->3,4,5", pages[:1], cut.End, 1500*time.Millisecond, 1500*time.Millisecond, onewayShown(1, []int{3, 4, 5}))
@@ -185,7 +194,7 @@ func TestUITopology(t *testing.T) {
 	}
 
 	h = l.heal()
-	wd.await("every page shows one group after the one-way cut's heal", pages, h.End, l.Timing().HealBound()+slack, time.Second, oneGroup(all))
+	wd.await("every page shows one group after the one-way cut's heal", pages, h.End, l.Timing().HealBound(), time.Second, oneGroup(all))
 }
 
 // TestUIPrimaryBadges checks the quorum badges. Without --expect no page
@@ -210,7 +219,7 @@ func TestUIPrimaryBadges(t *testing.T) {
 	wd.await("the lab view shows one group of 1-5 (no --expect)", pages[:1], time.Now(), 3*time.Second, time.Second,
 		func(p *uiPage, s domSnap) string { return s.showsGroups(l.all()) })
 	part := l.partition(a, b)
-	wd.await("the lab view shows the groups 1,2 and 3,4,5 (no --expect)", pages[:1], part.End, l.Timing().HealBound()+slack, time.Second,
+	wd.await("the lab view shows the groups 1,2 and 3,4,5 (no --expect)", pages[:1], part.End, l.Timing().HealBound(), time.Second,
 		func(p *uiPage, s domSnap) string { return s.showsGroups(a, b) })
 	wd.collect(pages...)
 	for _, p := range pages {
@@ -252,7 +261,7 @@ func TestUIPrimaryBadges(t *testing.T) {
 			return ""
 		}
 	}
-	bound := q.Timing().HealBound() + slack
+	bound := q.Timing().HealBound()
 	wd.await("--expect 5: one primary badge, on 1-5", lv, time.Now(), 3*time.Second, time.Second, primaryOn(q.all(), q.all()))
 	part = q.partition(a, b)
 	wd.await("--expect 5: one primary badge, on 3,4,5 of 1,2 | 3,4,5", lv, part.End, bound, time.Second, primaryOn(b, a, b))
@@ -596,9 +605,12 @@ type domBox struct {
 // recorder installs (once per page) a MutationObserver on the topology,
 // the group boxes and the summary that appends a snapshot to
 // window.__e2e.log, stamped with Date.now(), whenever what they show
-// changes; it returns the log's length.
+// changes; it returns the log's length, or -1 while the page has not
+// made those elements yet (it installs nothing then: ask again).
 const recorder = `const R = window.__e2e || (window.__e2e = {log: [], sig: ''});
 if (!R.on) {
+  const els = ['topo', 'groups', 'summary'].map((id) => document.getElementById(id));
+  if (els.some((e) => !e)) return -1;
   R.on = true;
   const q = (s) => [...document.querySelectorAll(s)];
   const snap = () => {
@@ -618,8 +630,8 @@ if (!R.on) {
     R.log.push(s);
   };
   const mo = new MutationObserver(snap);
-  for (const id of ['topo', 'groups', 'summary'])
-    mo.observe(document.getElementById(id), {subtree: true, childList: true, attributes: true, characterData: true});
+  for (const e of els)
+    mo.observe(e, {subtree: true, childList: true, attributes: true, characterData: true});
   snap();
 }
 return R.log.length;`
@@ -638,8 +650,31 @@ func (wd *webDriver) openPages(pages ...*uiPage) {
 		wd.switchTo(p.handle)
 		wd.call(http.MethodPost, "/window/rect", map[string]int{"width": 1280, "height": 860}, nil)
 		wd.navigate(p.url + ui.Prefix)
-		var n int
-		wd.eval(recorder, &n)
+		// Under load the page may not have run its script yet when the
+		// navigation returns: poll until it has (window.groupdUI) and
+		// the recorder is in place. A page whose script never ran (an
+		// asset lost on a loaded host: node 3's page stayed empty for
+		// 10 s in a full-suite run) is loaded again, once, and said so.
+		start, reloaded := time.Now(), false
+		for {
+			var n int
+			wd.eval("return window.groupdUI ? 0 : -1;", &n)
+			if n == 0 {
+				wd.eval(recorder, &n)
+				if n >= 0 {
+					break
+				}
+			}
+			switch {
+			case time.Since(start) > 30*time.Second:
+				wd.t.Fatalf("ui: %s: the page's script has not run (no window.groupdUI, or no #topo, #groups, #summary) 30 s after it was loaded", p.name)
+			case !reloaded && time.Since(start) > 10*time.Second:
+				wd.t.Logf("ui: %s: the page's script has not run 10 s after it was loaded: loading it again", p.name)
+				wd.navigate(p.url + ui.Prefix)
+				reloaded = true
+			}
+			time.Sleep(50 * time.Millisecond) // polling the page
+		}
 	}
 }
 
@@ -753,8 +788,8 @@ func (p *uiPage) judge(from, until time.Time, ok pageCond) shown {
 }
 
 // await collects the pages' snapshots until every page shows ok and has
-// kept showing it for hold, or until the outer limit, from + 3 × bound +
-// hold (bound is what the design allows; a loaded machine may take
+// kept showing it for hold, or until the outer limit, from +
+// outerLimit(bound) + hold (3 × bound, at least 5 s) (bound is what the design allows; a loaded machine may take
 // longer, which is a figure, not a failure). It logs per page when it
 // first showed it, how often it stopped showing it, and when it settled,
 // noting a page that settled after bound; it fails the test (Errorf) for
@@ -763,7 +798,7 @@ func (p *uiPage) judge(from, until time.Time, ok pageCond) shown {
 // did.
 func (wd *webDriver) await(what string, pages []*uiPage, from time.Time, bound, hold time.Duration, ok pageCond) bool {
 	wd.t.Helper()
-	limit := from.Add(3*bound + hold)
+	limit := from.Add(outerLimit(bound, 0) + hold)
 	var until time.Time
 	for {
 		wd.collect(pages...)
@@ -810,7 +845,7 @@ func (wd *webDriver) await(what string, pages []*uiPage, from time.Time, bound, 
 				time.UnixMilli(r.broke.T).Sub(from).Round(time.Millisecond), r.broke, wd.viewJSON(p))
 		}
 	}
-	wd.t.Logf("ui: %s (design bound %v, held %v, outer limit %v): %s", what, bound, hold, 3*bound+hold, strings.Join(took, "; "))
+	wd.t.Logf("ui: %s (design bound %v, held %v, outer limit %v): %s", what, bound, hold, outerLimit(bound, 0)+hold, strings.Join(took, "; "))
 	return good
 }
 

@@ -173,6 +173,7 @@ func (tr *tree) alive(t *testing.T, when string) {
 // grandchild too, and removes the cgroup. A guard closed with its cgroup
 // empty (exec stopped its command itself) kills nothing.
 func TestGuardKilledOnClose(t *testing.T) {
+	t.Parallel()
 	gl := newGuardLab(t, false, guardBase(t))
 	gl.lead(5, time.Time{})
 	g := gl.register(t)
@@ -211,6 +212,7 @@ func TestGuardKilledOnClose(t *testing.T) {
 // still running, it is killed guardKillMargin before the lease's end, not
 // at the leader-stop and not after the end.
 func TestGuardKilledAtLeaseEnd(t *testing.T) {
+	t.Parallel()
 	gl := newGuardLab(t, true, guardBase(t))
 	gl.lead(5, time.Now().Add(2*time.Second))
 	g := gl.register(t)
@@ -245,8 +247,12 @@ func TestGuardKilledAtLeaseEnd(t *testing.T) {
 // lease is not renewed: the guard's own timer kills the command before
 // the lease's end.
 func TestGuardLeaseRunsOut(t *testing.T) {
+	t.Parallel()
 	gl := newGuardLab(t, true, guardBase(t))
-	until := time.Now().Add(800 * time.Millisecond)
+	// Long enough for the guard and its command to be in place before
+	// the guard's timer fires, on a loaded machine too: a command started
+	// into a guard already killed is killed at once, and never runs.
+	until := time.Now().Add(2 * time.Second)
 	gl.lead(5, until)
 	g := gl.register(t)
 	gd := gl.guardOf(t, g.Info.ID)
@@ -266,8 +272,12 @@ func TestGuardLeaseRunsOut(t *testing.T) {
 // within the margin (the guard's timer is late: a starved daemon): the
 // kill is sent at once, by the leader-stop.
 func TestGuardEndPast(t *testing.T) {
+	t.Parallel()
 	gl := newGuardLab(t, true, guardBase(t))
-	until := time.Now().Add(400 * time.Millisecond)
+	// Long enough for the timers to be stopped before they fire, on a
+	// loaded machine too (a guard whose timer fired kills what starts
+	// in it).
+	until := time.Now().Add(2 * time.Second)
 	gl.lead(5, until)
 	g := gl.register(t)
 	gd := gl.guardOf(t, g.Info.ID)
@@ -278,7 +288,7 @@ func TestGuardEndPast(t *testing.T) {
 	gl.a.guards.mu.Unlock()
 	gl.a.pub.leaseTimer.stop()
 	tr := startTree(t, g.Info.Cgroup)
-	time.Sleep(time.Until(until.Add(10 * time.Millisecond)))
+	time.Sleep(time.Until(until.Add(10 * time.Millisecond))) // past the lease's end: the experiment, not a synchronisation
 	if gl.killAt(gd) != (time.Time{}) {
 		t.Fatal("killed before the leadership ended, with the timer stopped")
 	}
@@ -298,8 +308,10 @@ func TestGuardEndPast(t *testing.T) {
 // command first; a leadership that goes on under a new term ends the old
 // term's guard the same way.
 func TestGuardNoQuorum(t *testing.T) {
+	t.Parallel()
 	for _, how := range []string{"leader-stop", "leader-term"} {
 		t.Run(how, func(t *testing.T) {
+			t.Parallel()
 			gl := newGuardLab(t, false, guardBase(t))
 			gl.lead(5, time.Time{})
 			g := gl.register(t) // grace 100 ms, poll 20 ms
@@ -331,6 +343,7 @@ func TestGuardNoQuorum(t *testing.T) {
 // TestGuardKilledOnAgentStop: the agent stops: nothing guards the command
 // any more, so it is killed, and the agent's cgroup directory removed.
 func TestGuardKilledOnAgentStop(t *testing.T) {
+	t.Parallel()
 	gl := newGuardLab(t, true, guardBase(t))
 	gl.lead(5, time.Now().Add(time.Hour))
 	g := gl.register(t)
@@ -350,6 +363,7 @@ func TestGuardKilledOnAgentStop(t *testing.T) {
 // TestGuardMax: at most maxGuards live at once (429), and a closed one
 // makes room.
 func TestGuardMax(t *testing.T) {
+	t.Parallel()
 	gl := newGuardLab(t, false, guardBase(t))
 	gl.lead(5, time.Time{})
 	var gs []*client.Guard
@@ -374,6 +388,7 @@ func TestGuardMax(t *testing.T) {
 // agent's own that someone else made; what runs in them survives every
 // kill and the agent's stop.
 func TestGuardOnlyOwnCgroups(t *testing.T) {
+	t.Parallel()
 	base := guardBase(t)
 	foreign, err := cgroup.Create(filepath.Join(base, fmt.Sprintf("groupd-%d", os.Getpid())))
 	if err != nil {
@@ -420,6 +435,7 @@ func TestGuardOnlyOwnCgroups(t *testing.T) {
 // guard ended (a start racing the kill) is killed too, while exec keeps
 // the connection open.
 func TestGuardKeepsDead(t *testing.T) {
+	t.Parallel()
 	gl := newGuardLab(t, false, guardBase(t))
 	gl.lead(5, time.Time{})
 	g := gl.register(t)
@@ -454,6 +470,7 @@ func TestGuardKeepsDead(t *testing.T) {
 // ones of daemons that are gone, and nothing else: not one of a live
 // process, not one with a process in it, not another name.
 func TestGuardRemovesStale(t *testing.T) {
+	t.Parallel()
 	base := guardBase(t)
 	gone := exec.Command("true")
 	if err := gone.Run(); err != nil {

@@ -119,6 +119,7 @@ func guardReq(term GroupNumber) string {
 // never a panic, unless the node leads in the term named and the request
 // is well formed; a daemon that cannot make cgroups says so with 501.
 func TestGuardRefused(t *testing.T) {
+	t.Parallel()
 	notLeading := newGuardLab(t, false, t.TempDir())
 	if code, line := notLeading.post(t, guardReq(wire.GroupNumber{Seq: 5, ID: 1}), nil); code != http.StatusConflict || !strings.Contains(line, "does not lead") {
 		t.Errorf("not leading: %d %q, want 409 saying it does not lead", code, line)

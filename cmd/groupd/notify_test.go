@@ -78,7 +78,10 @@ func TestSdNotifyReady(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	api := "127.0.0.1:" + strconv.Itoa(freeTCPPort(t))
+	// A unix socket: a TCP port picked free could be taken by another
+	// process (other tests, other runs on the host) before the daemon
+	// binds it.
+	api := "unix:" + filepath.Join(dir, "api.sock")
 	hold := time.Second
 	cmd := exec.Command(bin, "run", "--id", "7", "--profile", "fast", "--bind", "127.0.0.1", "--port", "0",
 		"--multicast", "off", "--api", api, "--data-dir", filepath.Join(dir, "data"),

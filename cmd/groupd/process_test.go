@@ -37,17 +37,6 @@ func buildGroupd(t *testing.T) string {
 	return bin
 }
 
-// freeTCPPort returns a TCP port on 127.0.0.1 that is free now.
-func freeTCPPort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 // freeGossipPort returns a port free for both TCP and UDP on 127.0.0.1
 // (memberlist uses both).
 func freeGossipPort(t *testing.T) int {
@@ -198,7 +187,7 @@ func startDaemons(t *testing.T, bin string, n int) []*daemon {
 			id:     i + 1,
 			port:   freeUDPPort(t),
 			gossip: freeGossipPort(t),
-			api:    "127.0.0.1:" + strconv.Itoa(freeTCPPort(t)),
+			api:    "unix:" + filepath.Join(dir, "api.sock"), // a TCP port picked free could be taken before the daemon binds it
 			log:    filepath.Join(dir, "stderr.log"),
 			done:   make(chan struct{}),
 		}

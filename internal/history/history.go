@@ -93,6 +93,11 @@ type record struct {
 	ev    schema.Event
 	mark  schema.Mark
 	check string // "L1" or "L2"
+	// backdated: an event stamped before an event its node sent earlier
+	// (sorted: set by History.sorted). The daemon stamps a leader-stop
+	// after a lapse with the lease's end, a moment in the past, while the
+	// view it carries is the one it has when it sends it.
+	backdated bool
 }
 
 // History is a recorded run. Records may be added in any order and from
@@ -235,6 +240,18 @@ func (h *History) sorted() ([]record, map[wire.NodeID]uint8) {
 		prio[k] = v
 	}
 	h.mu.Unlock()
+	// A node's events arrive in the order it sent them (one stream per
+	// node); one stamped before an earlier one of its node is backdated.
+	latest := map[wire.NodeID]time.Time{}
+	for i := range rs {
+		if r := &rs[i]; r.kind == kEvent {
+			if r.t.Before(latest[r.node]) {
+				r.backdated = true
+			} else {
+				latest[r.node] = r.t
+			}
+		}
+	}
 	slices.SortStableFunc(rs, func(a, b record) int {
 		if c := a.t.Compare(b.t); c != 0 {
 			return c

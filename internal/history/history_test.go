@@ -326,3 +326,28 @@ func TestConcurrentUse(t *testing.T) {
 		t.Errorf("%+v, bad %v", res, h.Bad())
 	}
 }
+
+// TestBackdatedLeaderStop: a daemon stamps a leader-stop after a lapse
+// with the lease's end, a moment before the events it sent just before
+// it, while the view it carries is its current one. Sorted by time, that
+// view would come before the older one it followed: node 5 would go back
+// to 10.5 and create 20.5 twice. The replay takes the view from the
+// node's events at their own times and only the leadership's end from the
+// leader-stop.
+func TestBackdatedLeaderStop(t *testing.T) {
+	stop := ev(20, 5, 1, E, 20, 5)
+	stop.Reason = schema.ReasonLeaderStop
+	res := load(t, []schema.Event{
+		ev(0, 5, 1, N, 10, 5, 5),
+		ev(25, 5, 1, E, 10, 5, 5), // a merge begins
+		ev(30, 5, 1, E, 20, 5),    // in a new number
+		stop,                      // sent after it, stamped with the lease's end
+		ev(40, 5, 1, N, 20, 5, 5),
+	}, nil)
+	if len(res.Safety) != 0 {
+		t.Errorf("a backdated leader-stop gave violations: %v", res.Safety)
+	}
+	if res.Created != 2 || res.Events != 5 {
+		t.Errorf("created %d numbers in %d events, want 2 in 5", res.Created, res.Events)
+	}
+}

@@ -167,6 +167,18 @@ func (p *replayer) event(r record) bool {
 		p.res.Restarts++
 		p.last[n] = wire.GroupNumber{}
 	}
+	if r.backdated {
+		// Its time is not when its view took effect: the view came with
+		// the node's events at their own times, later than this one's
+		// (sorted at this time, it would show the node going back to an
+		// older view, and creating a number twice). Only the leadership
+		// it ends belongs to its time.
+		if st.Expect > 0 && r.ev.Reason == schema.ReasonLeaderStop {
+			p.c.Unlead(r.t, n)
+		}
+		p.res.Events++
+		return false
+	}
 	p.inc[n], p.dead[n] = st.Incarnation, false
 	p.res.Events++
 	v := ToStatus(st, p.prio)
