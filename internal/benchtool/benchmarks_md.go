@@ -198,8 +198,10 @@ func genBlock(root string, args []string) (string, error) {
 		return genExclusive(root, args[1:])
 	case "labscale":
 		return genLabScale(root, args[1:])
+	case "suite":
+		return genSuite(root, args[1:])
 	}
-	return "", fmt.Errorf("unknown generator %q (compare, peers, exclusive, labscale)", args[0])
+	return "", fmt.Errorf("unknown generator %q (compare, peers, exclusive, labscale, suite)", args[0])
 }
 
 func rootPath(root, p string) string {
@@ -252,6 +254,7 @@ func readExclFiles(root, list string) ([]ExclRound, []ExclNote, []ExclEnv, error
 func genPeers(root string, args []string) (string, error) {
 	fs := flag.NewFlagSet("peers", flag.ContinueOnError)
 	in := fs.String("in", "", "peers NDJSON")
+	brief := fs.Bool("brief", false, "the tables and notes only, without the paragraphs that say what a column is")
 	if err := fs.Parse(args); err != nil {
 		return "", err
 	}
@@ -263,6 +266,13 @@ func genPeers(root string, args []string) (string, error) {
 	var out []string
 	for i, l := range strings.Split(md, "\n") {
 		if i == 0 && strings.HasPrefix(l, "# ") {
+			continue
+		}
+		if *brief && (strings.HasPrefix(l, "Every figure is read") || strings.HasPrefix(l, "Seconds. Cold start") ||
+			strings.HasPrefix(l, "Per node, over a quiet window")) {
+			continue
+		}
+		if *brief && l == "" && len(out) > 0 && out[len(out)-1] == "" {
 			continue
 		}
 		if strings.HasPrefix(l, "#") {
@@ -282,6 +292,7 @@ func genExclusive(root string, args []string) (string, error) {
 	fs := flag.NewFlagSet("exclusive", flag.ContinueOnError)
 	in := fs.String("in", "", "exclusive NDJSON files, comma-separated")
 	faults := fs.String("faults", "", "only these faults")
+	noGap := fs.Bool("no-gap-table", false, "without the table of the least gap between primary leaders")
 	if err := fs.Parse(args); err != nil {
 		return "", err
 	}
@@ -294,7 +305,13 @@ func genExclusive(root string, args []string) (string, error) {
 		rounds = slices.DeleteFunc(rounds, func(r ExclRound) bool { return !slices.Contains(keep, r.Fault) })
 		notes = slices.DeleteFunc(notes, func(n ExclNote) bool { return n.Fault != "" && !slices.Contains(keep, n.Fault) })
 	}
-	return exclMarkdown(rounds, notes, envs), nil
+	md := exclMarkdown(rounds, notes, envs)
+	if *noGap {
+		if g := exclGapTable(rounds); g != "" {
+			md = strings.Replace(md, g, "", 1)
+		}
+	}
+	return md, nil
 }
 
 // genLabScale: labscale --in FILE: the lab-scale table of a scale run.
@@ -320,6 +337,42 @@ func genLabScale(root string, args []string) (string, error) {
 	r.labScaleSection(&b)
 	s := strings.Replace(b.String(), "## Scale: lab\n\nRaw: `lab-scale.ndjson`. ", "", 1)
 	return s, nil
+}
+
+// genSuite: suite --dir DIR --sections LIST: sections of benchtool
+// report's summary.md (failover, failover-sim, heal, messages, bully,
+// steady, sim-scale), headings two levels down, without the plots.
+func genSuite(root string, args []string) (string, error) {
+	fs := flag.NewFlagSet("suite", flag.ContinueOnError)
+	dir := fs.String("dir", "", "a results directory of benchtool suite")
+	sections := fs.String("sections", "", "comma-separated")
+	if err := fs.Parse(args); err != nil {
+		return "", err
+	}
+	r, err := readReport(rootPath(root, *dir))
+	if err != nil {
+		return "", err
+	}
+	all := map[string]func(*strings.Builder){
+		"failover": r.failover, "failover-sim": r.failoverSim, "heal": r.heal, "messages": r.messages,
+		"bully": r.bullyRing, "steady": r.steady, "sim-scale": r.simScale,
+	}
+	var b strings.Builder
+	for _, s := range strings.Split(*sections, ",") {
+		f := all[s]
+		if f == nil {
+			return "", fmt.Errorf("no section %q", s)
+		}
+		f(&b)
+	}
+	var out []string
+	for _, l := range strings.Split(b.String(), "\n") {
+		if strings.HasPrefix(l, "#") {
+			l = "##" + l
+		}
+		out = append(out, l)
+	}
+	return strings.Join(out, "\n"), nil
 }
 
 // compareCols are the first table's columns, in order.
