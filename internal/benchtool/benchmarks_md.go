@@ -553,18 +553,20 @@ func genCompare(root string, args []string) (string, error) {
 		"(groupd `--expect %d`, corosync votequorum): %s.\n", n, strings.Join(safeSay, "; "))
 	b.WriteString("³ No quorum to wait for: keepalived's failover (row 1) is all it has; serf has no leader; " +
 		"JGroups' packaged udp.xml has no quorum.\n")
-	var missing []string
-	for _, x := range d.notes {
-		if x.N == n || x.N == 0 {
-			missing = append(missing, fmt.Sprintf("%s: %s", x.Peer, x.Note))
+	if unmeasured {
+		b.WriteString("⁴ Not measured in this run.\n")
+	}
+	var noted []string
+	for _, c := range compareCols {
+		for _, x := range d.notes {
+			if x.Peer == c.peer && (x.N == n || x.N == 0) {
+				noted = append(noted, c.title)
+				break
+			}
 		}
 	}
-	if unmeasured || len(missing) > 0 {
-		b.WriteString("⁴ Not measured in this run")
-		if len(missing) > 0 {
-			b.WriteString(": " + strings.Join(missing, "; "))
-		}
-		b.WriteString(".\n")
+	if len(noted) > 0 {
+		fmt.Fprintf(&b, "The run's notes (failed trials, and what followed) on %s are under the run's full tables.\n", strings.Join(noted, ", "))
 	}
 	return b.String(), nil
 }
@@ -593,7 +595,7 @@ func envSay(env string, d peersData) string {
 	if len(started) >= 16 {
 		date = started[:10] + " " + started[11:16] + " UTC"
 	}
-	return fmt.Sprintf("Run of %s, groupd at `%s`, 2 cores shared with other work: 1-min load %.2f–%.2f", date, commit, lo, hi)
+	return fmt.Sprintf("Run of %s, groupd at `%s`, 2 cores shared with other work: 1-min load %.2f–%.2f over the run (each peer's in the full tables)", date, commit, lo, hi)
 }
 
 func trialsSay(counts map[string]int) string {
