@@ -293,6 +293,7 @@ func genExclusive(root string, args []string) (string, error) {
 	in := fs.String("in", "", "exclusive NDJSON files, comma-separated")
 	faults := fs.String("faults", "", "only these faults")
 	noGap := fs.Bool("no-gap-table", false, "without the table of the least gap between primary leaders")
+	compact := fs.Bool("compact", false, "one table for every fault (without the faults' descriptions: scripts/bench/README.md has them)")
 	if err := fs.Parse(args); err != nil {
 		return "", err
 	}
@@ -306,12 +307,53 @@ func genExclusive(root string, args []string) (string, error) {
 		notes = slices.DeleteFunc(notes, func(n ExclNote) bool { return n.Fault != "" && !slices.Contains(keep, n.Fault) })
 	}
 	md := exclMarkdown(rounds, notes, envs)
+	if *compact && !slices.ContainsFunc(rounds, func(r ExclRound) bool { return r.Fault == "loss" }) {
+		md = exclCompact(rounds, notes, envs)
+	}
 	if *noGap {
 		if g := exclGapTable(rounds); g != "" {
 			md = strings.Replace(md, g, "", 1)
 		}
 	}
 	return md, nil
+}
+
+// exclCompact is exclMarkdown with one table for every fault, a row per
+// fault and implementation.
+func exclCompact(rounds []ExclRound, notes []ExclNote, envs []ExclEnv) string {
+	full := exclMarkdown(rounds, notes, envs)
+	var b strings.Builder
+	b.WriteString("| fault | implementation | rounds | overlap ms, p50 (min–max) | rounds with overlap > 1 poll | step-down s, p50 (min–max) | takeover s, p50 (min–max) | gap between primary leaders ms, p50 (min–max) | term order broken | load (1 min) |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, fault := range exclAllFaults {
+		for _, peer := range exclPeers {
+			var rs []ExclRound
+			for _, r := range rounds {
+				if r.Peer == peer && r.Fault == fault {
+					rs = append(rs, r)
+				}
+			}
+			if len(rs) > 0 {
+				fmt.Fprintf(&b, "| %s %s\n", fault, exclRow(peer, rs))
+			}
+		}
+	}
+	b.WriteString("\n")
+	// The rest (gap table, notes, runs) as exclMarkdown writes it.
+	if g := exclGapTable(rounds); g != "" {
+		if i := strings.Index(full, g); i >= 0 {
+			b.WriteString(full[i:])
+			return b.String()
+		}
+	}
+	if i := strings.Index(full, "Notes of the runs:"); i >= 0 {
+		b.WriteString(full[i:])
+		return b.String()
+	}
+	if i := strings.Index(full, "Run of "); i >= 0 {
+		b.WriteString(full[i:])
+	}
+	return b.String()
 }
 
 // genLabScale: labscale --in FILE: the lab-scale table of a scale run.
