@@ -485,20 +485,33 @@ func genCompare(root string, args []string) (string, error) {
 		return xs
 	}
 	safeBy := map[string][]float64{}
-	safeFrom := map[string]string{}
+	var safeSay []string
 	if *safe != "" {
 		for _, p := range strings.Split(*safe, ",") {
 			rounds, _, envs, err := readExclFiles(root, p)
 			if err != nil {
 				return "", err
 			}
+			count := map[string]int{}
+			var loads [][3]float64
 			for _, r := range rounds {
 				// Only the peers with a quorum: keepalived's kill rounds
 				// are its plain failover (row 1).
 				if r.Fault == "kill" && r.N == n && r.TakeoverS != nil && (r.Peer == "groupd" || r.Peer == "corosync") {
 					safeBy[r.Peer] = append(safeBy[r.Peer], *r.TakeoverS)
-					safeFrom[r.Peer] = exclSourceSay(p, envs)
+					count[r.Peer]++
+					loads = append(loads, r.Load)
 				}
+			}
+			var who []string
+			for _, c := range compareCols {
+				if count[c.peer] > 0 {
+					who = append(who, fmt.Sprintf("%s %d", c.title, count[c.peer]))
+				}
+			}
+			if len(who) > 0 {
+				safeSay = append(safeSay, fmt.Sprintf("%s kill rounds of %s, 1-min load %s",
+					strings.Join(who, " and "), exclSourceSay(p, envs), loadSpan(loads)))
 			}
 		}
 	}
@@ -585,12 +598,6 @@ func genCompare(root string, args []string) (string, error) {
 		envSay(envText, d), trialsSay(counts), idleWindowSay(d, n), n)
 	b.WriteString("¹ serf has no leader: its failover kills node N and times membership convergence " +
 		"(every survivor's alive members are exactly the survivors).\n")
-	var safeSay []string
-	for _, c := range compareCols {
-		if xs := safeBy[c.peer]; len(xs) > 0 {
-			safeSay = append(safeSay, fmt.Sprintf("%s %d kill rounds of %s", c.title, len(xs), safeFrom[c.peer]))
-		}
-	}
 	fmt.Fprintf(&b, "² Safe failover: kill -9 of the primary leader until another node answers primary leader, with a quorum "+
 		"(groupd `--expect %d`, corosync votequorum): %s.\n", n, strings.Join(safeSay, "; "))
 	b.WriteString("³ No quorum to wait for: keepalived's failover (row 1) is all it has; serf has no leader; " +
