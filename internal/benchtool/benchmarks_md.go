@@ -250,7 +250,7 @@ func readExclFiles(root, list string) ([]ExclRound, []ExclNote, []ExclEnv, error
 }
 
 // genPeers: peers --in FILE [--n N]: the peers tables of one run
-// (benchtool peers report), headings two levels down.
+// (benchtool peers report), headings one level down.
 func genPeers(root string, args []string) (string, error) {
 	fs := flag.NewFlagSet("peers", flag.ContinueOnError)
 	in := fs.String("in", "", "peers NDJSON")
@@ -276,10 +276,7 @@ func genPeers(root string, args []string) (string, error) {
 			continue
 		}
 		if strings.HasPrefix(l, "#") {
-			l = "##" + l
-			if strings.HasPrefix(l, "#####") {
-				l = strings.TrimPrefix(l, "#")
-			}
+			l = "#" + l
 		}
 		out = append(out, l)
 	}
@@ -293,6 +290,7 @@ func genExclusive(root string, args []string) (string, error) {
 	in := fs.String("in", "", "exclusive NDJSON files, comma-separated")
 	faults := fs.String("faults", "", "only these faults")
 	noGap := fs.Bool("no-gap-table", false, "without the table of the least gap between primary leaders")
+	brief := fs.Bool("brief", false, "without the paragraphs that define a lapse and the resolution (scripts/bench/README.md does)")
 	compact := fs.Bool("compact", false, "one table for every fault (without the faults' descriptions: scripts/bench/README.md has them)")
 	if err := fs.Parse(args); err != nil {
 		return "", err
@@ -314,6 +312,19 @@ func genExclusive(root string, args []string) (string, error) {
 		if g := exclGapTable(rounds); g != "" {
 			md = strings.Replace(md, g, "", 1)
 		}
+	}
+	if *brief {
+		var out []string
+		for _, l := range strings.Split(md, "\n") {
+			if strings.HasPrefix(l, "A lapse: ") || strings.HasPrefix(l, "Resolution ±") {
+				continue
+			}
+			if l == "" && len(out) > 0 && out[len(out)-1] == "" {
+				continue
+			}
+			out = append(out, l)
+		}
+		md = strings.Join(out, "\n")
 	}
 	return md, nil
 }
@@ -383,7 +394,7 @@ func genLabScale(root string, args []string) (string, error) {
 
 // genSuite: suite --dir DIR --sections LIST: sections of benchtool
 // report's summary.md (failover, failover-sim, heal, messages, bully,
-// steady, sim-scale), headings two levels down, without the plots.
+// steady, sim-scale), headings one level down, without the plots.
 func genSuite(root string, args []string) (string, error) {
 	fs := flag.NewFlagSet("suite", flag.ContinueOnError)
 	dir := fs.String("dir", "", "a results directory of benchtool suite")
@@ -410,7 +421,7 @@ func genSuite(root string, args []string) (string, error) {
 	var out []string
 	for _, l := range strings.Split(b.String(), "\n") {
 		if strings.HasPrefix(l, "#") {
-			l = "##" + l
+			l = "#" + l
 		}
 		out = append(out, l)
 	}
