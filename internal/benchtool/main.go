@@ -24,6 +24,9 @@
 // Reports:
 //
 //	report            summary.md and plots/*.svg from a suite's results directory
+//	report --benchmarks BENCHMARKS.md [--readme README.md]
+//	                  rewrite the generated blocks of BENCHMARKS.md (and README's
+//	                  compare block) from the raw results they name (also: report-md)
 //	peers report      peers.md from peers.ndjson
 //	exclusive report  the tables of exclusive leadership
 //	exclusive cleanup what a crashed run left (processes, namespaces)
@@ -49,6 +52,7 @@ func main() {
 		"sim-scale": cmdSimScale,
 		"bully":     cmdBully,
 		"report":    cmdReport,
+		"report-md": cmdReportMD,
 	}
 	f, ok := cmds[os.Args[1]]
 	if !ok {

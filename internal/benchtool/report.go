@@ -289,6 +289,11 @@ type report struct {
 }
 
 func cmdReport(args []string) error {
+	for _, a := range args {
+		if a == "--benchmarks" || a == "-benchmarks" || strings.HasPrefix(a, "--benchmarks=") || strings.HasPrefix(a, "-benchmarks=") {
+			return cmdReportMD(args)
+		}
+	}
 	fs := flag.NewFlagSet("report", flag.ContinueOnError)
 	dir := fs.String("dir", "", "results directory written by benchtool suite (scripts/bench/run.sh)")
 	if err := fs.Parse(args); err != nil {
