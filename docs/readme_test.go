@@ -41,7 +41,8 @@ func readme(t *testing.T) []string {
 func TestREADMEShort(t *testing.T) {
 	lines := readme(t)
 	if len(lines) > readmeMaxLines {
-		t.Errorf("README.md has %d lines; at most %d (move the text into docs/)", len(lines), readmeMaxLines)
+		t.Errorf("README.md has %d lines; at most %d (move the text into docs/)",
+			len(lines), readmeMaxLines)
 	}
 	head := lines[:min(len(lines), readmeFirstLines)]
 	for _, cmd := range newcomerCommands {
@@ -52,7 +53,8 @@ func TestREADMEShort(t *testing.T) {
 			}
 		}
 		if !found {
-			t.Errorf("README.md's first %d lines lack the command %q at the start of a line", readmeFirstLines, cmd)
+			t.Errorf("README.md's first %d lines lack the command %q at the start of a line",
+				readmeFirstLines, cmd)
 		}
 	}
 }
@@ -190,7 +192,8 @@ func slug(h string) string {
 		switch {
 		case r == ' ':
 			b.WriteRune('-')
-		case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsNumber(r) || unicode.Is(unicode.Mn, r):
+		case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsNumber(r),
+			unicode.Is(unicode.Mn, r):
 			b.WriteRune(r)
 		}
 	}
@@ -212,17 +215,19 @@ func itoa(n int) string {
 
 // TestSlug pins the GitHub anchor rules TestLinks relies on.
 func TestSlug(t *testing.T) {
-	for h, want := range map[string]string{
-		"5. Defaults (the `lan` profile; every value is a flag)": "5-defaults-the-lan-profile-every-value-is-a-flag",
-		"3.2 A node without a group (boot window)":               "32-a-node-without-a-group-boot-window",
-		"`groupd run`'s flags":                                   "groupd-runs-flags",
-		"My nodes don't see each other":                          "my-nodes-dont-see-each-other",
-		"One leader at a time: `--expect`, the lease":            "one-leader-at-a-time---expect-the-lease",
-		"Bully vs ring among a failed coordinator's survivors":   "bully-vs-ring-among-a-failed-coordinators-survivors",
-		"[scripts](x.md) and more":                               "scripts-and-more",
+	for _, c := range [][2]string{
+		{"5. Defaults (the `lan` profile; every value is a flag)",
+			"5-defaults-the-lan-profile-every-value-is-a-flag"},
+		{"3.2 A node without a group (boot window)", "32-a-node-without-a-group-boot-window"},
+		{"`groupd run`'s flags", "groupd-runs-flags"},
+		{"My nodes don't see each other", "my-nodes-dont-see-each-other"},
+		{"One leader at a time: `--expect`, the lease", "one-leader-at-a-time---expect-the-lease"},
+		{"Bully vs ring among a failed coordinator's survivors",
+			"bully-vs-ring-among-a-failed-coordinators-survivors"},
+		{"[scripts](x.md) and more", "scripts-and-more"},
 	} {
-		if got := slug(h); got != want {
-			t.Errorf("slug(%q) = %q, want %q", h, got, want)
+		if got := slug(c[0]); got != c[1] {
+			t.Errorf("slug(%q) = %q, want %q", c[0], got, c[1])
 		}
 	}
 	if utf8.RuneCountInString("…") != columns("…") {

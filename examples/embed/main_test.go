@@ -130,7 +130,8 @@ func TestREADME(t *testing.T) {
 			}
 		}
 		if !found {
-			t.Errorf("README.md's embedding sample line is not in examples/embed/main.go, in that order: %q", l)
+			t.Errorf("README.md's embedding sample line is not in examples/embed/main.go, "+
+				"in that order: %q", l)
 			return
 		}
 	}
