@@ -249,3 +249,18 @@ func TestManualReachable(t *testing.T) {
 		}
 	}
 }
+
+// TestCIRunsREADMECommand: .ci/run runs the README's test command as
+// written, so what a newcomer runs is what CI runs.
+func TestCIRunsREADMECommand(t *testing.T) {
+	b, err := os.ReadFile("../.ci/run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.TrimSpace(l) == "go test ./..." {
+			return
+		}
+	}
+	t.Error(`.ci/run has no line "go test ./...", the README's test command`)
+}
