@@ -264,3 +264,38 @@ func TestCIRunsREADMECommand(t *testing.T) {
 	}
 	t.Error(`.ci/run has no line "go test ./...", the README's test command`)
 }
+
+// TestCompareBlock: README.md's comparison is one plain markdown table
+// between <!-- compare:begin --> and <!-- compare:end -->, a row for
+// groupd and each peer, so that benchtool report can regenerate the block.
+func TestCompareBlock(t *testing.T) {
+	text := strings.Join(readme(t), "\n")
+	const begin, end = "<!-- compare:begin -->\n", "\n<!-- compare:end -->"
+	if strings.Count(text, begin) != 1 || strings.Count(text, end) != 1 {
+		t.Fatal("README.md needs exactly one compare:begin and one compare:end line")
+	}
+	_, rest, _ := strings.Cut(text, begin)
+	block, _, _ := strings.Cut(rest, end)
+	rows := strings.Split(block, "\n")
+	if len(rows) != 7 {
+		t.Fatalf("the compare block has %d lines; want a header, a separator and 5 rows:\n%s",
+			len(rows), block)
+	}
+	cols := strings.Count(rows[0], "|")
+	for i, r := range rows {
+		if !strings.HasPrefix(r, "|") || !strings.HasSuffix(r, "|") || strings.Count(r, "|") != cols {
+			t.Errorf("compare block line %d is not a row of the table: %q", i+1, r)
+		}
+	}
+	if !regexp.MustCompile(`^\|(---\|)+$`).MatchString(rows[1]) {
+		t.Errorf("compare block line 2 is not a separator: %q", rows[1])
+	}
+	for i, peer := range []string{"groupd", "corosync", "serf", "JGroups", "keepalived"} {
+		if !strings.HasPrefix(rows[2+i], "| "+peer) {
+			t.Errorf("compare block row %d is not %s's: %q", i+1, peer, rows[2+i])
+		}
+	}
+	if !strings.Contains(strings.ToLower(rows[0]), "failover p50") {
+		t.Errorf("the compare table has no failover p50 column: %q", rows[0])
+	}
+}
