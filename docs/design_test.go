@@ -1,4 +1,6 @@
-// Package docs holds the test that keeps design.md's package table true.
+// Package docs holds the tests that keep the documentation true: design.md's
+// package table (design_test.go), and the README's length, width and links
+// (readme_test.go).
 package docs
 
 import (

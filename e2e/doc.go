@@ -135,7 +135,7 @@
 //
 // The browser tests (ui_test.go) save their screenshots in the test's
 // artifact dir, and with GROUPD_E2E_SCREENSHOTS=1 into docs/img (the
-// README's pictures). TestUITopology runs the lan profile, where a split
+// pictures of docs/ui.md). TestUITopology runs the lan profile, where a split
 // shows on every page within max(T_failover, member loss) + a poll;
 // GROUPD_E2E_UI_PROFILE=fast runs it on the fast profile against 1.5 s
 // (best alone: its 150 ms windows do not hold on a loaded machine).

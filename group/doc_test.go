@@ -189,8 +189,8 @@ func TestDocFigures(t *testing.T) {
 			t.Errorf("%s: nameWait %v, the docs say BeaconInterval + AliveInterval = %v", cfg.Profile, a.nameWait(), want)
 		}
 	}
-	// README.md's hook table: 1.25 s on lan.
+	// docs/hooks.md: a hook waits up to 1.25 s on lan for a name.
 	if a := (&Agent{cfg: DefaultLANConfig()}); a.nameWait() != 1250*time.Millisecond {
-		t.Errorf("README.md says a hook waits up to 1.25 s on lan for a name; nameWait is %v", a.nameWait())
+		t.Errorf("docs/hooks.md says a hook waits up to 1.25 s on lan for a name; nameWait is %v", a.nameWait())
 	}
 }

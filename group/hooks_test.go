@@ -255,7 +255,7 @@ func TestHookWorthy(t *testing.T) {
 }
 
 // TestLeaderStopPreempts: a leader-stop does not wait behind its
-// leadership's running leader-start (issue 33: the README's VIP recipe
+// leadership's running leader-start (docs/hooks.md's VIP recipe
 // runs arping -c 3, about 2 s, in leader-start; a leader cut off meanwhile
 // still held the address after its successor added it) nor behind queued
 // changes: the leader-start is killed, the leader-stop runs next.

@@ -13,7 +13,7 @@ import (
 	"github.com/groupd/groupd/wire"
 )
 
-// TestKeyRotation is step 2 of a key rotation (README, "Key rotation"):
+// TestKeyRotation is step 2 of a key rotation (docs/security.md, "Key rotation"):
 // every node holds both keys, some already seal with the new one and some
 // still with the old one. They all open each other's wire packets and
 // memberlist gossip, so they form one group as usual, without a single

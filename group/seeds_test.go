@@ -193,8 +193,8 @@ func TestProtocolPortSeed(t *testing.T) {
 }
 
 // TestProtocolPortSeedHeard: a seed at the wire address of a node this one
-// has heard (its beacons) is a protocol port too: the README's three nodes
-// on one host, where node 2 joins 127.0.0.1:7910, node 1's --port.
+// has heard (its beacons) is a protocol port too: three nodes on one host,
+// where node 2 joins 127.0.0.1:7910, node 1's --port.
 func TestProtocolPortSeedHeard(t *testing.T) {
 	a := &Agent{peers: newPeerBook(2), gossipAddr: "127.0.0.1:7921"}
 	s, err := parseSeed("127.0.0.1:7910")

@@ -145,7 +145,7 @@ func TestContribUnitVerify(t *testing.T) {
 }
 
 // TestContribKubernetes checks the StatefulSet's groupd arguments against
-// the flags of groupd run, and the settings README.md explains: a
+// the flags of groupd run, and the settings docs/networks.md explains: a
 // headless Service that publishes pods before they are ready, --id from
 // the ordinal, --name from the pod's name, no multicast.
 func TestContribKubernetes(t *testing.T) {

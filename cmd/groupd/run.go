@@ -58,7 +58,7 @@ Generate a key with:
    head -c 32 /dev/urandom | base64 > /etc/groupd/key
 
 The key file may hold several keys, one per line: the first seals, all are
-accepted; that is how a key is rotated without a flag day (see README.md).
+accepted; that is how a key is rotated without a flag day (see docs/security.md).
 
 Logs go to stderr: lines for people on a terminal, JSON lines elsewhere (a
 file, a pipe, the journal); --log-format console or json picks one.

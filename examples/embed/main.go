@@ -1,7 +1,7 @@
 // Command embed is a program that embeds groupd (package group): every
 // node of an application runs an agent, and does the leader's work while it
-// leads. README.md's "Embedding" section shows its functions node and
-// config verbatim (a test checks that they match).
+// leads. docs/embedding.md shows its functions node and config verbatim,
+// and README.md a shortened node (tests check that they match).
 //
 // To show a failover without a LAN it runs two nodes in one process, on
 // loopback, with no multicast: beta finds alpha by alpha's gossip address

@@ -77,8 +77,31 @@ func TestDemo(t *testing.T) {
 	}
 }
 
-// TestREADME: the README's embedding example is this program's code, word
-// for word: each Go block of its "Embedding" section is in main.go.
+// TestDocs: docs/embedding.md's example is this program's code, word for
+// word: each of its Go blocks is in main.go.
+func TestDocs(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/embedding.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := os.ReadFile("main.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := goBlocks(string(doc))
+	if len(blocks) == 0 {
+		t.Fatal("docs/embedding.md has no Go block")
+	}
+	for _, b := range blocks {
+		if !strings.Contains(string(src), b) {
+			t.Errorf("docs/embedding.md's Go block is not in examples/embed/main.go as written:\n%s", b)
+		}
+	}
+}
+
+// TestREADME: the README's short embedding sample is main.go's node,
+// shortened: its lines, indentation aside, are lines of main.go in the same
+// order, but for lines starting "// ..." that stand for code left out.
 func TestREADME(t *testing.T) {
 	readme, err := os.ReadFile("../../README.md")
 	if err != nil {
@@ -88,22 +111,37 @@ func TestREADME(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := string(readme)
-	start := strings.Index(s, "\n## Embedding\n")
-	if start < 0 {
-		t.Fatal(`README.md has no "## Embedding" section`)
+	blocks := goBlocks(string(readme))
+	if len(blocks) != 1 {
+		t.Fatalf("README.md has %d Go blocks; want the one embedding sample", len(blocks))
 	}
-	s = s[start+1:]
-	if end := strings.Index(s[1:], "\n## "); end >= 0 {
-		s = s[:end+1]
-	}
-	blocks := regexp.MustCompile("(?s)```go\n(.*?)```").FindAllStringSubmatch(s, -1)
-	if len(blocks) == 0 {
-		t.Fatal("the Embedding section has no Go block")
-	}
-	for _, b := range blocks {
-		if !strings.Contains(string(src), b[1]) {
-			t.Errorf("README.md's Embedding block is not in examples/embed/main.go as written:\n%s", b[1])
+	lines := strings.Split(string(src), "\n")
+	next := 0
+	for _, l := range strings.Split(strings.TrimSuffix(blocks[0], "\n"), "\n") {
+		l = strings.TrimSpace(l)
+		if strings.HasPrefix(l, "// ...") {
+			continue
+		}
+		found := false
+		for ; next < len(lines); next++ {
+			if strings.TrimSpace(lines[next]) == l {
+				found, next = true, next+1
+				break
+			}
+		}
+		if !found {
+			t.Errorf("README.md's embedding sample line is not in examples/embed/main.go, "+
+				"in that order: %q", l)
+			return
 		}
 	}
+}
+
+// goBlocks returns the contents of a markdown text's Go blocks.
+func goBlocks(md string) []string {
+	var out []string
+	for _, m := range regexp.MustCompile("(?s)```go\n(.*?)```").FindAllStringSubmatch(md, -1) {
+		out = append(out, m[1])
+	}
+	return out
 }

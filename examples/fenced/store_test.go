@@ -1,4 +1,4 @@
-// Package fenced tests store.sh, the README's fenced store: a write with
+// Package fenced tests store.sh, docs/leader.md's fenced store: a write with
 // a term below the highest seen is refused, an equal or higher one
 // accepted, with terms ordered as groupd orders group numbers.
 package fenced

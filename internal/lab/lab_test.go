@@ -293,7 +293,7 @@ func TestLab(t *testing.T) {
 	if err := l.Wipe(2); err != nil {
 		t.Fatal(err)
 	}
-	// As README's "Disk faults" says: a node that lost its state starts
+	// As docs/security.md's "Disk faults" says: a node that lost its state starts
 	// once with --min-counter above every number it used (S1 would fail
 	// otherwise, and the replay would say so).
 	if _, err := l.StartWith(Options{Args: []string{"--min-counter", "1000"}}, 2); err != nil {

@@ -168,7 +168,7 @@ func (x *experiment) parse(args []string) error {
 		return errors.New("--fault-max must be at least 2")
 	}
 	if settle < 0 {
-		// T_heal (README, "The T_failover and T_heal bounds") plus 2 s
+		// T_heal (docs/design.md §4) plus 2 s
 		// of slack, in whole seconds.
 		settle = int((lab.ProfileTiming(x.e.Profile).HealBound() + 3*time.Second - 1) / time.Second)
 	}
