@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/groupd/groupd/group/udp"
 	"github.com/groupd/groupd/wire"
 )
 
@@ -137,13 +138,14 @@ func (t *udpTransport) Start(recv func([]byte, *net.UDPAddr, bool)) {
 // readLoop reads datagrams from conn until it is closed. One goroutine per
 // socket.
 func (t *udpTransport) readLoop(conn net.PacketConn, multicast bool, recv func([]byte, *net.UDPAddr, bool)) {
-	r, err := datagramReaderFor(conn)
-	if err != nil {
+	uc, ok := conn.(*net.UDPConn)
+	if !ok {
 		if t.onError != nil {
-			t.onError(err, multicast)
+			t.onError(fmt.Errorf("group: transport socket is a %T, not a UDP socket", conn), multicast)
 		}
 		return
 	}
+	r := udp.NewReader(uc)
 	// One byte more than the largest valid datagram, to detect (and drop)
 	// longer ones rather than silently truncate them.
 	buf := make([]byte, wire.MaxDatagramSize+1)
@@ -166,28 +168,12 @@ func (t *udpTransport) readLoop(conn net.PacketConn, multicast bool, recv func([
 			time.Sleep(10 * time.Millisecond)
 			continue
 		}
-		var udp *net.UDPAddr
+		var from *net.UDPAddr
 		if src.IsValid() {
-			udp = net.UDPAddrFromAddrPort(netip.AddrPortFrom(src.Addr().Unmap(), src.Port()))
+			from = net.UDPAddrFromAddrPort(netip.AddrPortFrom(src.Addr().Unmap(), src.Port()))
 		}
-		recv(buf[:n], udp, multicast)
+		recv(buf[:n], from, multicast)
 	}
-}
-
-// datagramReader is what readLoop reads from: a *net.UDPConn, or on Linux
-// a udpReader over one.
-type datagramReader interface {
-	ReadFromUDPAddrPort(buf []byte) (int, netip.AddrPort, error)
-}
-
-// datagramReaderFor returns the reader for one of the transport's sockets
-// (always a *net.UDPConn: net.ListenUDP, or ListenPacket on "udp4" or "udp6").
-func datagramReaderFor(conn net.PacketConn) (datagramReader, error) {
-	uc, ok := conn.(*net.UDPConn)
-	if !ok {
-		return nil, fmt.Errorf("group: transport socket is a %T, not a UDP socket", conn)
-	}
-	return newUDPReader(uc)
 }
 
 func (t *udpTransport) Addr() *net.UDPAddr { return t.addr }

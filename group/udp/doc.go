@@ -1,0 +1,2 @@
+// Package udp is groupd's UDP transport: the sockets of the wire protocol.
+package udp
