@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/groupd/groupd/group/udp"
 )
 
 // Address families (issue 27).
@@ -46,22 +48,10 @@ import (
 // --multicast; it then needs exactly one interface (--interface).
 const DefaultMulticast6 = "[ff15::7952]:7952"
 
-// families says which address families a bind address covers: IPv4 for an
-// IPv4 address or 0.0.0.0, IPv6 for an IPv6 address, both for "::".
-func families(bind net.IP) (v4, v6 bool) {
-	switch {
-	case bind.To4() != nil:
-		return true, false
-	case bind.IsUnspecified():
-		return true, true
-	}
-	return false, true
-}
-
 // covers reports whether a socket bound to bind reaches ip: ip's family
 // is one bind covers.
 func covers(bind, ip net.IP) bool {
-	v4, v6 := families(bind)
+	v4, v6 := udp.Families(bind)
 	if ip.To4() != nil {
 		return v4
 	}
@@ -146,7 +136,7 @@ func (c Config) multicastGroups(bind net.IP) ([]*net.UDPAddr, error) {
 		}
 	}
 	if len(out) == 0 {
-		_, v6 := families(bind)
+		_, v6 := udp.Families(bind)
 		want := DefaultMulticast
 		if v6 {
 			want = DefaultMulticast6
@@ -155,32 +145,6 @@ func (c Config) multicastGroups(bind net.IP) ([]*net.UDPAddr, error) {
 			c.Multicast, familyName(v6), c.Bind, familyName(v6), want)
 	}
 	return out, nil
-}
-
-// ifaceIPs returns the addresses of ifi of one family (IPv6: link-local
-// ones included, which is all multicast needs).
-func ifaceIPs(ifi net.Interface, v6 bool) []net.IP {
-	addrs, err := ifi.Addrs()
-	if err != nil {
-		return nil
-	}
-	var ips []net.IP
-	for _, a := range addrs {
-		var ip net.IP
-		switch v := a.(type) {
-		case *net.IPNet:
-			ip = v.IP
-		case *net.IPAddr:
-			ip = v.IP
-		}
-		switch ip4 := ip.To4(); {
-		case ip4 != nil && !v6:
-			ips = append(ips, ip4)
-		case ip4 == nil && ip != nil && v6:
-			ips = append(ips, ip)
-		}
-	}
-	return ips
 }
 
 // routable returns the addresses of ips that memberlist can advertise

@@ -5,13 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"slices"
 	"strconv"
 	"syscall"
 
 	"golang.org/x/net/ipv4"
 	"golang.org/x/net/ipv6"
 	"golang.org/x/sys/unix"
+
+	"github.com/groupd/groupd/group/udp"
 )
 
 // Multicast beacons, one group per address family in use (family.go).
@@ -36,18 +37,12 @@ import (
 // several interfaces, each beacon is sent once per interface, choosing it
 // per datagram with IP_PKTINFO (IPV6_PKTINFO).
 //
-// Interface selection (selectInterfaces), per family: --interface if given;
-// else the interface holding --bind; else, when bind is a wildcard (0.0.0.0,
-// ::), every interface that is up, multicast-capable, not loopback and has
-// an address of the family (IPv6: a link-local one is enough), so that a
-// host on several LANs is found on all of them, the default route's
-// interface first; if there is none, the loopback interface (a single
-// host; Linux routes IPv4 multicast over lo, not IPv6). Memberlist
-// advertises one address only (chooseAdvertise: the default route's), so
-// on a host with several LANs set --interface or --advertise to the LAN the
-// group lives on. Linux delivers IPv4 multicast over loopback even when lo
-// lacks the MULTICAST flag, so loopback is accepted when named or bound
-// explicitly.
+// Interface selection, per family: Config.Interface if given
+// (selectInterfaces); else udp.Interfaces: the interface holding
+// Config.Bind, or for a wildcard every LAN interface, the default route's
+// first, or loopback alone. Memberlist advertises one address only
+// (chooseAdvertise: the default route's), so on a host with several LANs
+// set Config.Interface or Config.Advertise to the LAN the group lives on.
 
 // multicastTTL keeps beacons on the local link (contract: TTL 1; IPv6: hop
 // limit 1).
@@ -58,163 +53,6 @@ type mcastSocket struct {
 	group  *net.UDPAddr
 	ifaces []net.Interface
 	conn   net.PacketConn
-}
-
-// selectInterfaces picks the interfaces of one family (v6) to join the
-// group on and send beacons through (see the comment above).
-func selectInterfaces(name string, bind net.IP, v6 bool) ([]net.Interface, error) {
-	if name != "" {
-		ifi, err := net.InterfaceByName(name)
-		if err != nil {
-			return nil, configErrorf("group: Config.Interface %q: %v", name, err)
-		}
-		if ifi.Flags&net.FlagUp == 0 {
-			return nil, configErrorf("group: Config.Interface %q is down", name)
-		}
-		if ifi.Flags&(net.FlagMulticast|net.FlagLoopback) == 0 {
-			return nil, configErrorf("group: Config.Interface %q does not support multicast", name)
-		}
-		return []net.Interface{*ifi}, nil
-	}
-	all, err := net.Interfaces()
-	if err != nil {
-		return nil, configErrorf("group: list network interfaces: %v", err)
-	}
-	if bind != nil && !bind.IsUnspecified() {
-		for _, ifi := range all {
-			if slices.ContainsFunc(ifaceIPs(ifi, v6), bind.Equal) {
-				return []net.Interface{ifi}, nil
-			}
-		}
-		return nil, configErrorf("group: Config.Bind %s is not the address of any interface", bind)
-	}
-	var picked []net.Interface
-	var loopback *net.Interface
-	for i, ifi := range all {
-		if ifi.Flags&net.FlagUp == 0 || len(ifaceIPs(ifi, v6)) == 0 {
-			continue
-		}
-		if ifi.Flags&net.FlagLoopback != 0 {
-			loopback = &all[i]
-			continue
-		}
-		if ifi.Flags&net.FlagMulticast != 0 {
-			picked = append(picked, ifi)
-		}
-	}
-	if len(picked) == 0 && loopback != nil {
-		picked = append(picked, *loopback)
-	}
-	// The default route's interface first: it becomes the multicast
-	// interface, and it is the one the advertised address belongs to.
-	if ip := defaultRouteIP(v6); ip != nil {
-		for i, ifi := range picked {
-			if slices.ContainsFunc(ifaceIPs(ifi, v6), ip.Equal) {
-				picked[0], picked[i] = picked[i], picked[0]
-				break
-			}
-		}
-	}
-	if len(picked) == 0 {
-		return nil, configErrorf("group: no interface is up with an %s address for multicast; set Config.Interface, or Config.Multicast off", familyName(v6))
-	}
-	return picked, nil
-}
-
-// defaultRouteIP returns the source address the kernel would use to reach
-// a host of family v6 through the default route, or nil if there is no
-// default route. Connecting a UDP socket only looks the route up: nothing
-// is sent.
-func defaultRouteIP(v6 bool) net.IP {
-	network, probe := "udp4", "198.51.100.1:9" // TEST-NET-2: never a local address
-	if v6 {
-		network, probe = "udp6", "[2001:db8::1]:9" // the documentation prefix
-	}
-	c, err := net.Dial(network, probe)
-	if err != nil {
-		return nil
-	}
-	defer c.Close()
-	a, ok := c.LocalAddr().(*net.UDPAddr)
-	if !ok || a.IP.IsUnspecified() || a.IP.IsLoopback() || a.IP.IsLinkLocalUnicast() {
-		return nil
-	}
-	if v4 := a.IP.To4(); v4 != nil {
-		return v4
-	}
-	return a.IP
-}
-
-// chooseAdvertise picks the address other nodes reach this one at: the
-// configured Advertise; else the first address of --interface (IPv4
-// first where bind covers it; IPv6 not link-local); else a specific
-// --bind; else the address of the default route's interface (on a host
-// with several LANs, set --advertise or --interface to the LAN the group
-// lives on); else the first address of an up, non-loopback interface
-// (multicast-capable ones first); else loopback. IPv4 comes first where
-// bind covers both families: it is what a LAN of IPv4 nodes reaches.
-func chooseAdvertise(cfg Config, bind net.IP) (net.IP, error) {
-	v4, v6 := families(bind)
-	if cfg.Advertise != "" {
-		// Config.Validate has refused an address of a family bind
-		// does not cover.
-		return parseIP("Config.Advertise", cfg.Advertise, false)
-	}
-	fams := []bool{}
-	if v4 {
-		fams = append(fams, false)
-	}
-	if v6 {
-		fams = append(fams, true)
-	}
-	if cfg.Interface != "" {
-		ifi, err := net.InterfaceByName(cfg.Interface)
-		if err != nil {
-			return nil, configErrorf("group: Config.Interface %q: %v", cfg.Interface, err)
-		}
-		for _, fam := range fams {
-			if ips := routable(ifaceIPs(*ifi, fam)); len(ips) > 0 && (bind.IsUnspecified() || ips[0].Equal(bind)) {
-				return ips[0], nil
-			}
-		}
-	}
-	if !bind.IsUnspecified() {
-		return bind, nil
-	}
-	for _, fam := range fams {
-		if ip := defaultRouteIP(fam); ip != nil {
-			return ip, nil
-		}
-	}
-	all, err := net.Interfaces()
-	if err != nil {
-		return nil, configErrorf("group: list network interfaces: %v", err)
-	}
-	for _, fam := range fams {
-		var fallback net.IP
-		for _, ifi := range all {
-			if ifi.Flags&net.FlagUp == 0 || ifi.Flags&net.FlagLoopback != 0 {
-				continue
-			}
-			ips := routable(ifaceIPs(ifi, fam))
-			if len(ips) == 0 {
-				continue
-			}
-			if ifi.Flags&net.FlagMulticast != 0 {
-				return ips[0], nil
-			}
-			if fallback == nil {
-				fallback = ips[0]
-			}
-		}
-		if fallback != nil {
-			return fallback, nil
-		}
-	}
-	if v4 {
-		return net.IPv4(127, 0, 0, 1).To4(), nil
-	}
-	return net.IPv6loopback, nil
 }
 
 // reusePort sets SO_REUSEADDR and SO_REUSEPORT, so that several groupd on
@@ -415,7 +253,7 @@ func portOf(uc *net.UDPConn) int {
 // sets for "udp6"). With port 0, the IPv6 half may find the port the IPv4
 // half got taken: it retries with a new port.
 func bindWire(bind net.IP, port int) ([]*net.UDPConn, error) {
-	v4, v6 := families(bind)
+	v4, v6 := udp.Families(bind)
 	if !v4 || !v6 {
 		network := "udp4"
 		if v6 {

@@ -42,6 +42,108 @@ type Transport interface {
 	Close() error
 }
 
+// selectInterfaces picks the interfaces of one family (v6) to join the
+// multicast group on and send beacons through: Config.Interface, given
+// as name, if set; else those udp.Interfaces picks for bind. Its errors
+// name the fields to fix.
+func selectInterfaces(name string, bind net.IP, v6 bool) ([]net.Interface, error) {
+	if name != "" {
+		ifi, err := net.InterfaceByName(name)
+		if err != nil {
+			return nil, configErrorf("group: Config.Interface %q: %v", name, err)
+		}
+		if ifi.Flags&net.FlagUp == 0 {
+			return nil, configErrorf("group: Config.Interface %q is down", name)
+		}
+		if ifi.Flags&(net.FlagMulticast|net.FlagLoopback) == 0 {
+			return nil, configErrorf("group: Config.Interface %q does not support multicast", name)
+		}
+		return []net.Interface{*ifi}, nil
+	}
+	picked, err := udp.Interfaces(bind, v6)
+	switch {
+	case err != nil:
+		return nil, configErrorf("group: list network interfaces: %v", err)
+	case len(picked) > 0:
+		return picked, nil
+	case bind != nil && !bind.IsUnspecified():
+		return nil, configErrorf("group: Config.Bind %s is not the address of any interface", bind)
+	}
+	return nil, configErrorf("group: no interface is up with an %s address for multicast; set Config.Interface, or Config.Multicast off", familyName(v6))
+}
+
+// chooseAdvertise picks the address other nodes reach this one at: the
+// configured Advertise; else the first address of --interface (IPv4
+// first where bind covers it; IPv6 not link-local); else a specific
+// --bind; else the address of the default route's interface (on a host
+// with several LANs, set --advertise or --interface to the LAN the group
+// lives on); else the first address of an up, non-loopback interface
+// (multicast-capable ones first); else loopback. IPv4 comes first where
+// bind covers both families: it is what a LAN of IPv4 nodes reaches.
+func chooseAdvertise(cfg Config, bind net.IP) (net.IP, error) {
+	v4, v6 := udp.Families(bind)
+	if cfg.Advertise != "" {
+		// Config.Validate has refused an address of a family bind
+		// does not cover.
+		return parseIP("Config.Advertise", cfg.Advertise, false)
+	}
+	fams := []bool{}
+	if v4 {
+		fams = append(fams, false)
+	}
+	if v6 {
+		fams = append(fams, true)
+	}
+	if cfg.Interface != "" {
+		ifi, err := net.InterfaceByName(cfg.Interface)
+		if err != nil {
+			return nil, configErrorf("group: Config.Interface %q: %v", cfg.Interface, err)
+		}
+		for _, fam := range fams {
+			if ips := routable(udp.InterfaceIPs(*ifi, fam)); len(ips) > 0 && (bind.IsUnspecified() || ips[0].Equal(bind)) {
+				return ips[0], nil
+			}
+		}
+	}
+	if !bind.IsUnspecified() {
+		return bind, nil
+	}
+	for _, fam := range fams {
+		if ip := udp.DefaultRouteIP(fam); ip != nil {
+			return ip, nil
+		}
+	}
+	all, err := net.Interfaces()
+	if err != nil {
+		return nil, configErrorf("group: list network interfaces: %v", err)
+	}
+	for _, fam := range fams {
+		var fallback net.IP
+		for _, ifi := range all {
+			if ifi.Flags&net.FlagUp == 0 || ifi.Flags&net.FlagLoopback != 0 {
+				continue
+			}
+			ips := routable(udp.InterfaceIPs(ifi, fam))
+			if len(ips) == 0 {
+				continue
+			}
+			if ifi.Flags&net.FlagMulticast != 0 {
+				return ips[0], nil
+			}
+			if fallback == nil {
+				fallback = ips[0]
+			}
+		}
+		if fallback != nil {
+			return fallback, nil
+		}
+	}
+	if v4 {
+		return net.IPv4(127, 0, 0, 1).To4(), nil
+	}
+	return net.IPv6loopback, nil
+}
+
 // udpTransport is the daemon's Transport: one unicast wire socket per
 // address family (family.go), each of which also sends its family's
 // beacons (so that their source is the sender's wire address), and the
