@@ -5,7 +5,6 @@ import (
 	"net"
 	"strings"
 	"testing"
-	"time"
 )
 
 // TestSelectInterfaces: Config.Interface names the one interface, else
@@ -55,54 +54,3 @@ func TestChooseAdvertise(t *testing.T) {
 		t.Errorf("any: %v %v", ip, err)
 	}
 }
-
-// TestMulticastLoopback checks the sockets the agent uses: a beacon sent
-// from a wire socket reaches two receivers bound to the same group and
-// port on one host (SO_REUSEPORT), with the sender's wire address as
-// source.
-func TestMulticastLoopback(t *testing.T) {
-	if !loopbackMulticast() {
-		t.Skip("multicast over loopback does not work on this host")
-	}
-	lo, _ := loopbackInterface()
-	port, err := freeUDPPort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	group := &net.UDPAddr{IP: randomGroup(), Port: port}
-	var rs []*mcastSocket
-	for range 2 {
-		r, err := openMulticast(group, []net.Interface{*lo})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer r.close()
-		rs = append(rs, r)
-	}
-	a, err := New(newTestConfig(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	ut := a.tr.(*udpTransport).sock(false)
-	if err := setupMulticastSender(ut, []net.Interface{*lo}); err != nil {
-		t.Fatal(err)
-	}
-	sender := &mcastSocket{group: group, ifaces: []net.Interface{*lo}}
-	if n, err := sender.send(ut, []byte("beacon")); err != nil || n != 1 {
-		t.Fatalf("send: %d %v", n, err)
-	}
-	for i, r := range rs {
-		buf := make([]byte, 16)
-		r.conn.SetReadDeadline(timeNowPlus(2))
-		n, src, err := r.conn.ReadFrom(buf)
-		if err != nil || string(buf[:n]) != "beacon" {
-			t.Fatalf("receiver %d: %q %v", i, buf[:n], err)
-		}
-		if src.String() != ut.uc.LocalAddr().String() {
-			t.Errorf("receiver %d: source %v, want the wire socket %v", i, src, ut.uc.LocalAddr())
-		}
-	}
-}
-
-func timeNowPlus(seconds int) time.Time { return time.Now().Add(time.Duration(seconds) * time.Second) }

@@ -2,23 +2,18 @@ package group
 
 import (
 	"errors"
-	"fmt"
 	"net"
-	"net/netip"
-	"strings"
-	"sync"
-	"time"
 
 	"github.com/groupd/groupd/group/udp"
-	"github.com/groupd/groupd/wire"
 )
 
 // Transport carries the wire protocol's datagrams (encoded, and sealed
 // when there is a key): unicast to a node's address, and multicast to every
-// node listening on the group. The daemon uses UDP sockets (a nil
-// Config.Transport: Bind, Port, Multicast and Interface); tests and embedders can hand Config.Transport an
-// in-memory one (package group/memnet), where partitions are cut at the
-// transport.
+// node listening on the group. The daemon uses UDP sockets (package
+// group/udp, opened from Bind, Port, Multicast and Interface when
+// Config.Transport is nil); embedders can hand Config.Transport one of
+// their own opening, or an in-memory one (package group/memnet), where
+// tests cut partitions at the transport.
 type Transport interface {
 	// Start begins delivering received datagrams to recv, with their
 	// source and whether they came by multicast, and returns at once.
@@ -73,11 +68,11 @@ func selectInterfaces(name string, bind net.IP, v6 bool) ([]net.Interface, error
 }
 
 // chooseAdvertise picks the address other nodes reach this one at: the
-// configured Advertise; else the first address of --interface (IPv4
+// configured Advertise; else the first address of Config.Interface (IPv4
 // first where bind covers it; IPv6 not link-local); else a specific
-// --bind; else the address of the default route's interface (on a host
-// with several LANs, set --advertise or --interface to the LAN the group
-// lives on); else the first address of an up, non-loopback interface
+// Config.Bind; else the address of the default route's interface (on a
+// host with several LANs, set Config.Advertise or Config.Interface to the
+// LAN the group lives on); else the first address of an up, non-loopback interface
 // (multicast-capable ones first); else loopback. IPv4 comes first where
 // bind covers both families: it is what a LAN of IPv4 nodes reaches.
 func chooseAdvertise(cfg Config, bind net.IP) (net.IP, error) {
@@ -144,183 +139,33 @@ func chooseAdvertise(cfg Config, bind net.IP) (net.IP, error) {
 	return net.IPv6loopback, nil
 }
 
-// udpTransport is the daemon's Transport: one unicast wire socket per
-// address family (family.go), each of which also sends its family's
-// beacons (so that their source is the sender's wire address), and the
-// multicast sockets that receive them (multicast.go).
-type udpTransport struct {
-	socks  []*wireSocket // IPv4 first
-	addr   *net.UDPAddr  // advertised address
-	groups string        // MulticastGroup's answer, fixed once the sockets are open
-
-	closed  chan struct{}
-	wg      sync.WaitGroup
-	once    sync.Once
-	onError func(err error, multicast bool)
-}
-
-// openUDPTransport binds the wire sockets of bind's families on port and
-// the multicast sockets of groups (one per family; none without
-// multicast) on ifaces, the interfaces of each family. adv is the
-// advertised IP.
-func openUDPTransport(bind net.IP, port int, adv net.IP, groups []*net.UDPAddr, ifaces map[bool][]net.Interface) (*udpTransport, error) {
-	ucs, err := bindWire(bind, port)
-	if err != nil {
-		return nil, err
-	}
-	t := &udpTransport{
-		addr:   &net.UDPAddr{IP: adv, Port: portOf(ucs[0])},
-		closed: make(chan struct{}),
-	}
-	for _, uc := range ucs {
-		t.socks = append(t.socks, newWireSocket(uc))
-	}
+// openUDPTransport opens the default transport (package udp): the wire
+// sockets of bind's families on port, advertising adv, and the multicast
+// groups (one per family; none without multicast) on ifaces, the
+// interfaces of each family. Its errors name the Config field to fix:
+// udp's Options.Port and Options.Multicast are set from the Config
+// fields of those names.
+func openUDPTransport(bind net.IP, port int, adv net.IP, groups []*net.UDPAddr, ifaces map[bool][]net.Interface, onError func(error, bool)) (*udp.Transport, error) {
+	o := udp.Options{Bind: bind, Port: port, Advertise: adv, OnError: onError}
 	for _, g := range groups {
-		v6 := g.IP.To4() == nil
-		w := t.sock(v6)
-		if w == nil {
-			continue // Config.multicastGroups kept only bind's families
-		}
-		if err := setupMulticastSender(w, ifaces[v6]); err != nil {
-			t.closeSockets()
-			return nil, configErrorf("%w", err)
-		}
-		if w.mcast, err = openMulticast(g, ifaces[v6]); err != nil {
-			t.closeSockets()
-			return nil, err
-		}
+		o.Multicast = append(o.Multicast, udp.Group{Addr: g, Interfaces: ifaces[g.IP.To4() == nil]})
 	}
-	var gs []string
-	for _, w := range t.socks {
-		if w.mcast != nil {
-			gs = append(gs, w.mcast.group.String())
-		}
+	t, err := udp.Open(o)
+	var oe *udp.OptionError
+	switch {
+	case errors.As(err, &oe):
+		return nil, configErrorf("group: Config.%s %s: %w", oe.Option, oe.Value, oe.Err)
+	case err != nil:
+		return nil, configErrorf("group: %w", err)
 	}
-	t.groups = strings.Join(gs, ",")
 	return t, nil
 }
 
-// sock returns the wire socket of a family, or nil.
-func (t *udpTransport) sock(v6 bool) *wireSocket {
-	for _, w := range t.socks {
-		if w.v6() == v6 {
-			return w
-		}
+// interfaceNames lists the names of ifaces, for logs.
+func interfaceNames(ifaces []net.Interface) []string {
+	names := make([]string, len(ifaces))
+	for i, ifi := range ifaces {
+		names[i] = ifi.Name
 	}
-	return nil
-}
-
-// closeSockets closes every socket; the first error is returned.
-func (t *udpTransport) closeSockets() error {
-	var first error
-	for _, w := range t.socks {
-		if err := w.uc.Close(); first == nil {
-			first = err
-		}
-		if w.mcast != nil {
-			if err := w.mcast.close(); first == nil {
-				first = err
-			}
-		}
-	}
-	return first
-}
-
-func (t *udpTransport) Start(recv func([]byte, *net.UDPAddr, bool)) {
-	for _, w := range t.socks {
-		t.wg.Add(1)
-		go func() { defer t.wg.Done(); t.readLoop(w.uc, false, recv) }()
-		if w.mcast != nil {
-			t.wg.Add(1)
-			go func() { defer t.wg.Done(); t.readLoop(w.mcast.conn, true, recv) }()
-		}
-	}
-}
-
-// readLoop reads datagrams from conn until it is closed. One goroutine per
-// socket.
-func (t *udpTransport) readLoop(conn net.PacketConn, multicast bool, recv func([]byte, *net.UDPAddr, bool)) {
-	uc, ok := conn.(*net.UDPConn)
-	if !ok {
-		if t.onError != nil {
-			t.onError(fmt.Errorf("group: transport socket is a %T, not a UDP socket", conn), multicast)
-		}
-		return
-	}
-	r := udp.NewReader(uc)
-	// One byte more than the largest valid datagram, to detect (and drop)
-	// longer ones rather than silently truncate them.
-	buf := make([]byte, wire.MaxDatagramSize+1)
-	for {
-		n, src, err := r.ReadFromUDPAddrPort(buf)
-		if err != nil {
-			select {
-			case <-t.closed:
-				return
-			default:
-			}
-			if errors.Is(err, net.ErrClosed) {
-				return
-			}
-			// A transient error (ICMP port unreachable surfacing as
-			// ECONNREFUSED, say) must not stop the node.
-			if t.onError != nil {
-				t.onError(err, multicast)
-			}
-			time.Sleep(10 * time.Millisecond)
-			continue
-		}
-		var from *net.UDPAddr
-		if src.IsValid() {
-			from = net.UDPAddrFromAddrPort(netip.AddrPortFrom(src.Addr().Unmap(), src.Port()))
-		}
-		recv(buf[:n], from, multicast)
-	}
-}
-
-func (t *udpTransport) Addr() *net.UDPAddr { return t.addr }
-
-// Send sends pkt to addr from the wire socket of addr's family.
-func (t *udpTransport) Send(pkt []byte, addr *net.UDPAddr) error {
-	v6 := addr.IP.To4() == nil
-	w := t.sock(v6)
-	if w == nil {
-		return fmt.Errorf("group: no %s socket for %s (bound to %s only)", familyName(v6), addr, familyName(!v6))
-	}
-	_, err := w.uc.WriteToUDP(pkt, addr)
-	return err
-}
-
-// Multicast sends pkt to the group of every family with one, and returns
-// how many copies left in all and the first error.
-func (t *udpTransport) Multicast(pkt []byte) (int, error) {
-	sent := 0
-	var first error
-	for _, w := range t.socks {
-		if w.mcast == nil {
-			continue
-		}
-		n, err := w.mcast.send(w, pkt)
-		sent += n
-		if err != nil && first == nil {
-			first = err
-		}
-	}
-	if sent == 0 && first == nil {
-		return 0, errors.New("group: no multicast socket")
-	}
-	return sent, first
-}
-
-// MulticastGroup returns the groups joined, comma-separated (IPv4 first).
-func (t *udpTransport) MulticastGroup() string { return t.groups }
-
-func (t *udpTransport) Close() error {
-	var err error
-	t.once.Do(func() {
-		close(t.closed)
-		err = t.closeSockets()
-		t.wg.Wait()
-	})
-	return err
+	return names
 }
