@@ -11,11 +11,12 @@ import (
 
 // Address families (issue 27).
 //
-// --bind says which families a node speaks: an IPv4 address (or 0.0.0.0,
-// every IPv4 address) binds IPv4 only; an IPv6 address binds IPv6 only;
-// "::" binds every address of both families (dual stack). A dual-stack
-// node has one wire socket per family on the same port (udp4 on 0.0.0.0,
-// udp6 on [::] with IPV6_V6ONLY), so that each family's multicast is
+// --bind says which families a node speaks (udp.Families): an IPv4
+// address (or 0.0.0.0, every IPv4 address) binds IPv4 only; an IPv6
+// address binds IPv6 only; "::" binds every address of both families
+// (dual stack). A dual-stack node has one wire socket per family on the
+// same port (package group/udp: udp4 on 0.0.0.0, udp6 on [::] with
+// IPV6_V6ONLY), so that each family's multicast is
 // joined and sent the usual way for it, and memberlist one socket for
 // both (Go's "udp" and "tcp" on [::] take IPv4 too, as mapped addresses).
 // It advertises one address (memberlist carries one): --advertise, else
