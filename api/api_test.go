@@ -21,6 +21,7 @@ var update = flag.Bool("update", false, "rewrite the API files from the packages
 var public = map[string]string{
 	"github.com/groupd/groupd/group":        "group.txt",
 	"github.com/groupd/groupd/group/memnet": "memnet.txt",
+	"github.com/groupd/groupd/group/udp":    "udp.txt",
 	"github.com/groupd/groupd/client":       "client.txt",
 	"github.com/groupd/groupd/schema":       "schema.txt",
 }

@@ -370,12 +370,11 @@ func (a *Agent) openTransport() error {
 		a.log.Info().Str("skipped", first.Error()).Msg("multicast on one family only")
 	}
 	groups = usable
-	t, err := openUDPTransport(bind, a.cfg.Port, adv, groups, ifaces)
+	t, err := openUDPTransport(bind, a.cfg.Port, adv, groups, ifaces, func(err error, multicast bool) {
+		a.log.Debug().Err(err).Bool("multicast", multicast).Msg("read error")
+	})
 	if err != nil {
 		return err
-	}
-	t.onError = func(err error, multicast bool) {
-		a.log.Debug().Err(err).Bool("multicast", multicast).Msg("read error")
 	}
 	a.tr = t
 	for _, g := range groups {

@@ -232,8 +232,9 @@ type Config struct {
 	// stops leading, and who leads (see LeaderCallbacks).
 	Leader LeaderCallbacks
 	// Transport carries the wire protocol; nil means UDP sockets on Bind,
-	// Port and Multicast. Tests and embedders can pass an in-memory one
-	// (package group/memnet). The agent closes it.
+	// Port and Multicast (package group/udp, which an embedder can also
+	// open with options of its own). Tests and embedders can pass an
+	// in-memory one (package group/memnet). The agent closes it.
 	Transport Transport
 	// GossipTransport is memberlist's transport; nil means its UDP/TCP
 	// transport on Bind and GossipPort. The agent shuts it down.

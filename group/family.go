@@ -5,15 +5,18 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/groupd/groupd/group/udp"
 )
 
 // Address families (issue 27).
 //
-// --bind says which families a node speaks: an IPv4 address (or 0.0.0.0,
-// every IPv4 address) binds IPv4 only; an IPv6 address binds IPv6 only;
-// "::" binds every address of both families (dual stack). A dual-stack
-// node has one wire socket per family on the same port (udp4 on 0.0.0.0,
-// udp6 on [::] with IPV6_V6ONLY), so that each family's multicast is
+// --bind says which families a node speaks (udp.Families): an IPv4
+// address (or 0.0.0.0, every IPv4 address) binds IPv4 only; an IPv6
+// address binds IPv6 only; "::" binds every address of both families
+// (dual stack). A dual-stack node has one wire socket per family on the
+// same port (package group/udp: udp4 on 0.0.0.0, udp6 on [::] with
+// IPV6_V6ONLY), so that each family's multicast is
 // joined and sent the usual way for it, and memberlist one socket for
 // both (Go's "udp" and "tcp" on [::] take IPv4 too, as mapped addresses).
 // It advertises one address (memberlist carries one): --advertise, else
@@ -46,22 +49,10 @@ import (
 // --multicast; it then needs exactly one interface (--interface).
 const DefaultMulticast6 = "[ff15::7952]:7952"
 
-// families says which address families a bind address covers: IPv4 for an
-// IPv4 address or 0.0.0.0, IPv6 for an IPv6 address, both for "::".
-func families(bind net.IP) (v4, v6 bool) {
-	switch {
-	case bind.To4() != nil:
-		return true, false
-	case bind.IsUnspecified():
-		return true, true
-	}
-	return false, true
-}
-
 // covers reports whether a socket bound to bind reaches ip: ip's family
 // is one bind covers.
 func covers(bind, ip net.IP) bool {
-	v4, v6 := families(bind)
+	v4, v6 := udp.Families(bind)
 	if ip.To4() != nil {
 		return v4
 	}
@@ -146,7 +137,7 @@ func (c Config) multicastGroups(bind net.IP) ([]*net.UDPAddr, error) {
 		}
 	}
 	if len(out) == 0 {
-		_, v6 := families(bind)
+		_, v6 := udp.Families(bind)
 		want := DefaultMulticast
 		if v6 {
 			want = DefaultMulticast6
@@ -155,32 +146,6 @@ func (c Config) multicastGroups(bind net.IP) ([]*net.UDPAddr, error) {
 			c.Multicast, familyName(v6), c.Bind, familyName(v6), want)
 	}
 	return out, nil
-}
-
-// ifaceIPs returns the addresses of ifi of one family (IPv6: link-local
-// ones included, which is all multicast needs).
-func ifaceIPs(ifi net.Interface, v6 bool) []net.IP {
-	addrs, err := ifi.Addrs()
-	if err != nil {
-		return nil
-	}
-	var ips []net.IP
-	for _, a := range addrs {
-		var ip net.IP
-		switch v := a.(type) {
-		case *net.IPNet:
-			ip = v.IP
-		case *net.IPAddr:
-			ip = v.IP
-		}
-		switch ip4 := ip.To4(); {
-		case ip4 != nil && !v6:
-			ips = append(ips, ip4)
-		case ip4 == nil && ip != nil && v6:
-			ips = append(ips, ip)
-		}
-	}
-	return ips
 }
 
 // routable returns the addresses of ips that memberlist can advertise

@@ -11,6 +11,8 @@ import (
 
 	"github.com/hashicorp/memberlist"
 	"github.com/rs/zerolog"
+
+	"github.com/groupd/groupd/group/udp"
 )
 
 // gossipNet is memberlist's transport on real sockets: one UDP socket and
@@ -194,10 +196,7 @@ func (t *gossipNet) Shutdown() error {
 func (t *gossipNet) readPackets() {
 	defer t.wg.Done()
 	buf := make([]byte, 65536)
-	var r datagramReader = t.udp
-	if ur, err := newUDPReader(t.udp); err == nil {
-		r = ur
-	}
+	r := udp.NewReader(t.udp)
 	for {
 		n, from, err := r.ReadFromUDPAddrPort(buf)
 		now := time.Now()

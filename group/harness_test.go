@@ -16,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/groupd/groupd/group/memnet"
+	"github.com/groupd/groupd/group/udp"
 	"github.com/groupd/groupd/internal/history"
 	"github.com/groupd/groupd/invariant"
 	"github.com/groupd/groupd/invitation"
@@ -35,35 +36,36 @@ var loopbackMulticast = sync.OnceValue(func() bool {
 	if err != nil {
 		return false
 	}
-	group := randomGroup()
 	port, err := freeUDPPort()
 	if err != nil {
 		return false
 	}
-	addr := &net.UDPAddr{IP: group, Port: port}
-	rc, err := openMulticast(addr, []net.Interface{*lo})
+	tr, err := udp.Open(udp.Options{
+		Bind:      net.IPv4(127, 0, 0, 1),
+		Multicast: []udp.Group{{Addr: &net.UDPAddr{IP: randomGroup(), Port: port}, Interfaces: []net.Interface{*lo}}},
+	})
 	if err != nil {
 		return false
 	}
-	defer rc.close()
-	sc, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	if err != nil {
-		return false
-	}
-	defer sc.Close()
-	if setupMulticastSender(newWireSocket(sc), []net.Interface{*lo}) != nil {
-		return false
-	}
+	defer tr.Close()
 	probe := []byte(fmt.Sprintf("groupd-probe-%d", rand.Uint64()))
-	buf := make([]byte, 64)
+	heard := make(chan struct{}, 1)
+	tr.Start(func(pkt []byte, _ *net.UDPAddr, multicast bool) {
+		if multicast && bytes.Equal(pkt, probe) {
+			select {
+			case heard <- struct{}{}:
+			default:
+			}
+		}
+	})
 	for range 3 {
-		if _, err := sc.WriteToUDP(probe, addr); err != nil {
+		if _, err := tr.Multicast(probe); err != nil {
 			return false
 		}
-		rc.conn.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
-		n, _, err := rc.conn.ReadFrom(buf)
-		if err == nil && bytes.Equal(buf[:n], probe) {
+		select {
+		case <-heard:
 			return true
+		case <-time.After(200 * time.Millisecond):
 		}
 	}
 	return false

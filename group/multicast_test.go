@@ -1,11 +1,15 @@
 package group
 
 import (
+	"errors"
 	"net"
+	"strings"
 	"testing"
-	"time"
 )
 
+// TestSelectInterfaces: Config.Interface names the one interface, else
+// udp.Interfaces picks by Config.Bind (its own tests say how), and the
+// errors name the field to fix.
 func TestSelectInterfaces(t *testing.T) {
 	lo, err := loopbackInterface()
 	if err != nil {
@@ -23,30 +27,14 @@ func TestSelectInterfaces(t *testing.T) {
 			t.Errorf("%v, %v", ifs, err)
 		}
 	})
-	t.Run("any address", func(t *testing.T) {
-		ifs, err := selectInterfaces("", net.IPv4zero, false)
-		if err != nil || len(ifs) == 0 {
-			t.Fatalf("%v, %v", ifs, err)
-		}
-		// Every non-loopback multicast interface that is up with an
-		// IPv4 address, or else loopback alone.
-		for _, ifi := range ifs {
-			if ifi.Flags&net.FlagUp == 0 || len(ifaceIPs(ifi, false)) == 0 {
-				t.Errorf("picked %s: down or no IPv4", ifi.Name)
-			}
-			if ifi.Flags&net.FlagLoopback != 0 && len(ifs) > 1 {
-				t.Errorf("picked loopback next to real interfaces: %v", ifs)
-			}
-		}
-	})
 	t.Run("unknown name", func(t *testing.T) {
 		if _, err := selectInterfaces("nope0", nil, false); err == nil {
 			t.Error("no error")
 		}
 	})
 	t.Run("foreign bind", func(t *testing.T) {
-		if _, err := selectInterfaces("", net.IPv4(192, 0, 2, 222), false); err == nil {
-			t.Error("no error")
+		if _, err := selectInterfaces("", net.IPv4(192, 0, 2, 222), false); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "Config.Bind 192.0.2.222") {
+			t.Errorf("%v, want a configuration error naming Config.Bind", err)
 		}
 	})
 }
@@ -66,54 +54,3 @@ func TestChooseAdvertise(t *testing.T) {
 		t.Errorf("any: %v %v", ip, err)
 	}
 }
-
-// TestMulticastLoopback checks the sockets the agent uses: a beacon sent
-// from a wire socket reaches two receivers bound to the same group and
-// port on one host (SO_REUSEPORT), with the sender's wire address as
-// source.
-func TestMulticastLoopback(t *testing.T) {
-	if !loopbackMulticast() {
-		t.Skip("multicast over loopback does not work on this host")
-	}
-	lo, _ := loopbackInterface()
-	port, err := freeUDPPort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	group := &net.UDPAddr{IP: randomGroup(), Port: port}
-	var rs []*mcastSocket
-	for range 2 {
-		r, err := openMulticast(group, []net.Interface{*lo})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer r.close()
-		rs = append(rs, r)
-	}
-	a, err := New(newTestConfig(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	ut := a.tr.(*udpTransport).sock(false)
-	if err := setupMulticastSender(ut, []net.Interface{*lo}); err != nil {
-		t.Fatal(err)
-	}
-	sender := &mcastSocket{group: group, ifaces: []net.Interface{*lo}}
-	if n, err := sender.send(ut, []byte("beacon")); err != nil || n != 1 {
-		t.Fatalf("send: %d %v", n, err)
-	}
-	for i, r := range rs {
-		buf := make([]byte, 16)
-		r.conn.SetReadDeadline(timeNowPlus(2))
-		n, src, err := r.conn.ReadFrom(buf)
-		if err != nil || string(buf[:n]) != "beacon" {
-			t.Fatalf("receiver %d: %q %v", i, buf[:n], err)
-		}
-		if src.String() != ut.uc.LocalAddr().String() {
-			t.Errorf("receiver %d: source %v, want the wire socket %v", i, src, ut.uc.LocalAddr())
-		}
-	}
-}
-
-func timeNowPlus(seconds int) time.Time { return time.Now().Add(time.Duration(seconds) * time.Second) }

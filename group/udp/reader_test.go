@@ -1,4 +1,4 @@
-package group
+package udp
 
 import (
 	"bytes"
@@ -11,11 +11,11 @@ import (
 	"github.com/groupd/groupd/group/memnet"
 )
 
-// TestUDPReader: the transport's reader returns each datagram with its
+// TestReader: the transport's reader returns each datagram with its
 // source (IPv4 and, where the host has it, IPv6), waits in the netpoller
 // when there is nothing to read, and returns net.ErrClosed once the socket
 // is closed.
-func TestUDPReader(t *testing.T) {
+func TestReader(t *testing.T) {
 	for _, tc := range []struct{ network, ip string }{{"udp4", "127.0.0.1"}, {"udp6", "::1"}} {
 		t.Run(tc.network, func(t *testing.T) {
 			rc, err := net.ListenUDP(tc.network, &net.UDPAddr{IP: net.ParseIP(tc.ip)})
@@ -28,16 +28,13 @@ func TestUDPReader(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer sc.Close()
-			r, err := newUDPReader(rc)
-			if err != nil {
-				t.Fatal(err)
-			}
+			r := NewReader(rc)
 			want := netip.MustParseAddrPort(sc.LocalAddr().String())
 			buf := make([]byte, 64)
 			// reading waits until the test's read is parked in the
 			// netpoller: what comes next reaches a reader that waits.
 			reading := func() {
-				if err := memnet.WaitParked(10*time.Second, "IO wait", "group.(*udpReader).ReadFromUDPAddrPort", "group.TestUDPReader"); err != nil {
+				if err := memnet.WaitParked(10*time.Second, "IO wait", "udp.(*Reader).ReadFromUDPAddrPort", "udp.TestReader"); err != nil {
 					t.Error(err)
 				}
 			}

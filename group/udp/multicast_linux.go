@@ -1,4 +1,4 @@
-package group
+package udp
 
 import "golang.org/x/sys/unix"
 

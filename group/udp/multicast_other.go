@@ -1,6 +1,6 @@
 //go:build !linux
 
-package group
+package udp
 
 // multicastAll: no such option off Linux, where a socket gets only the
 // groups it joined.

@@ -1,4 +1,4 @@
-package group
+package udp
 
 import (
 	"encoding/binary"
@@ -10,7 +10,7 @@ import (
 	"unsafe"
 )
 
-// udpReader reads datagrams from a UDP socket with recvfrom(2) made as a
+// Reader reads datagrams from a UDP socket with recvfrom(2) made as a
 // raw system call, waiting for the socket in Go's netpoller.
 //
 // Why: net.UDPConn's reads go through the runtime's syscall entry, and
@@ -20,22 +20,30 @@ import (
 // per datagram: sysmon wakes, sleeps 20 µs, and parks again. The socket
 // is non-blocking (Go opens it so), so recvfrom returns at once, with
 // EAGAIN when there is nothing to read, and a raw system call is safe.
-type udpReader struct {
+//
+// The transport reads its sockets with it, and so does package group's
+// memberlist transport: one reader for every UDP socket of the daemon.
+type Reader struct {
 	c  *net.UDPConn
-	rc syscall.RawConn
+	rc syscall.RawConn // nil: c's own reads
 }
 
-func newUDPReader(c *net.UDPConn) (*udpReader, error) {
+// NewReader returns a reader of c. A socket without a file descriptor
+// (which the net package never hands out open) is read as c reads.
+func NewReader(c *net.UDPConn) *Reader {
 	rc, err := c.SyscallConn()
 	if err != nil {
-		return nil, err
+		return &Reader{c: c}
 	}
-	return &udpReader{c: c, rc: rc}, nil
+	return &Reader{c: c, rc: rc}
 }
 
 // ReadFromUDPAddrPort reads one datagram into buf, as
 // net.UDPConn.ReadFromUDPAddrPort does (IPv4 and IPv6 sources).
-func (r *udpReader) ReadFromUDPAddrPort(buf []byte) (int, netip.AddrPort, error) {
+func (r *Reader) ReadFromUDPAddrPort(buf []byte) (int, netip.AddrPort, error) {
+	if r.rc == nil {
+		return r.c.ReadFromUDPAddrPort(buf)
+	}
 	var (
 		sa    [syscall.SizeofSockaddrInet6]byte // large enough for either family
 		n     uintptr
