@@ -35,8 +35,9 @@
 //     store's Save returned nil (an fsync, done on the loop);
 //   - events: to the log (one line per change with the old and new group
 //     numbers), the metrics, subscribers (buffered, dropping when slow),
-//     the --on-change hook (its own goroutine, serialised, time-limited)
-//     and memberlist's meta (its own goroutine).
+//     Config.OnEvent (synchronous, in order: groupd's --on-change hook
+//     queues the event for its own goroutine) and memberlist's meta (its
+//     own goroutine).
 //
 // # Discovery and membership
 //

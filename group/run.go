@@ -47,15 +47,6 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 		return fmt.Errorf("group: start memberlist: %w", err)
 	}
 	a.ml.Store(ml)
-	if a.cfg.OnChange != "" {
-		a.hooks = newHookRunner(a.cfg.OnChange, a.cfg.HookTimeout,
-			a.cfg.Logger.With().Str("component", "hooks").Uint64("node", uint64(a.id)).Logger(), a.metrics)
-		a.hooks.leads = func(term GroupNumber) bool {
-			st := a.Status()
-			return st.IsLeader() && st.Term == term
-		}
-		a.hooks.nameOf = a.nameOf
-	}
 	seed := randomSeed()
 	mcfg := invitation.Config{
 		ID:       a.id,
@@ -123,15 +114,13 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 	}
 
 	// Shutdown. Order matters: the loop is stopped, so nothing new is
-	// sent; a leader says it stops leading (its hook may release a
-	// virtual IP) and waits, briefly, for that hook; memberlist announces
-	// our leave while its sockets still work; then everything is closed.
+	// sent; a leader says it stops leading (leader-stop: OnEvent, the
+	// subscribers and the callbacks see it before memberlist leaves);
+	// memberlist announces our leave while its sockets still work; then
+	// everything is closed.
 	stopBG()
 	if end != endCrashed {
 		a.pub.goodbye(time.Now())
-		if a.hooks != nil {
-			a.hooks.drain(hookDrainTimeout)
-		}
 	}
 	if inputLog != nil {
 		if err := inputLog.Err(); err != nil {
@@ -159,10 +148,6 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 	}
 	return nil
 }
-
-// hookDrainTimeout bounds how long a stopping leader waits for its last
-// hook (leader-stop): within the 2 s a stop may take.
-const hookDrainTimeout = time.Second
 
 // randomSeed seeds the machine's jitter, from crypto/rand, so that nodes
 // started together drift apart; the input log records it.

@@ -70,7 +70,7 @@ func freeGossipPort(t *testing.T) int {
 }
 
 // daemon is one `groupd run` process of TestThreeDaemons.
-type daemon struct {
+type daemonProc struct {
 	id     int
 	port   int
 	gossip int
@@ -81,7 +81,7 @@ type daemon struct {
 	waited error
 }
 
-func (d *daemon) logs() string {
+func (d *daemonProc) logs() string {
 	b, _ := os.ReadFile(d.log)
 	const max = 4000
 	if len(b) > max {
@@ -91,12 +91,12 @@ func (d *daemon) logs() string {
 }
 
 // logged reports whether the daemon's stderr, all of it, holds s.
-func (d *daemon) logged(s string) bool {
+func (d *daemonProc) logged(s string) bool {
 	b, _ := os.ReadFile(d.log)
 	return bytes.Contains(b, []byte(s))
 }
 
-func (d *daemon) running() bool {
+func (d *daemonProc) running() bool {
 	select {
 	case <-d.done:
 		return false
@@ -106,7 +106,7 @@ func (d *daemon) running() bool {
 }
 
 // status runs `groupd status --json` against d.
-func (d *daemon) status(bin string) (group.Status, string, error) {
+func (d *daemonProc) status(bin string) (group.Status, string, error) {
 	var out, errOut bytes.Buffer
 	cmd := exec.Command(bin, "status", "--json", "--api", d.api)
 	cmd.Stdout, cmd.Stderr = &out, &errOut
@@ -190,11 +190,11 @@ func TestThreeDaemons(t *testing.T) {
 // startDaemons starts n `groupd run` processes on loopback ports, each
 // joining the others by their gossip ports; cleanup kills those still
 // running.
-func startDaemons(t *testing.T, bin string, n int) []*daemon {
-	ds := make([]*daemon, n)
+func startDaemons(t *testing.T, bin string, n int) []*daemonProc {
+	ds := make([]*daemonProc, n)
 	for i := range ds {
 		dir := t.TempDir()
-		ds[i] = &daemon{
+		ds[i] = &daemonProc{
 			id:     i + 1,
 			port:   freeUDPPort(t),
 			gossip: freeGossipPort(t),
@@ -238,7 +238,7 @@ func startDaemons(t *testing.T, bin string, n int) []*daemon {
 			t.Fatal(err)
 		}
 		logf.Close()
-		go func(d *daemon) {
+		go func(d *daemonProc) {
 			d.waited = d.cmd.Wait()
 			close(d.done)
 		}(d)
@@ -257,7 +257,7 @@ func startDaemons(t *testing.T, bin string, n int) []*daemon {
 
 // waitAgreement waits until every daemon is Normal in one group,
 // coordinated by node 3, with members 1 2 3.
-func waitAgreement(t *testing.T, bin string, ds []*daemon) {
+func waitAgreement(t *testing.T, bin string, ds []*daemonProc) {
 	deadline := time.Now().Add(30 * time.Second)
 	var last []string
 	for {
