@@ -263,10 +263,10 @@ func runAction(c *cli.Context) error {
 
 	ctx := c.Context
 	// systemd (Type=notify): READY=1 in a group, STATUS=, the watchdog.
-	sdn := newNotifier(agent, log)
+	sdn := daemon.NewNotifier(agent, log)
 	sdCtx, sdStop := context.WithCancel(context.Background())
 	defer sdStop()
-	go sdn.run(sdCtx)
+	go sdn.Run(sdCtx)
 	if hupSignals != nil {
 		go func() {
 			for {
@@ -305,7 +305,7 @@ func runAction(c *cli.Context) error {
 		}
 	case <-ctx.Done():
 		log.Info().Msg("signal received: leaving the group")
-		sdn.stopping()
+		sdn.Stopping()
 		select {
 		case err := <-done:
 			if err != nil {
