@@ -1,6 +1,7 @@
 package group
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -212,6 +213,15 @@ type Config struct {
 	// Kill, nor wait (NameOf waits for a name: call it from that
 	// goroutine). Status and Members may be called from it.
 	OnEvent func(Event)
+	// BeforeLeave, if set, is called by Run when it stops (its context
+	// done, or it gave way to another process with its ID; not after
+	// Kill), once the leader-stop of a leader that stops has reached
+	// OnEvent, the subscribers and the callbacks, and before memberlist
+	// announces the leave: the other nodes take over only once it returns,
+	// so a stopping leader can undo what it did as leader first (groupd
+	// waits there for its leader-stop hook). Its context ends a second
+	// after the call, within the 2 s a stop may take; Run goes on then.
+	BeforeLeave func(ctx context.Context)
 	// WrapAPI, if set, wraps the handler the API's listener (Config.API)
 	// serves: it gets Handler's and returns what to serve instead, so that
 	// an embedder can add its own routes or middleware (groupd serves its

@@ -114,13 +114,18 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 	}
 
 	// Shutdown. Order matters: the loop is stopped, so nothing new is
-	// sent; a leader says it stops leading (leader-stop: OnEvent, the
-	// subscribers and the callbacks see it before memberlist leaves);
-	// memberlist announces our leave while its sockets still work; then
-	// everything is closed.
+	// sent; a leader says it stops leading (leader-stop) and
+	// BeforeLeave gets up to beforeLeaveTimeout (groupd's leader-stop
+	// hook may release a virtual IP); memberlist announces our leave
+	// while its sockets still work; then everything is closed.
 	stopBG()
 	if end != endCrashed {
 		a.pub.goodbye(time.Now())
+		if f := a.cfg.BeforeLeave; f != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), beforeLeaveTimeout)
+			f(ctx)
+			cancel()
+		}
 	}
 	if inputLog != nil {
 		if err := inputLog.Err(); err != nil {
@@ -148,6 +153,10 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 	}
 	return nil
 }
+
+// beforeLeaveTimeout bounds Config.BeforeLeave (a stopping leader's
+// leader-stop hook): within the 2 s a stop may take.
+const beforeLeaveTimeout = time.Second
 
 // randomSeed seeds the machine's jitter, from crypto/rand, so that nodes
 // started together drift apart; the input log records it.

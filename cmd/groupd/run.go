@@ -245,8 +245,8 @@ func runAction(c *cli.Context) error {
 		agent.Close()
 		return failure("%v", err)
 	}
-	// After Run: a stopping leader's leader-stop hook gets up to a
-	// second, then a hook still running is killed.
+	// After Run (which gave a stopping leader's leader-stop hook up to a
+	// second): a hook still running is killed.
 	defer d.Stop()
 	// The agent logs its own start line (addresses, profile, incarnation)
 	// and, without a key, the warning that traffic is not authenticated.

@@ -11,6 +11,7 @@
 package daemon
 
 import (
+	"context"
 	"net/http"
 	"time"
 
@@ -24,10 +25,6 @@ import (
 // DefaultHookTimeout bounds one run of the --on-change hook: long enough
 // for a VIP move or a service reload.
 const DefaultHookTimeout = 10 * time.Second
-
-// hookDrainTimeout bounds how long a stopping leader waits for its last
-// hook (leader-stop): within the 2 s a stop may take.
-const hookDrainTimeout = time.Second
 
 // Options are the daemon's own settings, beside the agent's group.Config.
 type Options struct {
@@ -64,6 +61,7 @@ func New(opts Options) *Daemon {
 func (d *Daemon) Configure(cfg *group.Config) {
 	if d.opts.OnChange != "" {
 		cfg.OnEvent = d.onEvent
+		cfg.BeforeLeave = d.beforeLeave
 	}
 	cfg.WrapAPI = WithUI
 }
@@ -97,15 +95,21 @@ func (d *Daemon) onEvent(e group.Event) {
 	}
 }
 
-// Stop ends the hook runner once the agent's Run has returned: a stopping
-// leader's leader-stop (queued by Run) gets up to hookDrainTimeout to run;
-// then a hook still running is killed and the queued ones are dropped.
-func (d *Daemon) Stop() {
-	if d.hooks == nil {
-		return
+// beforeLeave is Config.BeforeLeave: Run stops, and a stopping leader's
+// leader-stop, queued, gets to run (and the queue to empty) before the
+// other nodes hear of the leave, until ctx ends (a second).
+func (d *Daemon) beforeLeave(ctx context.Context) {
+	if d.hooks != nil {
+		d.hooks.drain(ctx)
 	}
-	d.hooks.drain(hookDrainTimeout)
-	d.hooks.stop()
+}
+
+// Stop ends the hook runner once the agent's Run has returned: a hook
+// still running is killed and the queued ones are dropped.
+func (d *Daemon) Stop() {
+	if d.hooks != nil {
+		d.hooks.stop()
+	}
 }
 
 // WithUI wraps the agent's API handler with the live view (package ui,

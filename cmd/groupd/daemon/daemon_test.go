@@ -54,7 +54,7 @@ func TestAPIServesUI(t *testing.T) {
 
 // TestDaemonHooks: the daemon's hook runs on the agent's events, through
 // Config.OnEvent: a lone node's leader-start, and, when it stops, its
-// leader-stop (Stop lets it finish); the runs are counted in the agent's
+// leader-stop, before Run returns (Config.BeforeLeave); the runs are counted in the agent's
 // /metrics.
 func TestDaemonHooks(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "hooks")
@@ -86,10 +86,12 @@ func TestDaemonHooks(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	d.Stop()
+	// The leader-stop ran within Run, before memberlist's leave
+	// (Config.BeforeLeave), not after it.
 	lines := strings.Split(strings.TrimSpace(readFile(out)), "\n")
+	d.Stop()
 	if last := lines[len(lines)-1]; last != "leader-stop 0 "+a.Name() {
-		t.Errorf("the last hook ran %q, want the leader-stop; all: %q", last, lines)
+		t.Errorf("the last hook run when Run returned: %q, want the leader-stop; all: %q", last, lines)
 	}
 	if n := metricValue(d.m.hookRuns); n != float64(len(lines)) {
 		t.Errorf("hook_runs_total %v, %d runs", n, len(lines))

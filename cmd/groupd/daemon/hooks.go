@@ -73,8 +73,9 @@ import (
 // background children cannot outlive its budget. Failures (non-zero exit,
 // timeout, cannot start) are logged with the exit status and the tail of
 // stderr, and counted. Hooks still running when the agent stops are
-// killed, and queued ones are dropped (Daemon.Stop, after a stopping
-// leader's leader-stop got up to hookDrainTimeout).
+// killed, and queued ones are dropped (Daemon.Stop); a stopping leader's
+// leader-stop gets up to a second first, before memberlist announces the
+// leave (Config.BeforeLeave).
 
 // hookQueueMax bounds the events waiting for the hook.
 const hookQueueMax = 4
@@ -266,18 +267,20 @@ func (r *hookRunner) preempt(stop group.Event) {
 	r.queue = q
 }
 
-// drain waits until no hook is queued or running, at most timeout: a
+// drain waits until no hook is queued or running, or ctx is done: a
 // stopping leader's leader-stop hook gets to run.
-func (r *hookRunner) drain(timeout time.Duration) {
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
+func (r *hookRunner) drain(ctx context.Context) {
+	for ctx.Err() == nil {
 		r.mu.Lock()
 		idle := len(r.queue) == 0 && !r.running
 		r.mu.Unlock()
 		if idle {
 			return
 		}
-		time.Sleep(10 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+		case <-time.After(10 * time.Millisecond):
+		}
 	}
 }
 
