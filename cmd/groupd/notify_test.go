@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"net"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -29,32 +27,9 @@ func TestSdNotifyReady(t *testing.T) {
 	defer conn.Close()
 	api := "127.0.0.1:" + strconv.Itoa(freeTCPPort(t))
 	hold := time.Second
-	cmd := exec.Command(bin, "run", "--id", "7", "--profile", "fast", "--bind", "127.0.0.1", "--port", "0",
-		"--multicast", "off", "--api", api, "--data-dir", filepath.Join(dir, "data"),
-		"--start-at", strconv.FormatFloat(float64(time.Now().Add(hold).UnixNano())/1e9, 'f', 3, 64))
-	cmd.Env = append(os.Environ(), "NOTIFY_SOCKET="+sock, "WATCHDOG_USEC=200000")
-	logf, err := os.Create(filepath.Join(dir, "groupd.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer logf.Close()
-	cmd.Stderr = logf
 	started := time.Now()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	defer func() {
-		if cmd.ProcessState == nil {
-			_ = cmd.Process.Kill() // by PID: our own child
-			<-done
-		}
-		if t.Failed() {
-			b, _ := os.ReadFile(filepath.Join(dir, "groupd.log"))
-			t.Logf("daemon log:\n%s", b)
-		}
-	}()
+	cmd, done := startLone(t, bin, dir, api, []string{"NOTIFY_SOCKET=" + sock, "WATCHDOG_USEC=200000"},
+		"--start-at", strconv.FormatFloat(float64(time.Now().Add(hold).UnixNano())/1e9, 'f', 3, 64))
 	c, err := client.New(api)
 	if err != nil {
 		t.Fatal(err)

@@ -48,6 +48,40 @@ func freeTCPPort(t *testing.T) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
+// startLone starts `groupd run` as lone node 7 on loopback (profile fast,
+// no multicast), its API at api and its data dir and log in dir, with
+// args on top and env added to this environment. done gets what Wait
+// returns. At the test's end it kills (by PID) a process still running,
+// and logs the daemon's log if the test failed.
+func startLone(t *testing.T, bin, dir, api string, env []string, args ...string) (cmd *exec.Cmd, done <-chan error) {
+	t.Helper()
+	cmd = exec.Command(bin, append([]string{"run", "--id", "7", "--profile", "fast", "--bind", "127.0.0.1", "--port", "0",
+		"--multicast", "off", "--api", api, "--data-dir", filepath.Join(dir, "data")}, args...)...)
+	cmd.Env = append(os.Environ(), env...)
+	logf, err := os.Create(filepath.Join(dir, "groupd.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { logf.Close() })
+	cmd.Stderr = logf
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ch := make(chan error, 1)
+	go func() { ch <- cmd.Wait() }()
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill() // by PID: our own child
+			<-ch
+		}
+		if t.Failed() {
+			b, _ := os.ReadFile(filepath.Join(dir, "groupd.log"))
+			t.Logf("daemon log:\n%s", b)
+		}
+	})
+	return cmd, ch
+}
+
 // freeGossipPort returns a port free for both TCP and UDP on 127.0.0.1
 // (memberlist uses both).
 func freeGossipPort(t *testing.T) int {
