@@ -1,6 +1,6 @@
-// Package testkit holds the helpers the product's tests share (group's
-// and cmd/groupd/daemon's): a log buffer safe for concurrent writers, and
-// polling for a condition, and reading a metric.
+// Package testkit holds the helpers the product's tests share (group's,
+// cmd/groupd/daemon's, examples/embed's): a log buffer safe for concurrent
+// writers, polling for a condition, and reading a metric.
 package testkit
 
 import (
