@@ -1,10 +1,10 @@
 // Package daemon is what `groupd run` adds to the library, package group:
 // the --on-change hook runner (hooks.go), the live view at /ui/ on the
 // agent's API, and systemd's readiness and watchdog (notify.go). It is
-// built only on group's public API (Config.OnEvent, Config.WrapAPI,
-// Agent.Status, Agent.NameOf, Agent.Registry, Subscribe, LoopTurned), so
-// that an embedder can do all the daemon does, and the library runs no
-// shell command and serves no page.
+// built only on group's public API (Config.OnEvent, Config.BeforeLeave,
+// Config.WrapAPI, Agent.Status, Agent.NameOf, Agent.Registry, Subscribe,
+// LoopTurned), so that an embedder can do all the daemon does, and the
+// library runs no shell command and serves no page.
 //
 // Use: New, then Configure the agent's Config, group.New, Attach the
 // agent, run it (beside a Notifier), and Stop once Run has returned.
