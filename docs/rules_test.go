@@ -126,3 +126,32 @@ func TestProductImportsNoTooling(t *testing.T) {
 		}
 	}
 }
+
+// TestLibraryIsNoDaemon: the library runs no command, serves no page and
+// speaks no command line; those are groupd's (cmd/groupd and its daemon
+// package). Neither group nor any package it is built from imports the
+// UI, urfave/cli, os/exec or go-isatty, but for two third-party packages
+// the library needs, which bring the last two into its build: memberlist's
+// go-sockaddr (os/exec, for its interface probes) and zerolog's
+// go-colorable (go-isatty).
+func TestLibraryIsNoDaemon(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}} {{join .Imports \" \"}}", "../group").Output()
+	if err != nil {
+		t.Fatalf("go list -deps: %v", err)
+	}
+	banned := func(path string) bool {
+		return path == module+"ui" || path == "github.com/urfave/cli" || strings.HasPrefix(path, "github.com/urfave/cli/")
+	}
+	via := map[string]string{"os/exec": "github.com/hashicorp/go-sockaddr", "github.com/mattn/go-isatty": "github.com/mattn/go-colorable"}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		if banned(f[0]) {
+			t.Errorf("the library is built with %s", f[0])
+		}
+		for _, im := range f[1:] {
+			if allowed, ok := via[im]; ok && f[0] != allowed {
+				t.Errorf("%s imports %s (only %s, a dependency the library needs, may)", f[0], im, allowed)
+			}
+		}
+	}
+}

@@ -119,7 +119,6 @@ type Agent struct {
 	sealBuf    []byte
 
 	metrics *metrics
-	hooks   *hookRunner // nil without OnChange
 	peers   *peerBook
 
 	inbox    chan inbound
@@ -163,9 +162,6 @@ type Agent struct {
 func New(cfg Config) (*Agent, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
-	}
-	if cfg.HookTimeout == 0 {
-		cfg.HookTimeout = DefaultHookTimeout
 	}
 	if cfg.TickInterval == 0 {
 		cfg.TickInterval = 10 * time.Millisecond
@@ -478,9 +474,6 @@ func (a *Agent) release() {
 	}
 	if a.apiLn != nil {
 		a.apiLn.Close() // not closed by Shutdown if Serve never ran
-	}
-	if a.hooks != nil {
-		a.hooks.stop()
 	}
 	if a.tr != nil {
 		a.tr.Close()

@@ -14,7 +14,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/groupd/groupd/schema"
-	"github.com/groupd/groupd/ui"
 	"github.com/groupd/groupd/wire"
 )
 
@@ -38,13 +37,13 @@ import (
 //	GET /metrics     Prometheus metrics (the agent's own registry)
 //	GET /healthz     200 "ok" while the event loop runs and the state can be
 //	                 saved; else 503 "not running" or "persist error: ..."
-//	GET /ui/         the live view: a page (package ui, embedded) that reads
-//	                 /v1/status, /v1/members and /v1/events
 //
 // It listens on Config.API: "host:port" (TCP; loopback by default, and a
 // non-loopback address is logged as a warning since anyone reaching it can
 // read the group's state) or "unix:/path" (a unix socket with mode 0600; a
-// stale socket file left by a crash is removed, a live one is an error).
+// stale socket file left by a crash is removed, a live one is an error),
+// and serves Handler, or what Config.WrapAPI makes of it (groupd adds its
+// live view, GET /ui/).
 
 // openAPI binds the API's listener.
 func (a *Agent) openAPI() error {
@@ -69,8 +68,12 @@ func (a *Agent) openAPI() error {
 		}
 	}
 	a.apiLn = ln
+	h := a.Handler()
+	if a.cfg.WrapAPI != nil {
+		h = a.cfg.WrapAPI(h)
+	}
 	a.apiSrv = &http.Server{
-		Handler:           a.Handler(),
+		Handler:           h,
 		ReadHeaderTimeout: 5 * time.Second,
 		ErrorLog:          newStdLogger(a.log.With().Str("component", "api").Logger()),
 	}
@@ -125,10 +128,6 @@ func (a *Agent) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/events", a.serveEvents)
 	mux.HandleFunc("GET /v1/leader", a.serveLeader)
 	mux.HandleFunc("POST /v1/exec", a.serveExec)
-	// The live view only reads the endpoints above, with the same access
-	// rules: whoever can read the API can see the page.
-	mux.Handle("GET /ui/", ui.Handler())
-	mux.Handle("GET /ui", ui.Handler())
 	mux.Handle("GET /metrics", promhttp.HandlerFor(a.metrics.reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")

@@ -267,25 +267,28 @@ func TestHealthzBeforeRun(t *testing.T) {
 	}
 }
 
-// TestAPIServesUI checks that the API serves the live view, read-only.
-func TestAPIServesUI(t *testing.T) {
-	a, err := New(newTestConfig(t))
-	if err != nil {
-		t.Fatal(err)
+// TestAPIWrap: the listener serves what Config.WrapAPI makes of Handler
+// (groupd adds its live view so), and Handler stays the library's own.
+func TestAPIWrap(t *testing.T) {
+	cfg := newTestConfig(t)
+	cfg.API = "127.0.0.1:0"
+	cfg.WrapAPI = func(api http.Handler) http.Handler {
+		mux := http.NewServeMux()
+		mux.Handle("/", api)
+		mux.HandleFunc("GET /extra", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("extra\n")) })
+		return mux
 	}
-	defer a.Close()
-	for _, tc := range []struct {
-		method, path string
-		code         int
-	}{{"GET", "/ui/", 200}, {"GET", "/ui/app.js", 200}, {"GET", "/ui", 301}, {"POST", "/ui/", 405}} {
-		rec := httptest.NewRecorder()
-		a.Handler().ServeHTTP(rec, httptest.NewRequest(tc.method, tc.path, nil))
-		if rec.Code != tc.code {
-			t.Errorf("%s %s: %d, want %d", tc.method, tc.path, rec.Code, tc.code)
+	a := startAgent(t, cfg)
+	for path, want := range map[string]int{"/extra": 200, "/healthz": 200, "/ui/": 404} {
+		code, _, _ := get(t, http.DefaultClient, "http://"+a.Addrs().API+path)
+		if code != want {
+			t.Errorf("GET %s: %d, want %d", path, code, want)
 		}
-		if tc.path == "/ui/" && tc.code == 200 && !strings.Contains(rec.Body.String(), "app.js") {
-			t.Errorf("GET /ui/ is not the page: %.200s", rec.Body)
-		}
+	}
+	rec := httptest.NewRecorder()
+	a.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/extra", nil))
+	if rec.Code != http.StatusNotFound {
+		t.Errorf("Handler serves the wrapper's route: %d", rec.Code)
 	}
 }
 

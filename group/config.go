@@ -1,10 +1,12 @@
 package group
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -39,8 +41,6 @@ const (
 	// node), and a node that appears in their records is joined within
 	// that. The fast profile uses 2 s.
 	DefaultResolveInterval = 10 * time.Second
-	// DefaultHookTimeout bounds one run of the --on-change hook.
-	DefaultHookTimeout = 10 * time.Second
 )
 
 // Profile names accepted by Config.Profile and ConfigForProfile.
@@ -198,24 +198,35 @@ type Config struct {
 	// dropped and counted as "rate_limited". DefaultLANConfig sets
 	// DefaultRateLimit; zero or less turns the limit off.
 	RateLimit int
-	// OnChange is a shell command (run with /bin/sh -c) run on every change
-	// of group, role, primary or degraded state, when the node becomes
-	// Normal or is confirmed again, and once per leadership transition.
-	// Runs are one at a time, in order, off the event loop; a backlog is
-	// merged so that the last run sees the latest state. On top of the
-	// daemon's environment it gets GROUPD_EVENT (an Event's Reason, or
-	// leader-start, leader-stop), GROUPD_ID, GROUPD_NAME, GROUPD_STATE,
-	// GROUPD_ROLE, GROUPD_OLD_ROLE, GROUPD_GROUP, GROUPD_OLD_GROUP,
-	// GROUPD_COORDINATOR, GROUPD_COORDINATOR_NAME (a run waits up to
-	// BeaconInterval + AliveInterval for a name that has not arrived, as
-	// LeaderCallbacks.OnNewLeader does), GROUPD_MEMBERS (IDs,
-	// comma-separated), GROUPD_PRIMARY, GROUPD_LEADER and GROUPD_DEGRADED
-	// (1 or 0), and GROUPD_TERM (the leadership's term: the new one on
-	// leader-start, the one that ended on leader-stop).
-	OnChange string
-	// HookTimeout bounds one run of OnChange; its process group is killed
-	// after it. Zero means DefaultHookTimeout.
-	HookTimeout time.Duration
+	// OnEvent, if set, is called with every event the node publishes
+	// (every change of its view, and each leadership transition:
+	// leader-start, leader-stop, leader-term), exactly once each and in
+	// order, never two at once: synchronously, on the goroutine that
+	// publishes it (the event loop; the lease timer, when a lease runs out
+	// while the loop is busy; Run, for the leader-stop of a leader that
+	// stops). Unlike Subscribe's channel it never drops an event, and an
+	// event reaches it before Run goes on: a leader-stop is seen as soon
+	// as the lease ends. It gets no snapshot; the event's views are its
+	// own copies. It must return at once: it holds up the event loop
+	// (queue the work for a goroutine of your own, as groupd's
+	// --on-change hook runner does), and it must not call Run, Close or
+	// Kill, nor wait (NameOf waits for a name: call it from that
+	// goroutine). Status and Members may be called from it.
+	OnEvent func(Event)
+	// BeforeLeave, if set, is called by Run when it stops (its context
+	// done, or it gave way to another process with its ID; not after
+	// Kill), once the leader-stop of a leader that stops has reached
+	// OnEvent, the subscribers and the callbacks, and before memberlist
+	// announces the leave: the other nodes take over only once it returns,
+	// so a stopping leader can undo what it did as leader first (groupd
+	// waits there for its leader-stop hook). Its context ends a second
+	// after the call, within the 2 s a stop may take; Run goes on then.
+	BeforeLeave func(ctx context.Context)
+	// WrapAPI, if set, wraps the handler the API's listener (Config.API)
+	// serves: it gets Handler's and returns what to serve instead, so that
+	// an embedder can add its own routes or middleware (groupd serves its
+	// live view at /ui/ this way). Nil serves Handler as it is.
+	WrapAPI func(http.Handler) http.Handler
 	// TickInterval is the event loop's timer resolution: the loop sleeps
 	// until the protocol's next deadline, but never less than this, so a
 	// burst of deadlines is handled in one pass. Zero means 10ms.
@@ -293,7 +304,6 @@ func DefaultLANConfig() Config {
 		Profile:         ProfileLAN,
 		Timing:          invitation.DefaultTiming(),
 		Election:        invitation.ElectionBully,
-		HookTimeout:     DefaultHookTimeout, // long enough for a VIP move or a service reload
 		ResolveInterval: DefaultResolveInterval,
 		TickInterval:    10 * time.Millisecond, // 1/10 of the shortest lan interval (AnswerTimeout)
 		RateLimit:       DefaultRateLimit,      // see limits.go
@@ -426,9 +436,6 @@ func (c Config) Validate() error {
 		if len(k) != wire.KeySize {
 			return configErrorf("group: Config.AcceptKeys[%d] is %d bytes, want %d", i, len(k), wire.KeySize)
 		}
-	}
-	if c.HookTimeout < 0 {
-		return configErrorf("group: Config.HookTimeout must be > 0, got %v", c.HookTimeout)
 	}
 	if c.TickInterval < 0 {
 		return configErrorf("group: Config.TickInterval must be > 0, got %v", c.TickInterval)

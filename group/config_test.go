@@ -67,7 +67,6 @@ func TestValidate(t *testing.T) {
 		{"interval relation", func(c *Config) { c.Timing.AliveTimeout = time.Millisecond }, "Config.Timing.AliveTimeout (1ms) must be >= Config.Timing.AliveInterval + Config.Timing.AnswerTimeout"},
 		{"key short", func(c *Config) { c.Key = make([]byte, 16) }, "Config.Key is 16 bytes, want 32"},
 		{"key ok", func(c *Config) { c.Key = make([]byte, 32) }, ""},
-		{"hook timeout", func(c *Config) { c.HookTimeout = -1 }, "Config.HookTimeout must be > 0"},
 		{"tick", func(c *Config) { c.TickInterval = -1 }, "Config.TickInterval must be > 0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

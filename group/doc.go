@@ -35,8 +35,9 @@
 //     store's Save returned nil (an fsync, done on the loop);
 //   - events: to the log (one line per change with the old and new group
 //     numbers), the metrics, subscribers (buffered, dropping when slow),
-//     the --on-change hook (its own goroutine, serialised, time-limited)
-//     and memberlist's meta (its own goroutine).
+//     Config.OnEvent (synchronous, in order: groupd's --on-change hook
+//     queues the event for its own goroutine) and memberlist's meta (its
+//     own goroutine).
 //
 // # Discovery and membership
 //
@@ -60,7 +61,9 @@
 //
 // Agent.Handler serves the routes GET /v1/status (a Status), /v1/members
 // (the Members), /v1/events (newline-delimited Events, the first a
-// snapshot), /metrics, /healthz and the live view at /ui/; Config.API
-// listens on them. Status, Member and Event marshal to exactly the JSON
-// shapes the CLI (cmd/groupd) and package client read.
+// snapshot), /v1/leader, POST /v1/exec (groupd exec's guard), /metrics
+// and /healthz; Config.API listens on them, and Config.WrapAPI adds
+// routes beside them (groupd's live view at /ui/). Status, Member and
+// Event marshal to exactly the JSON shapes the CLI (cmd/groupd) and
+// package client read.
 package group

@@ -181,7 +181,7 @@ func TestDocFigures(t *testing.T) {
 	if l, f := DefaultLANConfig().ResolveInterval, DefaultFastConfig().ResolveInterval; l != 10*time.Second || f != 2*time.Second {
 		t.Errorf("DefaultResolveInterval's doc says 10 s (fast 2 s); the configs: %v, %v", l, f)
 	}
-	// OnNewLeader's and OnChange's docs: a missing name is waited for up
+	// OnNewLeader's and NameOf's docs: a missing name is waited for up
 	// to BeaconInterval + AliveInterval.
 	for _, cfg := range []Config{DefaultLANConfig(), DefaultFastConfig()} {
 		a := &Agent{cfg: cfg}

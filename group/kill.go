@@ -8,8 +8,9 @@ package group
 // Cancelling Run's context instead leaves the group gracefully, and the
 // others take over at once.
 //
-// The --on-change hook gets no leader-stop, and a hook still running is
-// killed. Inside the process the agent ends as Run always ends it:
+// OnEvent and the subscribers get no leader-stop, and BeforeLeave is not
+// called (groupd's --on-change hook thus runs none). Inside the process
+// the agent ends as Run always ends it:
 // LeaderCallbacks.OnStoppedLeading is called for a leadership still
 // current, and the channels of Subscribe and WatchLeader are closed. Run
 // returns nil.

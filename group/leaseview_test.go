@@ -102,7 +102,7 @@ func TestLeaderTermOneEvent(t *testing.T) {
 	for len(got) < 2 {
 		select {
 		case e := <-events:
-			if isLeaderEvent(e) {
+			if e.Reason == ReasonLeaderStart || e.Reason == ReasonLeaderStop || e.Reason == ReasonLeaderTerm {
 				got = append(got, e)
 			}
 		case <-deadline:

@@ -30,9 +30,6 @@ type metrics struct {
 	sendErrors    *prometheus.CounterVec // by reason
 	copies        prometheus.Counter
 	persistFails  prometheus.Counter
-	hookRuns      prometheus.Counter
-	hookFailures  prometheus.Counter
-	hookDropped   prometheus.Counter
 	subDropped    prometheus.Counter
 	joins         *prometheus.CounterVec // by result
 	state         *prometheus.GaugeVec   // 1 for the current state
@@ -97,9 +94,6 @@ func newMetrics(live liveGauges) *metrics {
 		sendErrors:   fv("send_errors_total", "Messages that could not be sent, by reason.", "reason"),
 		copies:       f("broadcast_copies_total", "Broadcasts also sent by unicast, to members whose process was never heard over multicast."),
 		persistFails: f("persist_failures_total", "Failed saves of the node's state (group-number counter, last group)."),
-		hookRuns:     f("hook_runs_total", "Runs of the --on-change hook."),
-		hookFailures: f("hook_failures_total", "Runs of the --on-change hook that failed or timed out."),
-		hookDropped:  f("hook_coalesced_total", "Hook events merged into a later one because the queue was full."),
 		subDropped:   f("subscriber_dropped_events_total", "Events not delivered to a slow subscriber."),
 		joins:        fv("memberlist_joins_total", "memberlist Join attempts (beacons, seeds, reconnects), by result.", "result"),
 		state: func() *prometheus.GaugeVec {

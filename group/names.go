@@ -1,6 +1,7 @@
 package group
 
 import (
+	"context"
 	"sync"
 	"time"
 )
@@ -12,8 +13,9 @@ import (
 // published at the invitation, or at the Ready, may not know its
 // coordinator's name yet. When the name arrives, the loop patches the
 // current view (nameKnown), so that Status, the API and WatchLeader show
-// it; OnNewLeader and the --on-change hook, which run off the loop, wait
-// for it a little (nameOf).
+// it; OnNewLeader, which runs off the loop, waits for it a little
+// (nameOf), and so can an embedder's own goroutine (NameOf: groupd's
+// --on-change hook).
 
 // nameBoard tells waiters that a name was learned.
 type nameBoard struct {
@@ -41,11 +43,23 @@ func (b *nameBoard) learned() {
 	}
 }
 
-// nameWait bounds how long OnNewLeader and a hook wait for a coordinator's
+// nameWait bounds how long OnNewLeader and NameOf wait for a coordinator's
 // name: its next heartbeat, within AliveInterval, prompts the memberlist
 // join that brings its meta, unless a join was tried within BeaconInterval.
 func (a *Agent) nameWait() time.Duration {
 	return a.cfg.Timing.BeaconInterval + a.cfg.Timing.AliveInterval
+}
+
+// NameOf returns node id's name: this node's own, or what id's memberlist
+// meta says, waiting for it to arrive up to BeaconInterval +
+// AliveInterval (the coordinator's next heartbeat prompts the memberlist
+// join that brings its meta), or until ctx is done (then it returns what
+// is known by then). It returns "" for id 0, and when the name did not
+// come. Other nodes' names can arrive after the group settles, so a view
+// may name its coordinator "": an OnEvent handler that needs the name
+// asks NameOf from a goroutine of its own (it waits; OnEvent must not).
+func (a *Agent) NameOf(ctx context.Context, id NodeID) string {
+	return a.nameOf(id, "", ctx.Done())
 }
 
 // nameOf returns node id's name: known if it is not empty, this node's own

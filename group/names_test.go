@@ -1,9 +1,9 @@
 package group
 
 import (
+	"context"
 	"fmt"
-	"os"
-	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -14,8 +14,9 @@ import (
 
 // TestLeaderNames: every report of a leader other than this node carries
 // its name, which comes from memberlist's meta and may arrive after the
-// group settles. OnNewLeader is never called with "", a hook never sees
-// an empty GROUPD_COORDINATOR_NAME beside a coordinator, and the status
+// group settles. OnNewLeader is never called with "", NameOf finds the
+// coordinator's name of every change OnEvent is told of (as groupd's
+// --on-change hook asks it, for GROUPD_COORDINATOR_NAME), and the status
 // names the coordinator: at the cold start (multicast: memberlist joins
 // only once a coordinator beacons, after the group formed), and after a
 // failover.
@@ -25,16 +26,37 @@ func TestLeaderNames(t *testing.T) {
 		t.Run(mode.String(), func(t *testing.T) {
 			t.Parallel()
 			c := newCluster(t, mode)
-			hookOut := filepath.Join(t.TempDir(), "hooks")
 			type leader struct {
 				node, id wire.NodeID
 				name     string
 			}
 			var mu sync.Mutex
 			var leaders []leader
+			var hookLines []string // "node event state coordinator name", as a hook would see them
+			agents := map[wire.NodeID]*Agent{}
 			c.tweak = func(cfg *Config) {
 				node := cfg.ID
-				cfg.OnChange = fmt.Sprintf(`echo "%d $GROUPD_EVENT $GROUPD_STATE $GROUPD_COORDINATOR $GROUPD_COORDINATOR_NAME" >> %s`, node, hookOut)
+				cfg.OnEvent = func(e Event) {
+					// What the hook runner does: a change waits,
+					// off the loop, for a name it lacks; a
+					// leadership event does not.
+					go func() {
+						var a *Agent
+						for a == nil { // Run may start before c.start returns
+							mu.Lock()
+							a = agents[node]
+							mu.Unlock()
+							time.Sleep(time.Millisecond)
+						}
+						name := e.New.CoordinatorName
+						if name == "" && !strings.HasPrefix(e.Reason, "leader-") {
+							name = a.NameOf(context.Background(), e.New.Coordinator)
+						}
+						mu.Lock()
+						hookLines = append(hookLines, strings.TrimSpace(fmt.Sprintf("%d %s %s %d %s", node, e.Reason, e.New.State, e.New.Coordinator, name)))
+						mu.Unlock()
+					}()
+				}
 				cfg.Leader.OnNewLeader = func(id NodeID, name string) {
 					mu.Lock()
 					leaders = append(leaders, leader{node, id, name})
@@ -42,7 +64,10 @@ func TestLeaderNames(t *testing.T) {
 				}
 			}
 			for id := wire.NodeID(1); id <= 3; id++ {
-				c.start(id, "")
+				n := c.start(id, "")
+				mu.Lock()
+				agents[id] = n.a
+				mu.Unlock()
 			}
 			c.waitConverged(convergeBound(c))
 			seenLeaders, seenHooks := 0, 0
@@ -80,11 +105,7 @@ func TestLeaderNames(t *testing.T) {
 						t.Errorf("%s: node %d was not told its leader is %d: %v", when, n.id, coord, leaders)
 					}
 				}
-				b, err := os.ReadFile(hookOut)
-				if err != nil {
-					t.Fatal(err)
-				}
-				lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+				lines := slices.Clone(hookLines)
 				defer func() { seenLeaders, seenHooks = len(leaders), len(lines) }()
 				for _, line := range lines[seenHooks:] {
 					f := strings.Fields(line)

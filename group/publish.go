@@ -16,9 +16,9 @@ import (
 )
 
 // The publisher hands the machine's decisions out: the current Status,
-// events to subscribers (the API's event stream, embedders), the
-// --on-change hook, memberlist's meta, the log, the metrics, and the
-// leadership API (callbacks, WatchLeader). The loop calls report; every
+// events to subscribers (the API's event stream, embedders) and to
+// Config.OnEvent (groupd's --on-change hook), memberlist's meta, the log,
+// the metrics, and the leadership API (callbacks, WatchLeader). The loop calls report; every
 // other method is safe from any goroutine.
 
 // maxMismatches bounds the timing mismatches a status lists.
@@ -28,7 +28,7 @@ type publisher struct {
 	a *Agent
 
 	// emit serialises change, expire and goodbye, so that their events
-	// reach subscribers, hooks and callbacks in order.
+	// reach subscribers, OnEvent and callbacks in order.
 	emit sync.Mutex
 
 	mu sync.Mutex
@@ -178,10 +178,7 @@ func (p *publisher) change(t time.Time, ie invitation.Event) {
 	p.logChange(e)
 	a.metrics.observe(e)
 	p.persistence(e)
-	p.deliver(e)
-	if a.hooks != nil && hookWorthy(e) {
-		a.hooks.enqueue(e)
-	}
+	p.publish(e)
 	if old.Group != cur.Group || old.State != cur.State || old.Leader != cur.Leader || old.Degraded != cur.Degraded {
 		a.publishMeta(cur)
 	}
@@ -193,7 +190,7 @@ func (p *publisher) change(t time.Time, ie invitation.Event) {
 }
 
 // leadership publishes the leadership transitions that the change old →
-// cur makes, exactly once each, to subscribers, the hook and the
+// cur makes, exactly once each, to subscribers, OnEvent and the
 // callbacks: the node stops acting as leader (IsLeader goes false),
 // starts (it goes true), or goes on under a new term (leader-term: one
 // event, neither a stop nor a start, for a leader whose term grew while
@@ -252,10 +249,7 @@ func (p *publisher) transition(t time.Time, reason string, old *Status, cur Stat
 	}
 	l.Msg(reason)
 	a.metrics.leaderChanges.WithLabelValues(reason).Inc()
-	p.deliver(e)
-	if a.hooks != nil {
-		a.hooks.enqueue(e)
-	}
+	p.publish(e)
 	switch reason {
 	case ReasonLeaderStart:
 		p.leaders.started(term)
@@ -301,10 +295,7 @@ func (p *publisher) armLease(now, until time.Time) {
 		Msg("the lease was renewed as it ran out: primary again")
 	e := Event{Time: now, Node: a.id, Name: a.name, Reason: string(invitation.ReasonLease), Old: &old, New: cur}
 	a.metrics.observe(e)
-	p.deliver(e)
-	if a.hooks != nil && hookWorthy(e) {
-		a.hooks.enqueue(e)
-	}
+	p.publish(e)
 	p.leadership(now, old, cur, false)
 	p.notifyWatchers()
 }
@@ -344,10 +335,7 @@ func (p *publisher) expire() {
 		Msg("the lease ran out (no quorum acknowledged this leader): no longer primary")
 	e := Event{Time: end, Node: a.id, Name: a.name, Reason: string(invitation.ReasonLease), Old: &old, New: cur}
 	a.metrics.observe(e)
-	p.deliver(e)
-	if a.hooks != nil && hookWorthy(e) {
-		a.hooks.enqueue(e)
-	}
+	p.publish(e)
 	p.leadership(end, old, cur, true)
 	p.notifyWatchers()
 }
@@ -565,6 +553,15 @@ func (p *publisher) duplicateSeen(boot uint64, src *net.UDPAddr, now time.Time) 
 	}
 	p.dup = &DuplicateID{Boot: boot, Addr: addr, Since: now}
 	p.st.DuplicateID = p.dup
+}
+
+// publish hands e to the subscribers and then to Config.OnEvent. Its
+// callers hold emit, so that OnEvent sees every event once, in order.
+func (p *publisher) publish(e Event) {
+	p.deliver(e)
+	if f := p.a.cfg.OnEvent; f != nil {
+		f(e.Clone())
+	}
 }
 
 // deliver sends e to every subscriber. A subscriber that fell behind

@@ -47,15 +47,6 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 		return fmt.Errorf("group: start memberlist: %w", err)
 	}
 	a.ml.Store(ml)
-	if a.cfg.OnChange != "" {
-		a.hooks = newHookRunner(a.cfg.OnChange, a.cfg.HookTimeout,
-			a.cfg.Logger.With().Str("component", "hooks").Uint64("node", uint64(a.id)).Logger(), a.metrics)
-		a.hooks.leads = func(term GroupNumber) bool {
-			st := a.Status()
-			return st.IsLeader() && st.Term == term
-		}
-		a.hooks.nameOf = a.nameOf
-	}
 	seed := randomSeed()
 	mcfg := invitation.Config{
 		ID:       a.id,
@@ -123,14 +114,17 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 	}
 
 	// Shutdown. Order matters: the loop is stopped, so nothing new is
-	// sent; a leader says it stops leading (its hook may release a
-	// virtual IP) and waits, briefly, for that hook; memberlist announces
-	// our leave while its sockets still work; then everything is closed.
+	// sent; a leader says it stops leading (leader-stop) and
+	// BeforeLeave gets up to beforeLeaveTimeout (groupd's leader-stop
+	// hook may release a virtual IP); memberlist announces our leave
+	// while its sockets still work; then everything is closed.
 	stopBG()
 	if end != endCrashed {
 		a.pub.goodbye(time.Now())
-		if a.hooks != nil {
-			a.hooks.drain(hookDrainTimeout)
+		if f := a.cfg.BeforeLeave; f != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), beforeLeaveTimeout)
+			f(ctx)
+			cancel()
 		}
 	}
 	if inputLog != nil {
@@ -160,9 +154,9 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 	return nil
 }
 
-// hookDrainTimeout bounds how long a stopping leader waits for its last
-// hook (leader-stop): within the 2 s a stop may take.
-const hookDrainTimeout = time.Second
+// beforeLeaveTimeout bounds Config.BeforeLeave (a stopping leader's
+// leader-stop hook): within the 2 s a stop may take.
+const beforeLeaveTimeout = time.Second
 
 // randomSeed seeds the machine's jitter, from crypto/rand, so that nodes
 // started together drift apart; the input log records it.

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/groupd/groupd/cmd/groupd/daemon"
 )
 
 // TestContribEnv checks that contrib/groupd.env documents the variable of
@@ -113,8 +115,8 @@ func TestContribUnitNotify(t *testing.T) {
 	}
 	if got := svc["WatchdogSec"]; len(got) != 1 {
 		t.Errorf("WatchdogSec=%v, want one value", got)
-	} else if d, err := time.ParseDuration(got[0]); err != nil || d < 2*watchdogStale {
-		t.Errorf("WatchdogSec=%s: want at least %v (pings every half of it, while the loop turned within %v)", got[0], 2*watchdogStale, watchdogStale)
+	} else if d, err := time.ParseDuration(got[0]); err != nil || d < 2*daemon.WatchdogStale {
+		t.Errorf("WatchdogSec=%s: want at least %v (pings every half of it, while the loop turned within %v)", got[0], 2*daemon.WatchdogStale, daemon.WatchdogStale)
 	}
 }
 

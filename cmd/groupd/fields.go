@@ -21,7 +21,7 @@ var configFlags = func() map[string]string {
 		"Profile": "profile", "Election": "election",
 		"Quorum.Expect": "expect", "Quorum.TieBreaker": "tie-breaker", "NoPreempt": "no-preempt",
 		"Key": "key-file", "AcceptKeys": "key-file", "RateLimit": "rate-limit",
-		"OnChange": "on-change", "HookTimeout": "hook-timeout", "Pprof": "pprof",
+		"Pprof": "pprof",
 	}
 	for _, f := range intervalFlags {
 		m["Timing."+f.GoName()] = f.Name

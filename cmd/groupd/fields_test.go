@@ -17,7 +17,7 @@ import (
 // flag of their own, or not at all.
 var noFlag = map[string]bool{
 	"TickInterval": true, "Logger": true, "Leader": true, "Transport": true,
-	"GossipTransport": true, "InputLog": true,
+	"GossipTransport": true, "InputLog": true, "OnEvent": true, "BeforeLeave": true, "WrapAPI": true,
 }
 
 // TestConfigFlags: every field of group.Config (Timing's and Quorum's one

@@ -37,6 +37,40 @@ func buildGroupd(t *testing.T) string {
 	return bin
 }
 
+// startLone starts `groupd run` as lone node 7 on loopback (profile fast,
+// no multicast), its API at api and its data dir and log in dir, with
+// args on top and env added to this environment. done gets what Wait
+// returns. At the test's end it kills (by PID) a process still running,
+// and logs the daemon's log if the test failed.
+func startLone(t *testing.T, bin, dir, api string, env []string, args ...string) (cmd *exec.Cmd, done <-chan error) {
+	t.Helper()
+	cmd = exec.Command(bin, append([]string{"run", "--id", "7", "--profile", "fast", "--bind", "127.0.0.1", "--port", "0",
+		"--multicast", "off", "--api", api, "--data-dir", filepath.Join(dir, "data")}, args...)...)
+	cmd.Env = append(os.Environ(), env...)
+	logf, err := os.Create(filepath.Join(dir, "groupd.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { logf.Close() })
+	cmd.Stderr = logf
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ch := make(chan error, 1)
+	go func() { ch <- cmd.Wait() }()
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill() // by PID: our own child
+			<-ch
+		}
+		if t.Failed() {
+			b, _ := os.ReadFile(filepath.Join(dir, "groupd.log"))
+			t.Logf("daemon log:\n%s", b)
+		}
+	})
+	return cmd, ch
+}
+
 // freeGossipPort returns a port free for both TCP and UDP on 127.0.0.1
 // (memberlist uses both).
 func freeGossipPort(t *testing.T) int {
@@ -59,7 +93,7 @@ func freeGossipPort(t *testing.T) int {
 }
 
 // daemon is one `groupd run` process of TestThreeDaemons.
-type daemon struct {
+type daemonProc struct {
 	id     int
 	port   int
 	gossip int
@@ -70,7 +104,7 @@ type daemon struct {
 	waited error
 }
 
-func (d *daemon) logs() string {
+func (d *daemonProc) logs() string {
 	b, _ := os.ReadFile(d.log)
 	const max = 4000
 	if len(b) > max {
@@ -80,12 +114,12 @@ func (d *daemon) logs() string {
 }
 
 // logged reports whether the daemon's stderr, all of it, holds s.
-func (d *daemon) logged(s string) bool {
+func (d *daemonProc) logged(s string) bool {
 	b, _ := os.ReadFile(d.log)
 	return bytes.Contains(b, []byte(s))
 }
 
-func (d *daemon) running() bool {
+func (d *daemonProc) running() bool {
 	select {
 	case <-d.done:
 		return false
@@ -95,7 +129,7 @@ func (d *daemon) running() bool {
 }
 
 // status runs `groupd status --json` against d.
-func (d *daemon) status(bin string) (group.Status, string, error) {
+func (d *daemonProc) status(bin string) (group.Status, string, error) {
 	var out, errOut bytes.Buffer
 	cmd := exec.Command(bin, "status", "--json", "--api", d.api)
 	cmd.Stdout, cmd.Stderr = &out, &errOut
@@ -179,11 +213,11 @@ func TestThreeDaemons(t *testing.T) {
 // startDaemons starts n `groupd run` processes on loopback ports, each
 // joining the others by their gossip ports; cleanup kills those still
 // running.
-func startDaemons(t *testing.T, bin string, n int) []*daemon {
-	ds := make([]*daemon, n)
+func startDaemons(t *testing.T, bin string, n int) []*daemonProc {
+	ds := make([]*daemonProc, n)
 	for i := range ds {
 		dir := t.TempDir()
-		ds[i] = &daemon{
+		ds[i] = &daemonProc{
 			id:     i + 1,
 			port:   freeUDPPort(t),
 			gossip: freeGossipPort(t),
@@ -227,7 +261,7 @@ func startDaemons(t *testing.T, bin string, n int) []*daemon {
 			t.Fatal(err)
 		}
 		logf.Close()
-		go func(d *daemon) {
+		go func(d *daemonProc) {
 			d.waited = d.cmd.Wait()
 			close(d.done)
 		}(d)
@@ -246,7 +280,7 @@ func startDaemons(t *testing.T, bin string, n int) []*daemon {
 
 // waitAgreement waits until every daemon is Normal in one group,
 // coordinated by node 3, with members 1 2 3.
-func waitAgreement(t *testing.T, bin string, ds []*daemon) {
+func waitAgreement(t *testing.T, bin string, ds []*daemonProc) {
 	deadline := time.Now().Add(30 * time.Second)
 	var last []string
 	for {

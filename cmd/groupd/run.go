@@ -17,6 +17,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/urfave/cli/v2"
 
+	"github.com/groupd/groupd/cmd/groupd/daemon"
 	"github.com/groupd/groupd/group"
 	"github.com/groupd/groupd/invitation"
 	"github.com/groupd/groupd/store"
@@ -141,7 +142,7 @@ func runCommand() *cli.Command {
 			Usage: "node `ID` whose side is primary in an exact half split (needs --expect)"},
 		&cli.StringFlag{Name: "on-change", EnvVars: env("on-change"), Category: hooks,
 			Usage: "`COMMAND` run by /bin/sh -c on every role or group change (env GROUPD_EVENT, GROUPD_ROLE, ...)"},
-		&cli.DurationFlag{Name: "hook-timeout", EnvVars: env("hook-timeout"), Category: hooks, Value: lan.HookTimeout,
+		&cli.DurationFlag{Name: "hook-timeout", EnvVars: env("hook-timeout"), Category: hooks, Value: daemon.DefaultHookTimeout,
 			Usage: "kill an --on-change command still running after `DURATION`"},
 		&cli.StringFlag{Name: "key-file", EnvVars: env("key-file"), Category: security,
 			Usage: "`FILE` of base64 32-byte keys, one per line: the first seals all traffic, the others are also accepted (key rotation)"},
@@ -176,8 +177,9 @@ func runCommand() *cli.Command {
 
 // runSettings is what runAction needs besides the agent's configuration.
 type runSettings struct {
-	keyMode os.FileMode // permissions of --key-file, 0 without one
-	startAt time.Time   // --start-at, zero without one
+	keyMode os.FileMode    // permissions of --key-file, 0 without one
+	startAt time.Time      // --start-at, zero without one
+	daemon  daemon.Options // --on-change, --hook-timeout
 }
 
 // maxStartAhead bounds --start-at: a time further ahead is a mistake (a
@@ -222,6 +224,10 @@ func runAction(c *cli.Context) error {
 		return err
 	}
 	cfg.Logger = log
+	rs.daemon.Logger = log
+	// The daemon's own parts: the --on-change hook and the live view.
+	d := daemon.New(rs.daemon)
+	d.Configure(&cfg)
 	if os.Getenv("GOMAXPROCS") == "" {
 		// One P. The daemon handles a few small packets a second, each in
 		// microseconds; with more Ps, every wakeup also woke an idle
@@ -235,6 +241,13 @@ func runAction(c *cli.Context) error {
 	if err != nil {
 		return classify(err)
 	}
+	if err := d.Attach(agent); err != nil {
+		agent.Close()
+		return failure("%v", err)
+	}
+	// After Run (which gave a stopping leader's leader-stop hook up to a
+	// second): a hook still running is killed.
+	defer d.Stop()
 	// The agent logs its own start line (addresses, profile, incarnation)
 	// and, without a key, the warning that traffic is not authenticated.
 	bi := readBuildInfo()
@@ -250,10 +263,10 @@ func runAction(c *cli.Context) error {
 
 	ctx := c.Context
 	// systemd (Type=notify): READY=1 in a group, STATUS=, the watchdog.
-	sdn := newNotifier(agent, log)
+	sdn := daemon.NewNotifier(agent, log)
 	sdCtx, sdStop := context.WithCancel(context.Background())
 	defer sdStop()
-	go sdn.run(sdCtx)
+	go sdn.Run(sdCtx)
 	if hupSignals != nil {
 		go func() {
 			for {
@@ -292,7 +305,7 @@ func runAction(c *cli.Context) error {
 		}
 	case <-ctx.Done():
 		log.Info().Msg("signal received: leaving the group")
-		sdn.stopping()
+		sdn.Stopping()
 		select {
 		case err := <-done:
 			if err != nil {
@@ -458,10 +471,10 @@ func configFromFlags(c *cli.Context) (group.Config, runSettings, error) {
 		return cfg, rs, badConfig("--tie-breaker needs --expect")
 	}
 
-	cfg.OnChange = c.String("on-change")
-	cfg.HookTimeout = c.Duration("hook-timeout")
-	if cfg.HookTimeout <= 0 {
-		return cfg, rs, badConfig("--hook-timeout must be > 0, got %v", cfg.HookTimeout)
+	rs.daemon.OnChange = c.String("on-change")
+	rs.daemon.HookTimeout = c.Duration("hook-timeout")
+	if rs.daemon.HookTimeout <= 0 {
+		return cfg, rs, badConfig("--hook-timeout must be > 0, got %v", rs.daemon.HookTimeout)
 	}
 
 	for _, f := range intervalFlags {

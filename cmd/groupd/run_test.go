@@ -120,8 +120,6 @@ func TestRunFlagsAndEnv(t *testing.T) {
 			func(c group.Config) bool {
 				return c.Bind == "127.0.0.1" && c.Advertise == "127.0.0.1" && c.Interface == "lo"
 			}},
-		{"hooks", map[string]string{"GROUPD_ON_CHANGE": "logger changed", "GROUPD_HOOK_TIMEOUT": "3s"}, nil,
-			func(c group.Config) bool { return c.OnChange == "logger changed" && c.HookTimeout == 3*time.Second }},
 		{"key file", map[string]string{"GROUPD_KEY_FILE": key}, nil,
 			func(c group.Config) bool { return len(c.Key) == 32 }},
 		{"profile fast", nil, []string{"--profile", "fast"},
@@ -153,6 +151,29 @@ func TestRunFlagsAndEnv(t *testing.T) {
 				t.Errorf("unexpected config: %+v", cfg)
 			}
 		})
+	}
+}
+
+// TestHookFlags: --on-change and --hook-timeout (here from the
+// environment) are the daemon's options, not the agent's.
+func TestHookFlags(t *testing.T) {
+	t.Setenv("GROUPD_ON_CHANGE", "logger changed")
+	t.Setenv("GROUPD_HOOK_TIMEOUT", "3s")
+	var rs runSettings
+	app := newApp([]string{"groupd", "run"}, io.Discard, io.Discard)
+	for _, c := range app.Commands {
+		if c.Name == "run" {
+			c.Action = func(c *cli.Context) (err error) {
+				_, rs, err = configFromFlags(c)
+				return err
+			}
+		}
+	}
+	if err := app.Run([]string{"groupd", "run"}); err != nil {
+		t.Fatal(err)
+	}
+	if rs.daemon.OnChange != "logger changed" || rs.daemon.HookTimeout != 3*time.Second {
+		t.Errorf("daemon options %+v", rs.daemon)
 	}
 }
 

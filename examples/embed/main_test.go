@@ -1,40 +1,22 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"log"
 	"os"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/groupd/groupd/internal/testkit"
 )
-
-// syncBuffer is a bytes.Buffer safe for the log package and the test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestDemo runs the program's demo: alpha leads, beta takes the lead and
 // alpha names it, beta is killed, alpha takes over within a couple of
 // seconds, and the nodes say when their channels end.
 func TestDemo(t *testing.T) {
-	var out syncBuffer
+	var out testkit.SyncBuffer // safe for the log package and the test
 	log.SetOutput(&out)
 	log.SetFlags(0)
 	defer log.SetOutput(os.Stderr)

@@ -1,56 +1,39 @@
-package group
+package daemon
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 	"github.com/rs/zerolog"
 
-	"github.com/groupd/groupd/invitation"
+	"github.com/groupd/groupd/group"
+	"github.com/groupd/groupd/internal/testkit"
 	"github.com/groupd/groupd/wire"
 )
 
 // syncBuffer is a bytes.Buffer safe for the runner's goroutine.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
+type syncBuffer = testkit.SyncBuffer
 
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-func testEvent(reason string, seq uint64) Event {
-	old := Status{ID: 2, State: wire.StateNormal, Role: invitation.Participant, Group: wire.GroupNumber{Seq: seq - 1, ID: 3}, Coordinator: 3}
-	return Event{
+func testEvent(reason string, seq uint64) group.Event {
+	old := group.Status{ID: 2, State: wire.StateNormal, Role: group.Participant, Group: wire.GroupNumber{Seq: seq - 1, ID: 3}, Coordinator: 3}
+	return group.Event{
 		Time: time.Now(), Node: 2, Reason: reason, Old: &old,
-		New: Status{ID: 2, State: wire.StateNormal, Role: invitation.Coordinator, Group: wire.GroupNumber{Seq: seq, ID: 2},
+		New: group.Status{ID: 2, State: wire.StateNormal, Role: group.Coordinator, Group: wire.GroupNumber{Seq: seq, ID: 2},
 			Coordinator: 2, Members: []wire.NodeID{1, 2}},
 	}
 }
 
-func newTestRunner(t *testing.T, cmd string, timeout time.Duration) (*hookRunner, *metrics, *syncBuffer) {
+func newTestRunner(t *testing.T, cmd string, timeout time.Duration) (*hookRunner, *hookMetrics, *syncBuffer) {
 	t.Helper()
-	m := newMetrics(liveGauges{})
+	m := newHookMetrics()
 	logs := &syncBuffer{}
 	r := newHookRunner(cmd, timeout, zerolog.New(logs), m)
 	t.Cleanup(r.stop)
@@ -60,13 +43,7 @@ func newTestRunner(t *testing.T, cmd string, timeout time.Duration) (*hookRunner
 // waitFor polls cond until it holds or d passes.
 func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testkit.WaitFor(t, d, what, cond)
 }
 
 func readFile(path string) string {
@@ -191,7 +168,7 @@ rmdir %[1]s`, lock, order, started, gate)
 func TestHookStopKillsRunning(t *testing.T) {
 	dir := t.TempDir()
 	started := filepath.Join(dir, "started")
-	m := newMetrics(liveGauges{})
+	m := newHookMetrics()
 	r := newHookRunner("touch "+started+"; sleep 60", time.Minute, zerolog.Nop(), m)
 	r.enqueue(testEvent("merge", 2))
 	waitFor(t, 5*time.Second, "the hook to start", func() bool { return fileExists(started) })
@@ -216,16 +193,7 @@ func processDead(pid int) bool {
 }
 
 // metricValue reads a counter or gauge.
-func metricValue(c prometheus.Metric) float64 {
-	var m dto.Metric
-	if err := c.Write(&m); err != nil {
-		return -1
-	}
-	if m.Counter != nil {
-		return m.Counter.GetValue()
-	}
-	return m.GetGauge().GetValue()
-}
+func metricValue(c prometheus.Metric) float64 { return testkit.MetricValue(c) }
 
 func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
 
@@ -235,17 +203,17 @@ func TestHookWorthy(t *testing.T) {
 	same.Role, same.Group = base.New.Role, base.New.Group
 	for _, tc := range []struct {
 		name string
-		e    Event
+		e    group.Event
 		want bool
 	}{
 		{"group and role change", base, true},
-		{"snapshot", Event{Reason: ReasonSnapshot, New: base.New}, false},
-		{"members only", Event{Reason: "members", Old: &same, New: base.New}, false},
-		{"confirmed", Event{Reason: "confirmed", Old: &same, New: base.New}, true},
-		{"became normal", func() Event {
+		{"snapshot", group.Event{Reason: group.ReasonSnapshot, New: base.New}, false},
+		{"members only", group.Event{Reason: "members", Old: &same, New: base.New}, false},
+		{"confirmed", group.Event{Reason: "confirmed", Old: &same, New: base.New}, true},
+		{"became normal", func() group.Event {
 			o := same
 			o.State = wire.StateReorganization
-			return Event{Reason: "ready", Old: &o, New: base.New}
+			return group.Event{Reason: "ready", Old: &o, New: base.New}
 		}(), true},
 	} {
 		if got := hookWorthy(tc.e); got != tc.want {
@@ -264,12 +232,12 @@ func TestLeaderStopPreempts(t *testing.T) {
 	log := filepath.Join(dir, "log")
 	cmd := `echo "$GROUPD_EVENT $GROUPD_TERM begin" >> ` + log + `; if [ "$GROUPD_EVENT" = leader-start ]; then sleep 10; fi; echo "$GROUPD_EVENT end" >> ` + log
 	r, _, logs := newTestRunner(t, cmd, 30*time.Second)
-	start := testEvent(ReasonLeaderStart, 5)
+	start := testEvent(group.ReasonLeaderStart, 5)
 	start.New.Term = wire.GroupNumber{Seq: 5, ID: 2}
 	r.enqueue(start)
 	waitFor(t, 5*time.Second, "the leader-start hook to begin", func() bool { return strings.Contains(readFile(log), "leader-start") })
 	r.enqueue(testEvent("members", 6)) // a change queued behind it
-	stop := testEvent(ReasonLeaderStop, 6)
+	stop := testEvent(group.ReasonLeaderStop, 6)
 	old := *stop.Old
 	old.Term = start.New.Term
 	stop.Old = &old

@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"context"
@@ -30,10 +30,10 @@ import (
 //     daemon;
 //   - STOPPING=1 when a signal stops it.
 
-// watchdogStale is how old the loop's last turn may be for a ping: the
+// WatchdogStale is how old the loop's last turn may be for a ping: the
 // loop goes round at least every group.MaxLoopSleep, so twice that is a
 // loop that is not running.
-const watchdogStale = 2 * group.MaxLoopSleep
+const WatchdogStale = 2 * group.MaxLoopSleep
 
 // agentView is what the notifier reads of the agent.
 type agentView interface {
@@ -41,30 +41,33 @@ type agentView interface {
 	LoopTurned() time.Time
 }
 
-// notifier tells systemd about the daemon; without $NOTIFY_SOCKET it does
-// nothing.
-type notifier struct {
+// Notifier tells systemd about the daemon; without $NOTIFY_SOCKET it does
+// nothing. Run it alongside the agent's Run, and call Stopping when a
+// signal stops the daemon.
+type Notifier struct {
 	agent agentView
 	log   zerolog.Logger
 	send  func(state string) (bool, error) // sd.SdNotify, without unsetting the environment
 }
 
-func newNotifier(agent agentView, log zerolog.Logger) *notifier {
-	return &notifier{agent: agent, log: log, send: func(s string) (bool, error) { return sd.SdNotify(false, s) }}
+// NewNotifier returns the notifier of agent (a *group.Agent), logging to
+// log.
+func NewNotifier(agent agentView, log zerolog.Logger) *Notifier {
+	return &Notifier{agent: agent, log: log, send: func(s string) (bool, error) { return sd.SdNotify(false, s) }}
 }
 
 // notify sends one state, logging a failure once at debug (a socket that
 // went away must not stop the daemon).
-func (n *notifier) notify(state string) {
+func (n *Notifier) notify(state string) {
 	if _, err := n.send(state); err != nil {
 		n.log.Debug().Err(err).Str("state", state).Msg("sd_notify")
 	}
 }
 
-// run follows the agent's events until ctx is done or they end: READY=1
+// Run follows the agent's events until ctx is done or they end: READY=1
 // with the first view in a group, STATUS= on every change; and pings the
 // watchdog if systemd asked for one.
-func (n *notifier) run(ctx context.Context) {
+func (n *Notifier) Run(ctx context.Context) {
 	if iv, err := sd.SdWatchdogEnabled(false); err != nil {
 		n.log.Warn().Err(err).Msg("systemd watchdog: bad WATCHDOG_USEC; not pinging it")
 	} else if iv > 0 {
@@ -99,7 +102,7 @@ func (n *notifier) run(ctx context.Context) {
 
 // watchdog sends WATCHDOG=1 every half interval while the event loop goes
 // round (and before it starts: --start-at holds it).
-func (n *notifier) watchdog(ctx context.Context, interval time.Duration) {
+func (n *Notifier) watchdog(ctx context.Context, interval time.Duration) {
 	t := time.NewTicker(interval / 2)
 	defer t.Stop()
 	quiet := false
@@ -123,13 +126,13 @@ func (n *notifier) watchdog(ctx context.Context, interval time.Duration) {
 }
 
 // loopAlive reports whether a loop that last turned at turned is alive at
-// now: it has not started yet (zero), or it turned within watchdogStale.
+// now: it has not started yet (zero), or it turned within WatchdogStale.
 func loopAlive(turned, now time.Time) bool {
-	return turned.IsZero() || now.Sub(turned) <= watchdogStale
+	return turned.IsZero() || now.Sub(turned) <= WatchdogStale
 }
 
-// stopping tells systemd the daemon is stopping.
-func (n *notifier) stopping() { n.notify(sd.SdNotifyStopping + "\nSTATUS=stopping: leaving the group") }
+// Stopping tells systemd the daemon is stopping.
+func (n *Notifier) Stopping() { n.notify(sd.SdNotifyStopping + "\nSTATUS=stopping: leaving the group") }
 
 // inGroup reports whether st is a view in a group: Normal, with a number.
 func inGroup(st group.Status) bool {

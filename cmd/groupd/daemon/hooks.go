@@ -1,4 +1,4 @@
-package group
+package daemon
 
 import (
 	"context"
@@ -13,10 +13,14 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/groupd/groupd/wire"
+	"github.com/groupd/groupd/group"
 )
 
-// The --on-change hook.
+// The --on-change hook, built on what package group offers embedders:
+// Config.OnEvent hands it every event, in order, as the agent publishes
+// it (hookWorthy picks the ones that run the hook), the runner asks
+// Agent.Status whether a leader-start's leadership still holds, and
+// Agent.NameOf for a coordinator's name.
 //
 // The command runs with /bin/sh -c and, on top of the daemon's
 // environment:
@@ -33,7 +37,7 @@ import (
 //	GROUPD_PRIMARY      1 if the group is the primary partition, else 0
 //	GROUPD_NAME         this node's name; GROUPD_COORDINATOR_NAME the coordinator's
 //	                    (from its memberlist meta: a run waits for it up to
-//	                    BeaconInterval + AliveInterval, see names.go)
+//	                    BeaconInterval + AliveInterval, Agent.NameOf)
 //	GROUPD_LEADER       1 while this node leads (Status.IsLeader: in quorum
 //	                    mode, while it holds its lease), else 0
 //	GROUPD_TERM         the leadership's term (leader-start, leader-term: the
@@ -64,12 +68,14 @@ import (
 // its old group and role and takes the new event's reason and state. The
 // hook thus always sees the latest state, and never a stale one last.
 //
-// A run is time-limited: after HookTimeout its whole process group (it runs
+// A run is time-limited: after Options.HookTimeout its whole process group (it runs
 // in its own, Setpgid) is killed with SIGKILL, so a hook that started
 // background children cannot outlive its budget. Failures (non-zero exit,
 // timeout, cannot start) are logged with the exit status and the tail of
 // stderr, and counted. Hooks still running when the agent stops are
-// killed, and queued ones are dropped.
+// killed, and queued ones are dropped (Daemon.Stop); a stopping leader's
+// leader-stop gets up to a second first, before memberlist announces the
+// leave (Config.BeforeLeave).
 
 // hookQueueMax bounds the events waiting for the hook.
 const hookQueueMax = 4
@@ -78,22 +84,25 @@ const hookQueueMax = 4
 // log.
 const hookTailSize = 512
 
-// hookWorthy reports whether e should run the hook. Leadership events
-// (leader-start, leader-stop) are queued by the publisher themselves, one
-// per transition.
-func hookWorthy(e Event) bool {
+// hookWorthy reports whether e should run the hook: every leadership
+// event (leader-start, leader-stop, leader-term: one per transition), and
+// the changes of view listed above.
+func hookWorthy(e group.Event) bool {
 	if e.Old == nil {
 		return false
 	}
+	if isLeaderEvent(e) {
+		return true
+	}
 	o, n := e.Old, e.New
 	return o.Group != n.Group || o.Role != n.Role || e.Reason == "confirmed" || o.Primary != n.Primary ||
-		(n.State == wire.StateNormal && o.State != wire.StateNormal) || o.Degraded != n.Degraded
+		(n.State == group.StateNormal && o.State != group.StateNormal) || o.Degraded != n.Degraded
 }
 
 // isLeaderEvent reports whether e is a leadership transition, which the
 // hook queue never merges away.
-func isLeaderEvent(e Event) bool {
-	return e.Reason == ReasonLeaderStart || e.Reason == ReasonLeaderStop || e.Reason == ReasonLeaderTerm
+func isLeaderEvent(e group.Event) bool {
+	return e.Reason == group.ReasonLeaderStart || e.Reason == group.ReasonLeaderStop || e.Reason == group.ReasonLeaderTerm
 }
 
 func boolEnv(b bool) string {
@@ -104,7 +113,7 @@ func boolEnv(b bool) string {
 }
 
 // hookEnv returns the GROUPD_* variables for e.
-func hookEnv(e Event) []string {
+func hookEnv(e group.Event) []string {
 	n := e.New
 	ids := make([]string, len(n.Members))
 	for i, id := range n.Members {
@@ -116,14 +125,14 @@ func hookEnv(e Event) []string {
 	}
 	leader, term, oldTerm := n.IsLeader(), "", ""
 	switch {
-	case e.Reason == ReasonLeaderStart:
+	case e.Reason == group.ReasonLeaderStart:
 		leader, term = true, n.Term.String()
-	case e.Reason == ReasonLeaderStop:
+	case e.Reason == group.ReasonLeaderStop:
 		leader = false
 		if e.Old != nil {
 			term = e.Old.Term.String() // the term that ended
 		}
-	case e.Reason == ReasonLeaderTerm:
+	case e.Reason == group.ReasonLeaderTerm:
 		leader, term = true, n.Term.String()
 		if e.Old != nil {
 			oldTerm = e.Old.Term.String()
@@ -156,10 +165,11 @@ type hookRunner struct {
 	cmd     string
 	timeout time.Duration
 	log     zerolog.Logger
-	m       *metrics
+	m       *hookMetrics
 	// nameOf, if set, finds the coordinator's name of an event that has
-	// none yet, waiting a little for it (Agent.nameOf).
-	nameOf func(id NodeID, known string, stop <-chan struct{}) string
+	// none yet, waiting a little for it or until ctx is done
+	// (Agent.NameOf).
+	nameOf func(ctx context.Context, id group.NodeID) string
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -167,20 +177,20 @@ type hookRunner struct {
 	done   chan struct{} // closed when the runner goroutine exits
 
 	mu      sync.Mutex
-	queue   []Event
+	queue   []group.Event
 	running bool // a hook runs now
 	// current is the event whose hook runs now, and kill ends its run
 	// (a leader-stop ends its leadership's running leader-start).
-	current Event
+	current group.Event
 	kill    context.CancelFunc
 
 	// leads, if set, reports whether the node leads in term now: a
 	// leader-start whose leadership already ended is skipped.
-	leads func(term GroupNumber) bool
+	leads func(term group.GroupNumber) bool
 }
 
 // newHookRunner starts a runner. Stop it with stop.
-func newHookRunner(cmd string, timeout time.Duration, log zerolog.Logger, m *metrics) *hookRunner {
+func newHookRunner(cmd string, timeout time.Duration, log zerolog.Logger, m *hookMetrics) *hookRunner {
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &hookRunner{
 		cmd: cmd, timeout: timeout, log: log, m: m,
@@ -195,9 +205,9 @@ func newHookRunner(cmd string, timeout time.Duration, log zerolog.Logger, m *met
 // enqueue queues e for the hook. It never blocks. A full queue merges a
 // new event into the last queued one, unless either is a leadership
 // transition: those run once each, whatever the queue holds.
-func (r *hookRunner) enqueue(e Event) {
+func (r *hookRunner) enqueue(e group.Event) {
 	r.mu.Lock()
-	if e.Reason == ReasonLeaderStop {
+	if e.Reason == group.ReasonLeaderStop {
 		r.preempt(e)
 		r.mu.Unlock()
 		select {
@@ -227,13 +237,13 @@ func (r *hookRunner) enqueue(e Event) {
 // the leadership that ended, and kills its leader-start if it runs: a
 // leader-start's side effects must be undone when the lease ends, not
 // after the hooks queued before. Call with r.mu held.
-func (r *hookRunner) preempt(stop Event) {
-	var term GroupNumber
+func (r *hookRunner) preempt(stop group.Event) {
+	var term group.GroupNumber
 	if stop.Old != nil {
 		term = stop.Old.Term
 	}
-	ended := func(e Event) bool {
-		return (e.Reason == ReasonLeaderStart || e.Reason == ReasonLeaderTerm) && e.New.Term == term
+	ended := func(e group.Event) bool {
+		return (e.Reason == group.ReasonLeaderStart || e.Reason == group.ReasonLeaderTerm) && e.New.Term == term
 	}
 	if r.running && ended(r.current) && r.kill != nil {
 		r.log.Warn().Str("term", term.String()).
@@ -251,24 +261,26 @@ func (r *hookRunner) preempt(stop Event) {
 			at = len(q)
 		}
 	}
-	q = append(q, Event{})
+	q = append(q, group.Event{})
 	copy(q[at+1:], q[at:])
 	q[at] = stop
 	r.queue = q
 }
 
-// drain waits until no hook is queued or running, at most timeout: a
+// drain waits until no hook is queued or running, or ctx is done: a
 // stopping leader's leader-stop hook gets to run.
-func (r *hookRunner) drain(timeout time.Duration) {
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
+func (r *hookRunner) drain(ctx context.Context) {
+	for ctx.Err() == nil {
 		r.mu.Lock()
 		idle := len(r.queue) == 0 && !r.running
 		r.mu.Unlock()
 		if idle {
 			return
 		}
-		time.Sleep(10 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+		case <-time.After(10 * time.Millisecond):
+		}
 	}
 }
 
@@ -299,24 +311,24 @@ func (r *hookRunner) run() {
 			r.mu.Unlock()
 			r.runOne(e)
 			r.mu.Lock()
-			r.running, r.current, r.kill = false, Event{}, nil
+			r.running, r.current, r.kill = false, group.Event{}, nil
 			r.mu.Unlock()
 		}
 	}
 }
 
 // runOne runs the hook once for e and logs the outcome.
-func (r *hookRunner) runOne(e Event) {
-	if e.Reason == ReasonLeaderStart && r.leads != nil && !r.leads(e.New.Term) {
+func (r *hookRunner) runOne(e group.Event) {
+	if e.Reason == group.ReasonLeaderStart && r.leads != nil && !r.leads(e.New.Term) {
 		r.log.Info().Str("term", e.New.Term.String()).
 			Msg("leader-start hook skipped: the leadership ended (its lease ran out) before the hook's turn; its leader-stop follows")
 		return
 	}
-	if r.nameOf != nil && !isLeaderEvent(e) {
+	if r.nameOf != nil && !isLeaderEvent(e) && e.New.CoordinatorName == "" && e.New.Coordinator != 0 {
 		// The coordinator's name may arrive after the group settled. A
 		// leadership event does not wait for it: a leader-stop is due
 		// when the lease ends.
-		e.New.CoordinatorName = r.nameOf(e.New.Coordinator, e.New.CoordinatorName, r.ctx.Done())
+		e.New.CoordinatorName = r.nameOf(r.ctx, e.New.Coordinator)
 	}
 	tctx, cancel := context.WithTimeout(r.ctx, r.timeout)
 	defer cancel()
