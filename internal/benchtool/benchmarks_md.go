@@ -27,6 +27,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"unicode/utf8"
 )
 
 var (
@@ -573,7 +574,9 @@ func genCompare(root string, args []string) (string, error) {
 			}
 			fmt.Fprintf(&b, "| %s | %s |\n", c.title, strings.Join(cells, " | "))
 		}
-		fmt.Fprintf(&b, "\nSeconds unless named; ×: against groupd. %s; details in [BENCHMARKS.md](BENCHMARKS.md).\n", envSay(envText, d))
+		// The README keeps its lines within 100 columns (docs' TestREADMEWidth).
+		caption := fmt.Sprintf("Seconds unless named; ×: against groupd. %s; details in [BENCHMARKS.md](BENCHMARKS.md).", envSay(envText, d))
+		b.WriteString("\n" + wrapWords(caption, 100) + "\n")
 		return b.String(), nil
 	}
 	fmt.Fprintf(&b, "| N = %d: p50 (min–max) × groupd |", n)
@@ -693,4 +696,26 @@ func exclSourceSay(path string, envs []ExclEnv) string {
 		break
 	}
 	return s
+}
+
+// wrapWords breaks text into lines of at most width characters, between
+// words (a longer word gets a line of its own).
+func wrapWords(text string, width int) string {
+	var lines []string
+	line := ""
+	for _, w := range strings.Fields(text) {
+		switch {
+		case line == "":
+			line = w
+		case utf8.RuneCountInString(line)+1+utf8.RuneCountInString(w) <= width:
+			line += " " + w
+		default:
+			lines = append(lines, line)
+			line = w
+		}
+	}
+	if line != "" {
+		lines = append(lines, line)
+	}
+	return strings.Join(lines, "\n")
 }
