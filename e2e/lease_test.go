@@ -370,7 +370,11 @@ func TestLeaseExclusive(t *testing.T) {
 			r.name, lastOld.Sub(at).Round(time.Millisecond), newLeader.node, newLeader.sent.Sub(at).Round(time.Millisecond), newLeader.term))
 		// Back to one group under node 5, which leads again.
 		l.convergedUnder("nodes converge after: "+r.name, l.all(), 5)
-		p.waitLeader(t, "node 5 leads again after: "+r.name, []int{5}, time.Now(), 15*time.Second)
+		back := p.waitLeader(t, "node 5 leads again after: "+r.name, []int{5}, time.Now(), 15*time.Second)
+		// Its exec sees the leadership and starts its child: wait for the
+		// child's first write before the next fault, or a loaded host
+		// can take the leadership away before the child ever runs.
+		childWrote(t, xs, 5, back.term.String(), 10*time.Second)
 	}
 	// Node 5's exec sees its leadership and starts its child: wait until
 	// the child has written in node 5's term.
