@@ -75,7 +75,7 @@ func TestUIReplay16(t *testing.T) {
 
 	wd := startWebDriver(t, driver, browser)
 	url := serveLoopback(t, func(...string) http.Handler { return ui.Handler() })
-	wd.navigate(url + ui.Prefix)
+	wd.load("the replay page", url+ui.Prefix, "")
 	var loaded struct {
 		Events, Marks, Bad int
 		Start, End         int64

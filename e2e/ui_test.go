@@ -47,7 +47,7 @@ func TestUILiveView(t *testing.T) {
 	labURL := serveLoopback(t, l.UIHandler)
 	nodeURL := serveLoopback(t, func(hosts ...string) http.Handler { return ui.Proxy("unix", l.Sock(1), hosts...) })
 	wd := startWebDriver(t, driver, browser)
-	wd.navigate(labURL + ui.Prefix)
+	wd.load("the lab view", labURL+ui.Prefix, "")
 
 	// The group status reports now, at every poll: what the page must
 	// show in the end (a merge may still be renumbering the group).
@@ -93,7 +93,7 @@ func TestUILiveView(t *testing.T) {
 
 	// Node mode, through the proxy of `groupd ui`: node 1's view, from its
 	// member list and gossip meta.
-	wd.navigate(nodeURL + ui.Prefix)
+	wd.load("node 1's view", nodeURL+ui.Prefix, "")
 	// Read at every poll: after the heal a merge may still renumber the
 	// group, and a number read once before it is one the page never
 	// shows again (run 2 of 5: the page showed the merged group for 10 s).
@@ -649,32 +649,39 @@ func (wd *webDriver) openPages(pages ...*uiPage) {
 		}
 		wd.switchTo(p.handle)
 		wd.call(http.MethodPost, "/window/rect", map[string]int{"width": 1280, "height": 860}, nil)
-		wd.navigate(p.url + ui.Prefix)
-		// Under load the page may not have run its script yet when the
-		// navigation returns: poll until it has (window.groupdUI) and
-		// the recorder is in place. A page whose script never ran (an
-		// asset lost on a loaded host: node 3's page stayed empty for
-		// 10 s in a full-suite run) is loaded again, once, and said so.
-		start, reloaded := time.Now(), false
-		for {
-			var n int
-			wd.eval("return window.groupdUI ? 0 : -1;", &n)
-			if n == 0 {
-				wd.eval(recorder, &n)
-				if n >= 0 {
-					break
-				}
-			}
-			switch {
-			case time.Since(start) > 30*time.Second:
-				wd.t.Fatalf("ui: %s: the page's script has not run (no window.groupdUI, or no #topo, #groups, #summary) 30 s after it was loaded", p.name)
-			case !reloaded && time.Since(start) > 10*time.Second:
-				wd.t.Logf("ui: %s: the page's script has not run 10 s after it was loaded: loading it again", p.name)
-				wd.navigate(p.url + ui.Prefix)
-				reloaded = true
-			}
-			time.Sleep(50 * time.Millisecond) // polling the page
+		wd.load(p.name, p.url+ui.Prefix, recorder)
+	}
+}
+
+// load navigates to url and waits until the page's script has run
+// (window.groupdUI) and, when install is set, that script (a recorder)
+// answers 0 or more. Under load the page may not have run its script yet
+// when the navigation returns. A page whose script never ran (an asset
+// lost on a loaded host: node 3's page stayed empty for 10 s in a
+// full-suite run, and the lab view in TestUILiveView) is loaded again,
+// once, and said so; it fails only 30 s after it was first loaded.
+func (wd *webDriver) load(name, url, install string) {
+	wd.t.Helper()
+	wd.navigate(url)
+	start, reloaded := time.Now(), false
+	for {
+		var n int
+		wd.eval("return window.groupdUI ? 0 : -1;", &n)
+		if n == 0 && install != "" {
+			wd.eval(install, &n)
 		}
+		if n >= 0 {
+			return
+		}
+		switch {
+		case time.Since(start) > 30*time.Second:
+			wd.t.Fatalf("ui: %s: the page's script has not run (no window.groupdUI, or no #topo, #groups, #summary) 30 s after it was loaded", name)
+		case !reloaded && time.Since(start) > 10*time.Second:
+			wd.t.Logf("ui: %s: the page's script has not run 10 s after it was loaded: loading it again", name)
+			wd.navigate(url)
+			reloaded = true
+		}
+		time.Sleep(50 * time.Millisecond) // polling the page
 	}
 }
 
