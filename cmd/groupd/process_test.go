@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -72,15 +73,27 @@ func startLone(t *testing.T, bin, dir, api string, env []string, args ...string)
 }
 
 // freeGossipPort returns a port free for both TCP and UDP on 127.0.0.1
-// (memberlist uses both).
+// (memberlist uses both). It draws it below the kernel's ephemeral range,
+// which the tests that run alongside bind from (port 0): a port drawn
+// from that range was taken by one of them before the daemon bound it
+// (TestCorruptStateFile, "bind: address already in use", a full-suite
+// run).
 func freeGossipPort(t *testing.T) int {
 	t.Helper()
-	for range 100 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
+	low := 32768
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if v, err := strconv.Atoi(f[0]); err == nil && v > 12000 {
+				low = v
+			}
 		}
-		port := l.Addr().(*net.TCPAddr).Port
+	}
+	for range 100 {
+		port := 10000 + rand.IntN(low-10000)
+		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+		if err != nil {
+			continue
+		}
 		c, err := net.ListenPacket("udp", "127.0.0.1:"+strconv.Itoa(port))
 		l.Close()
 		if err == nil {

@@ -202,15 +202,12 @@ func TestIntervalFlags(t *testing.T) {
 	}
 }
 
-// freeUDPPort returns a UDP port on 127.0.0.1 that is free now.
+// freeUDPPort returns a port on 127.0.0.1 free now for UDP and TCP.
 func freeUDPPort(t *testing.T) int {
 	t.Helper()
-	c, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	return c.LocalAddr().(*net.UDPAddr).Port
+	// Free for TCP too (a gossip port needs both), and below the
+	// ephemeral range: see freeGossipPort.
+	return freeGossipPort(t)
 }
 
 func TestRunBadConfig(t *testing.T) {
