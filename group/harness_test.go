@@ -3,12 +3,15 @@ package group
 import (
 	"bytes"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"math/rand/v2"
 	"net"
 	"os"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -92,12 +95,32 @@ func randomGroup() net.IP {
 }
 
 func freeUDPPort() (int, error) {
-	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	if err != nil {
-		return 0, err
+	// Below the kernel's ephemeral range, and free for TCP too (a gossip
+	// port needs both): a port drawn from that range was taken by another
+	// test's port-0 bind before the agent bound it (TestSelfSeed, a
+	// full-suite run). See freeLoopbackPorts.
+	low := 32768
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if v, err := strconv.Atoi(f[0]); err == nil && v > 12000 {
+				low = v
+			}
+		}
 	}
-	defer c.Close()
-	return c.LocalAddr().(*net.UDPAddr).Port, nil
+	for range 100 {
+		p := 10000 + rand.IntN(low-10000)
+		c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: p})
+		if err != nil {
+			continue
+		}
+		l, err := net.Listen("tcp4", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
+		c.Close()
+		if err == nil {
+			l.Close()
+			return p, nil
+		}
+	}
+	return 0, errors.New("no port free for UDP and TCP on 127.0.0.1")
 }
 
 // testLog collects an agent's logs and prints them if the test fails.
