@@ -129,52 +129,18 @@ func (l *tlab) judgeExclusive(p *leasePoller, polls []leaderPoll) exclusiveFigur
 	return f
 }
 
-// overlapOf sweeps runs and returns the total time during which runs of
-// two or more nodes hold, and those stretches.
+// overlapOf returns the total time during which runs of two or more
+// nodes hold (lab.Overlaps), and those stretches.
 func overlapOf(runs []leaderRun) (time.Duration, []string) {
-	type edge struct {
-		t    time.Time
-		node int
-		up   bool
-	}
-	var edges []edge
+	ss := make([]lab.Stretch, 0, len(runs))
 	for _, r := range runs {
-		edges = append(edges, edge{r.from, r.node, true}, edge{r.to, r.node, false})
+		ss = append(ss, lab.Stretch{Node: r.node, From: r.from, To: r.to})
 	}
-	slices.SortStableFunc(edges, func(a, b edge) int { return a.t.Compare(b.t) })
-	active := map[int]int{}
 	var total time.Duration
 	var spans []string
-	var from time.Time
-	var nodes map[int]bool
-	for k := 0; k < len(edges); {
-		at := edges[k].t
-		for ; k < len(edges) && edges[k].t.Equal(at); k++ {
-			e := edges[k]
-			if e.up {
-				active[e.node]++
-			} else if active[e.node]--; active[e.node] <= 0 {
-				delete(active, e.node)
-			}
-		}
-		switch {
-		case len(active) >= 2 && nodes == nil:
-			from, nodes = at, map[int]bool{}
-		case len(active) < 2 && nodes != nil:
-			total += at.Sub(from)
-			var ns []int
-			for n := range nodes {
-				ns = append(ns, n)
-			}
-			slices.Sort(ns)
-			spans = append(spans, fmt.Sprintf("%s–%s nodes %s", from.Format("15:04:05.000"), at.Format("15:04:05.000"), list(ns)))
-			nodes = nil
-		}
-		for n := range active {
-			if nodes != nil {
-				nodes[n] = true
-			}
-		}
+	for _, o := range lab.Overlaps(ss) {
+		total += o.To.Sub(o.From)
+		spans = append(spans, fmt.Sprintf("%s–%s nodes %s", o.From.Format("15:04:05.000"), o.To.Format("15:04:05.000"), list(o.Nodes)))
 	}
 	return total, spans
 }

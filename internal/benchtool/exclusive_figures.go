@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/groupd/groupd/internal/lab"
 	"github.com/groupd/groupd/schema"
 	"github.com/groupd/groupd/wire"
 )
@@ -176,12 +177,7 @@ func exclCompute(samples []exclSample, fault time.Time, leader int, poll time.Du
 // answer holds for one poll, or until that node's next poll) and keeps
 // the total time two or more hold, and the stretches.
 func (f *exclFigures) overlap(byNode map[int][]exclSample, poll time.Duration, to time.Time, rel func(time.Time) float64) {
-	type edge struct {
-		t    time.Time
-		node int
-		up   bool
-	}
-	var edges []edge
+	var stretches []lab.Stretch
 	for node, ss := range byNode {
 		for k, s := range ss {
 			if !s.OK || !s.PL {
@@ -194,58 +190,23 @@ func (f *exclFigures) overlap(byNode map[int][]exclSample, poll time.Duration, t
 			if end.After(to) {
 				end = to
 			}
-			if end.After(s.At) {
-				edges = append(edges, edge{s.At, node, true}, edge{end, node, false})
-			}
+			stretches = append(stretches, lab.Stretch{Node: node, From: s.At, To: end})
 		}
 	}
-	sort.Slice(edges, func(a, b int) bool { return edges[a].t.Before(edges[b].t) })
-	active := map[int]int{}
 	var overlap time.Duration
-	var cur *exclSpan
 	var spans []exclSpan
-	var spanNodes map[int]bool
-	for k := 0; k < len(edges); {
-		t := edges[k].t
-		// Every edge of one instant first: an answer that ends as the
-		// same node's, or another's, begins is no break.
-		for ; k < len(edges) && edges[k].t.Equal(t); k++ {
-			e := edges[k]
-			if e.up {
-				active[e.node]++
-			} else if active[e.node]--; active[e.node] <= 0 {
-				delete(active, e.node)
-			}
-		}
-		switch {
-		case len(active) >= 2 && cur == nil:
-			cur = &exclSpan{FromS: rel(t)}
-			spanNodes = map[int]bool{}
-		case len(active) < 2 && cur != nil:
-			cur.ToS = rel(t)
-			for n := range spanNodes {
-				cur.Nodes = append(cur.Nodes, n)
-			}
-			slices.Sort(cur.Nodes)
-			// A span that begins within exclRunGap polls of the last one's
-			// end continues it in the record (a late poll leaves a gap of a
-			// few ms between two answers' intervals); the figure counts
-			// only the overlap itself.
-			if k := len(spans) - 1; k >= 0 && cur.FromS-spans[k].ToS <= exclRunGap*poll.Seconds() {
-				spans[k].ToS = cur.ToS
-				spans[k].Nodes = sortedInts(append(spans[k].Nodes, cur.Nodes...))
-			} else {
-				spans = append(spans, *cur)
-			}
-			cur = nil
-		}
-		if cur != nil {
-			for n := range active {
-				spanNodes[n] = true
-			}
-			if k < len(edges) {
-				overlap += edges[k].t.Sub(t)
-			}
+	for _, o := range lab.Overlaps(stretches) {
+		overlap += o.To.Sub(o.From)
+		cur := exclSpan{FromS: rel(o.From), ToS: rel(o.To), Nodes: o.Nodes}
+		// A span that begins within exclRunGap polls of the last one's
+		// end continues it in the record (a late poll leaves a gap of a
+		// few ms between two answers' intervals); the figure counts
+		// only the overlap itself.
+		if k := len(spans) - 1; k >= 0 && cur.FromS-spans[k].ToS <= exclRunGap*poll.Seconds() {
+			spans[k].ToS = cur.ToS
+			spans[k].Nodes = sortedInts(append(spans[k].Nodes, cur.Nodes...))
+		} else {
+			spans = append(spans, cur)
 		}
 	}
 	f.OverlapMS = float64(overlap.Microseconds()) / 1000
