@@ -24,16 +24,7 @@ func leaderView(id wire.NodeID, until time.Time) invitation.Status {
 // valid lease, until an unrelated change of view). Leader-stop and
 // leader-start both come, once each.
 func TestLeaseRenewedAsItRanOut(t *testing.T) {
-	cfg := newTestConfig(t)
-	cfg.ID = 1
-	cfg.Quorum = Quorum{Expect: 3}
-	a, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	events, stop := a.Subscribe()
-	defer stop()
+	a, events := quorumLeaderAgent(t)
 	p := &a.pub
 	now := time.Now()
 	u1 := now.Add(30 * time.Millisecond)
@@ -142,16 +133,7 @@ func TestLeaderTermOneEvent(t *testing.T) {
 // found one stamped 24 s early, before the loss began; an LP1 replay
 // would have ended the leadership there and could miss an overlap).
 func TestLeaderStopAtLeaseEnd(t *testing.T) {
-	cfg := newTestConfig(t)
-	cfg.ID = 1
-	cfg.Quorum = Quorum{Expect: 3}
-	a, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	events, stop := a.Subscribe()
-	defer stop()
+	a, events := quorumLeaderAgent(t)
 	p := &a.pub
 	now := time.Now()
 	u0 := now.Add(50 * time.Millisecond)
@@ -180,4 +162,22 @@ func TestLeaderStopAtLeaseEnd(t *testing.T) {
 			t.Fatal("no leader-stop")
 		}
 	}
+}
+
+// quorumLeaderAgent is an agent, node 1 with --expect 3, that is never
+// run: a test drives its publisher directly, and reads what it publishes
+// from events. Both end with the test.
+func quorumLeaderAgent(t *testing.T) (*Agent, <-chan Event) {
+	t.Helper()
+	cfg := newTestConfig(t)
+	cfg.ID = 1
+	cfg.Quorum = Quorum{Expect: 3}
+	a, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	events, stop := a.Subscribe()
+	t.Cleanup(stop)
+	return a, events
 }
